@@ -1,0 +1,65 @@
+# gitpeer — make help lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := bin/gitpeer
+PKGS      := ./...
+FUZZTIME  ?= 20s
+# Never let go fetch a newer toolchain: pinned dependencies build with Go 1.26.
+export GOTOOLCHAIN := local
+export GOFLAGS     := -buildvcs=false
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## Check the tools the build and tests need (go, git) and download modules
+	@command -v $(GO) >/dev/null || { echo "go not found: install Go 1.26 (see go.mod)"; exit 1; }
+	@command -v git >/dev/null || { echo "git not found: apt-get install git"; exit 1; }
+	@$(GO) mod download
+
+.PHONY: build
+build: deps ## Build bin/gitpeer
+	$(GO) build -trimpath -o $(BIN) ./cmd/gitpeer
+
+.PHONY: demo
+demo: build ## Two clusters peer through commits in a fresh Git repo (DIR=... to choose where)
+	$(BIN) demo $(if $(DIR),--dir $(DIR))
+
+.PHONY: test
+test: deps fmt-check vet ## Unit, fuzz-seed and end-to-end tests (real Git repos, git CLI)
+	$(GO) test -count=1 $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+	  done; done
+
+.PHONY: bench
+bench: ## Benchmarks (speed and memory targets live here, not in tests)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+.PHONY: fmt
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+
+.PHONY: fmt-check
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet
+	$(GO) vet $(PKGS)
+
+.PHONY: tidy
+tidy: ## go mod tidy (versions are pinned in go.mod: never -u)
+	$(GO) mod tidy
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf bin

@@ -1,0 +1,317 @@
+// Package file is the file backend: one cluster's private material in a state
+// directory (mode 0700, files 0600), for air-gapped admins, demos and tests.
+//
+//	<dir>/config.yaml           cluster ID and API server URL (public)
+//	<dir>/cluster.key           Ed25519 key, PEM PKCS#8 (Liqo's privateKey format)
+//	<dir>/ca.crt, ca.key        the CA that signs client certificates
+//	<dir>/nonce.secret          32 random bytes nonces are derived from
+//	<dir>/kubeconfigs/<p>.kubeconfig  kubeconfigs obtained from providers
+package file
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+)
+
+// File names inside a state directory.
+const (
+	ConfigFile      = "config.yaml"
+	KeyFile         = "cluster.key"
+	CACertFile      = "ca.crt"
+	CAKeyFile       = "ca.key"
+	NonceSecretFile = "nonce.secret"
+	KubeconfigDir   = "kubeconfigs"
+
+	nonceSecretSize = 32
+	caLifetime      = 10 * 365 * 24 * time.Hour
+)
+
+// ErrNotInitialized means the state directory does not exist or holds no
+// gitpeer state: run `gitpeer init`.
+var ErrNotInitialized = errors.New("state directory not initialized (run gitpeer init)")
+
+// Config is <dir>/config.yaml.
+type Config struct {
+	ClusterID string `json:"clusterID"`
+	APIServer string `json:"apiServer"`
+}
+
+// Backend is a state directory opened for use. It implements backend.Backend.
+type Backend struct {
+	dir    string
+	cfg    Config
+	key    crypto.Signer
+	ca     *handshake.CA
+	secret []byte
+	// Now is the clock certificates are issued by; time.Now by default.
+	Now func() time.Time
+}
+
+// InitOptions are the inputs of Init.
+type InitOptions struct {
+	ClusterID string
+	APIServer string // https URL consumers reach the API server at
+	// CACertPEM and CAKeyPEM import an existing cluster CA (e.g. kubeadm's
+	// pki/ca.crt and ca.key) so that certificates signed offline authenticate
+	// to that cluster. Both empty: a fresh CA is created.
+	CACertPEM, CAKeyPEM []byte
+	Now                 time.Time
+}
+
+// Init creates the state directory dir for a cluster, or opens it when it
+// already holds state for the same cluster ID (keys are never rotated
+// silently). A directory holding another cluster's state, or files that are
+// not gitpeer's, is refused. Creation is atomic: the state is written to a
+// sibling temporary directory and renamed into place, so a failure leaves
+// nothing half-written.
+func Init(dir string, opts InitOptions) (*Backend, bool, error) {
+	if b, err := Open(dir); err == nil {
+		if b.cfg.ClusterID != opts.ClusterID {
+			return nil, false, fmt.Errorf("state dir %s: holds cluster %q, not %q", dir, b.cfg.ClusterID, opts.ClusterID)
+		}
+		return b, false, nil
+	} else if !errors.Is(err, ErrNotInitialized) {
+		return nil, false, err
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, false, fmt.Errorf("state dir %s: not empty and not a gitpeer state dir; refusing to write into it", dir)
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	files, err := newState(opts)
+	if err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, ".gitpeer-init-*")
+	if err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return nil, false, err
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
+			return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+		}
+	}
+	_ = os.Remove(dir) // an empty directory may stand where the state goes
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	b, err := Open(dir)
+	return b, true, err
+}
+
+func newState(opts InitOptions) (map[string][]byte, error) {
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := handshake.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	caCert, caKey := opts.CACertPEM, opts.CAKeyPEM
+	switch {
+	case len(caCert) == 0 && len(caKey) == 0:
+		ca, k, err := handshake.NewCA(opts.ClusterID+"-gitpeer-ca", opts.Now, caLifetime)
+		if err != nil {
+			return nil, err
+		}
+		caCert, caKey = ca.CertPEM, k
+	case len(caCert) == 0 || len(caKey) == 0:
+		return nil, errors.New("importing a CA needs both its certificate and its key")
+	default:
+		if _, err := handshake.LoadCA(caCert, caKey); err != nil {
+			return nil, fmt.Errorf("import CA: %w", err)
+		}
+	}
+	secret := make([]byte, nonceSecretSize)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	cfg, err := yaml.Marshal(Config{ClusterID: opts.ClusterID, APIServer: opts.APIServer})
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		ConfigFile:      cfg,
+		KeyFile:         keyPEM,
+		CACertFile:      caCert,
+		CAKeyFile:       caKey,
+		NonceSecretFile: secret,
+	}, nil
+}
+
+// Open loads the state directory dir. It refuses a directory that others can
+// read or enter (as ssh refuses a world-readable key). Errors wrap
+// ErrNotInitialized when there is no state, and name the file otherwise.
+func Open(dir string) (*Backend, error) {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("state dir %s: %w", dir, ErrNotInitialized)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("state dir %s: not a directory", dir)
+	}
+	cfgData, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("state dir %s: %w", dir, ErrNotInitialized)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("state dir %s: mode %04o lets other users in; want 0700 (chmod 700 %s)", dir, perm, dir)
+	}
+	b := &Backend{dir: dir, Now: time.Now}
+	if err := yaml.UnmarshalStrict(cfgData, &b.cfg); err != nil || b.cfg.ClusterID == "" {
+		return nil, fmt.Errorf("%s: malformed (want clusterID and apiServer): %v", filepath.Join(dir, ConfigFile), err)
+	}
+	read := func(name string) ([]byte, error) {
+		p := filepath.Join(dir, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("%s: mode %04o lets other users read it; want 0600", p, fi.Mode().Perm())
+		}
+		return os.ReadFile(p)
+	}
+	keyPEM, err := read(KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if b.key, err = handshake.ParsePrivateKey(keyPEM); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, KeyFile), err)
+	}
+	caCert, err := read(CACertFile)
+	if err != nil {
+		return nil, err
+	}
+	caKey, err := read(CAKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if b.ca, err = handshake.LoadCA(caCert, caKey); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, CACertFile), err)
+	}
+	if b.secret, err = read(NonceSecretFile); err != nil {
+		return nil, err
+	}
+	if len(b.secret) < nonceSecretSize {
+		return nil, fmt.Errorf("%s: %d bytes, want at least %d", filepath.Join(dir, NonceSecretFile), len(b.secret), nonceSecretSize)
+	}
+	return b, nil
+}
+
+// Dir is the state directory.
+func (b *Backend) Dir() string { return b.dir }
+
+// Config returns the public configuration of the state directory.
+func (b *Backend) Config() Config { return b.cfg }
+
+// ClusterID implements backend.Backend.
+func (b *Backend) ClusterID() string { return b.cfg.ClusterID }
+
+// Signer implements backend.Backend.
+func (b *Backend) Signer() crypto.Signer { return b.key }
+
+// Nonce implements backend.Backend: handshake.DeriveNonce over the state's secret.
+func (b *Backend) Nonce(consumerID string, epoch uint64) (string, error) {
+	return handshake.DeriveNonce(b.secret, consumerID, epoch), nil
+}
+
+// SignCSR implements backend.Backend with the state directory's CA.
+func (b *Backend) SignCSR(_ context.Context, csrPEM []byte, lifetime time.Duration) ([]byte, error) {
+	return b.ca.SignCSR(csrPEM, b.Now(), lifetime)
+}
+
+// CABundle implements backend.Backend.
+func (b *Backend) CABundle() []byte { return b.ca.CertPEM }
+
+// KubeconfigPath is where the kubeconfig for providerID is stored.
+func (b *Backend) KubeconfigPath(providerID string) string {
+	return filepath.Join(b.dir, KubeconfigDir, providerID+".kubeconfig")
+}
+
+// StoreKubeconfig implements backend.Backend: <dir>/kubeconfigs/<provider>.kubeconfig,
+// mode 0600, replaced atomically and only when its content changes.
+func (b *Backend) StoreKubeconfig(_ context.Context, identity *authv1beta1.Identity) (string, error) {
+	keyPEM, err := handshake.MarshalPrivateKey(b.key)
+	if err != nil {
+		return "", err
+	}
+	data, err := liqo.Kubeconfig(identity, keyPEM)
+	if err != nil {
+		return "", err
+	}
+	p := b.KubeconfigPath(string(identity.Spec.ClusterID))
+	if old, err := os.ReadFile(p); err == nil && string(old) == string(data) {
+		return p, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".kubeconfig-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// ClusterInfo is the cluster.yaml this cluster publishes: public facts only.
+func (b *Backend) ClusterInfo() (*layout.ClusterInfo, error) {
+	pubPEM, err := handshake.MarshalPublicKey(b.key.Public())
+	if err != nil {
+		return nil, err
+	}
+	fp, err := handshake.Fingerprint(b.key.Public())
+	if err != nil {
+		return nil, err
+	}
+	return &layout.ClusterInfo{
+		APIVersion:  layout.APIVersion,
+		Kind:        layout.ClusterKind,
+		ClusterID:   b.cfg.ClusterID,
+		PublicKey:   string(pubPEM),
+		Fingerprint: fp,
+		APIServer:   b.cfg.APIServer,
+		CA:          string(b.ca.CertPEM),
+	}, nil
+}

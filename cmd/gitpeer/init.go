@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+func newInitCmd() *cobra.Command {
+	var (
+		cluster, apiServer, stateDir, repo string
+		caCert, caKey                      string
+	)
+	cmd := &cobra.Command{
+		Use:   "init --cluster ID --api-server URL --state-dir DIR [--repo PATH]",
+		Short: "Create a cluster's private state and publish its public identity",
+		Long: `init creates the cluster's Ed25519 key, a CA for signing client certificates
+(or imports one with --ca-cert/--ca-key) and the secret nonces derive from, in
+--state-dir (mode 0700, files 0600). Running it again for the same cluster
+reuses the state: keys are never rotated silently.
+
+With --repo, it writes clusters/<id>/cluster.yaml (public facts only: cluster
+ID, public key and its fingerprint, API server, CA bundle) and an empty
+kustomization.yaml into that working tree, for you to commit and propose.
+Without it, it prints cluster.yaml.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := layout.CheckClusterID(cluster); err != nil {
+				return fmt.Errorf("--cluster: %w", err)
+			}
+			if err := layout.CheckAPIServer(apiServer); err != nil {
+				return fmt.Errorf("--api-server: %w", err)
+			}
+			opts := file.InitOptions{ClusterID: cluster, APIServer: apiServer}
+			if caCert != "" || caKey != "" {
+				var err error
+				if opts.CACertPEM, err = os.ReadFile(caCert); err != nil {
+					return fmt.Errorf("--ca-cert: %w", err)
+				}
+				if opts.CAKeyPEM, err = os.ReadFile(caKey); err != nil {
+					return fmt.Errorf("--ca-key: %w", err)
+				}
+			}
+			b, created, err := file.Init(stateDir, opts)
+			if err != nil {
+				return err
+			}
+			info, err := b.ClusterInfo()
+			if err != nil {
+				return err
+			}
+			if created {
+				fmt.Fprintf(cmd.ErrOrStderr(), "created state for %s in %s\n", cluster, stateDir)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s in %s\n", cluster, stateDir)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "public key fingerprint: %s\n", info.Fingerprint)
+			if repo == "" {
+				data, err := info.Encode()
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			files, err := layout.PublishFiles(os.DirFS(repo), info)
+			if err != nil {
+				return err
+			}
+			for name, data := range files {
+				p := filepath.Join(repo, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					return err
+				}
+				if err := os.WriteFile(p, data, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", p)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
+	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at")
+	f.StringVar(&stateDir, "state-dir", "", "directory for the cluster's private material (created 0700)")
+	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
+	f.StringVar(&caCert, "ca-cert", "", "import this CA certificate (PEM) instead of creating one, e.g. kubeadm's pki/ca.crt")
+	f.StringVar(&caKey, "ca-key", "", "the imported CA's private key (PEM), e.g. kubeadm's pki/ca.key")
+	for _, name := range []string{"cluster", "api-server", "state-dir"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}

@@ -1,0 +1,89 @@
+// Command gitpeer peers Liqo clusters through a Git repository: a reviewed
+// spec declares who peers with whom, and each cluster's reconciler carries
+// Liqo's authentication handshake (nonce → Tenant → Identity) as commits.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code: 1 for "checks found problems" (validate,
+// verify), as a linter does, distinct from cobra's usage errors.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// silentFailure exits 1 after the command has printed the problems itself.
+var errProblems = &exitError{code: 1, err: errors.New("problems found")}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI with args, returning the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee != errProblems {
+			fmt.Fprintf(stderr, "gitpeer: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "gitpeer: %v\n", err)
+	return 1
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gitpeer",
+		Short: "Peer Liqo clusters through commits in a Git repository",
+		Long: `gitpeer turns Liqo's inter-cluster authentication into GitOps.
+
+A peering repo holds a CUE-validated spec (peering.cue) naming clusters and
+peerings. Each cluster's reconciler commits its handshake artifacts (nonce,
+Tenant, Identity) into per-cluster paths of that repo, so every hand-off of
+Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(
+		newInitCmd(),
+		newValidateCmd(),
+		newReconcileCmd(),
+		newVerifyCmd(),
+		newStatusCmd(),
+		newDemoCmd(),
+		newSchemaCmd(),
+	)
+	return root
+}
+
+// dirArg is the optional [DIR] argument, "." by default.
+func dirArg(args []string) string {
+	if len(args) == 0 {
+		return "."
+	}
+	return args[0]
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitpeer runs the CLI in-process and returns its exit code and output.
+func gitpeer(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const spec = `clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`
+
+// TestPeeringByHandWithTheCLI is what an admin does: init both clusters into
+// a working tree, push it, then run each reconciler once in turn.
+func TestPeeringByHandWithTheCLI(t *testing.T) {
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "--bare", "--initial-branch=main", remote)
+	git(t, root, "clone", remote, work)
+	write(t, filepath.Join(work, "peering.cue"), spec)
+	for _, id := range []string{"alpha", "beta"} {
+		code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
+			"--state-dir", filepath.Join(root, "state", id), "--repo", work)
+		if code != 0 {
+			t.Fatalf("init %s: %d %s", id, code, stderr)
+		}
+		if !strings.Contains(stderr, "public key fingerprint: sha256:") {
+			t.Errorf("init does not print the fingerprint: %s", stderr)
+		}
+	}
+	if code, out, _ := gitpeer(t, "validate", work); code != 0 || !strings.Contains(out, "valid (2 clusters, 1 peerings)") {
+		t.Fatalf("validate: %d %s", code, out)
+	}
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-m", "peer alpha with beta")
+	git(t, work, "push", "origin", "main")
+
+	for i, id := range []string{"beta", "alpha", "beta", "alpha", "beta", "alpha"} {
+		code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id))
+		if code != 0 {
+			t.Fatalf("pass %d (%s): %d %s", i+1, id, code, stderr)
+		}
+		if i >= 4 && !strings.Contains(out, id+": up to date") {
+			t.Errorf("pass %d (%s) after convergence: %s", i+1, id, out)
+		}
+	}
+	kc := filepath.Join(root, "state", "alpha", "kubeconfigs", "beta.kubeconfig")
+	if _, err := os.Stat(kc); err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+
+	git(t, work, "pull", "--ff-only")
+	code, out, _ := gitpeer(t, "status", work, "-o", "json")
+	if code != 0 {
+		t.Fatalf("status: %d", code)
+	}
+	var peerings []struct {
+		Consumer, Provider, Step string
+		Ready                    bool
+	}
+	if err := json.Unmarshal([]byte(out), &peerings); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
+		t.Fatalf("status: %+v", peerings)
+	}
+	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready") {
+		t.Fatalf("status table: %d\n%s", code, out)
+	}
+	if code, out, _ := gitpeer(t, "verify", work); code != 0 {
+		t.Fatalf("verify of a good repo: %d\n%s", code, out)
+	}
+
+	// A tampered checkout: verify names file and field, exits 1.
+	tenant := filepath.Join(work, "clusters/beta/inbox/alpha/tenant.yaml")
+	data, _ := os.ReadFile(tenant)
+	tampered := strings.Replace(string(data), "signature: ", "signature: AAAA", 1)
+	write(t, tenant, tampered)
+	code, out, _ = gitpeer(t, "verify", work)
+	if code != 1 || !strings.Contains(out, "clusters/beta/inbox/alpha/tenant.yaml: spec.signature: ") ||
+		!strings.Contains(out, "clusters/alpha/inbox/beta/identity.yaml: issued without a valid Tenant") {
+		t.Fatalf("verify of a tampered tenant: %d\n%s", code, out)
+	}
+	write(t, tenant, string(data))
+	key, _ := os.ReadFile(filepath.Join(root, "state", "beta", "cluster.key"))
+	write(t, filepath.Join(work, "clusters/beta/liqo/alpha/oops.yaml"), string(key))
+	if code, out, _ := gitpeer(t, "verify", work); code != 1 || !strings.Contains(out, "clusters/beta/liqo/alpha/oops.yaml: ") {
+		t.Fatalf("verify of a leaked key: %d\n%s", code, out)
+	}
+}
+
+func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "bad", "peering.cue"), `clusters: [{id: "Alpha"}]`+"\n")
+	write(t, filepath.Join(root, "loose", "state", "config.yaml"), "clusterID: alpha\napiServer: https://a\n")
+	if err := os.Chmod(filepath.Join(root, "loose", "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		output string
+	}{
+		{"invalid spec", []string{"validate", filepath.Join(root, "bad")}, 1, "peering.cue:1:17: clusters[0].id: "},
+		{"missing spec", []string{"validate", root}, 1, "peering.cue"},
+		{"bad cluster ID", []string{"init", "--cluster", "Bad_ID", "--api-server", "https://x", "--state-dir", filepath.Join(root, "s")}, 1, "--cluster: \"Bad_ID\" is not a DNS-1123 label"},
+		{"too long cluster ID", []string{"init", "--cluster", strings.Repeat("a", 52), "--api-server", "https://x", "--state-dir", filepath.Join(root, "s")}, 1, "at most 51"},
+		{"plain http API server", []string{"init", "--cluster", "a", "--api-server", "http://x", "--state-dir", filepath.Join(root, "s")}, 1, "--api-server: \"http://x\" is not an https URL"},
+		{"missing state dir", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "nope")}, 1, "not initialized (run gitpeer init)"},
+		{"state dir others can read", []string{"reconcile", "--once", "--cluster", "alpha", "--repo", root, "--state-dir", filepath.Join(root, "loose", "state")}, 1, "want 0700"},
+		{"unknown output format", []string{"status", root, "-o", "xml"}, 1, `-o: "xml" is not one of table, json`},
+		{"missing required flag", []string{"init", "--cluster", "a"}, 1, `required flag(s) "api-server", "state-dir" not set`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := gitpeer(t, tc.args...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.output) {
+				t.Fatalf("exit %d, want %d; output:\n%s%s\nwant it to contain %q", code, tc.code, stdout, stderr, tc.output)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(root, "s")); !os.IsNotExist(err) {
+		t.Errorf("a refused init left %s behind", filepath.Join(root, "s"))
+	}
+}
+
+func TestInitKeepsKeysAndRefusesAnotherCluster(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	_, out1, _ := gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://a.example", "--state-dir", state)
+	code, out2, stderr := gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://a.example", "--state-dir", state)
+	if code != 0 || out1 != out2 || !strings.Contains(stderr, "reusing state") {
+		t.Fatalf("second init: %d %s", code, stderr)
+	}
+	if strings.Contains(out1, "PRIVATE") {
+		t.Fatal("cluster.yaml carries private material")
+	}
+	code, _, stderr = gitpeer(t, "init", "--cluster", "beta", "--api-server", "https://a.example", "--state-dir", state)
+	if code == 0 || !strings.Contains(stderr, `holds cluster "alpha", not "beta"`) {
+		t.Fatalf("init over another cluster's state: %d %s", code, stderr)
+	}
+	for _, f := range []string{"cluster.key", "ca.key", "nonce.secret"} {
+		fi, err := os.Stat(filepath.Join(state, f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v", f, fi, err)
+		}
+	}
+}

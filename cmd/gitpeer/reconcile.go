@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/runner"
+)
+
+func newReconcileCmd() *cobra.Command {
+	var (
+		cluster, repoURL, stateDir, checkout, branch string
+		once                                         bool
+		interval, lifetime                           time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "reconcile --cluster ID --repo URL --state-dir DIR [--once | --interval D]",
+		Short: "Run this cluster's reconciler against the peering repo",
+		Long: `reconcile runs passes of one cluster's reconciler. A pass fetches the repo,
+computes every file this cluster owns from the spec, the repo and its state
+dir, and commits the difference with a message naming the cluster, the steps
+and the peers, then pushes. A rejected push is retried on the new tip (the
+pass is recomputed; never a merge, never a force push). A pass with nothing
+to do makes no commit. The provider signs only after the consumer's Tenant
+passes every check; the consumer trusts an Identity only after its checks.
+Kubeconfigs obtained as a consumer are written to the state dir, never to Git.
+
+--repo is a URL (https://, ssh://, file://) or a local path. --once runs one
+pass and exits; otherwise passes repeat every --interval until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if once && cmd.Flags().Changed("interval") {
+				return errors.New("--once and --interval are exclusive")
+			}
+			b, err := file.Open(stateDir)
+			if err != nil {
+				return err
+			}
+			if b.ClusterID() != cluster {
+				return fmt.Errorf("--cluster is %q but state dir %s holds cluster %q", cluster, stateDir, b.ClusterID())
+			}
+			if checkout == "" {
+				checkout = filepath.Join(stateDir, "checkout")
+			}
+			repo, err := gitsync.Open(cmd.Context(), gitsync.Options{
+				URL:    repoURL,
+				Dir:    checkout,
+				Branch: branch,
+				Author: gitsync.Signature{Name: "gitpeer (" + cluster + ")", Email: cluster + "@gitpeer.invalid"},
+			})
+			if err != nil {
+				return err
+			}
+			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime}
+			if once {
+				return passOnce(cmd.Context(), r, cmd.OutOrStdout())
+			}
+			return loop(cmd.Context(), r, interval, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "this cluster's ID (must match the state dir)")
+	f.StringVar(&repoURL, "repo", "", "peering repo URL or path")
+	f.StringVar(&stateDir, "state-dir", "", "this cluster's state dir (from gitpeer init)")
+	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
+	f.StringVar(&branch, "branch", "main", "branch to reconcile")
+	f.BoolVar(&once, "once", false, "run one pass and exit")
+	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
+	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
+	for _, name := range []string{"cluster", "repo", "state-dir"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+func passOnce(ctx context.Context, r *runner.Runner, w io.Writer) error {
+	res, err := r.Pass(ctx)
+	if err != nil {
+		return err
+	}
+	id := r.Backend.ClusterID()
+	if res.Commit == "" {
+		fmt.Fprintf(w, "%s: up to date\n", id)
+	} else {
+		fmt.Fprintf(w, "%s: %s (%s, %d push attempt(s))\n", id, strings.Join(res.Steps, "; "), res.Commit[:12], res.Attempts)
+		for _, f := range res.Files {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
+	for _, p := range res.Output.Status.Peerings {
+		msg := ""
+		for _, c := range p.Conditions {
+			if c.Type == "Ready" {
+				msg = c.Message
+			}
+		}
+		fmt.Fprintf(w, "  %s → %s: %s %s\n", p.Consumer, p.Provider, p.Step, msg)
+	}
+	for provider, where := range res.Kubeconfigs {
+		fmt.Fprintf(w, "  kubeconfig for %s: %s\n", provider, where)
+	}
+	return nil
+}
+
+// loop runs passes until ctx ends. A failed pass is reported and retried at
+// the next tick: the repo or a peer may be fixed meanwhile.
+func loop(ctx context.Context, r *runner.Runner, interval time.Duration, w, errw io.Writer) error {
+	if interval <= 0 {
+		return fmt.Errorf("--interval must be positive, got %s", interval)
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := passOnce(ctx, r, w); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			fmt.Fprintf(errw, "gitpeer: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

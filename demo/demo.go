@@ -1,0 +1,243 @@
+// Package demo runs a whole peering on one machine: a bare repo made from an
+// example, a file backend per cluster, and their reconcilers taking turns
+// until every peering is Ready. It is `gitpeer demo` and the end-to-end test.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/examples"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/peerstatus"
+	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/verify"
+)
+
+// Options configure a demo run.
+type Options struct {
+	// Dir holds remote.git, state/<id> and checkouts/<id>; it must be empty or
+	// absent.
+	Dir string
+	// Example is the embedded example to start from (default "two-clusters").
+	Example string
+	// MaxRounds bounds the turns (each cluster runs one pass per round).
+	MaxRounds int
+	// Now is the clock of every pass; time.Now by default.
+	Now func() time.Time
+}
+
+// Cluster is one demo cluster.
+type Cluster struct {
+	ID      string
+	Backend *file.Backend
+	Runner  *runner.Runner
+}
+
+// Report is what a demo did.
+type Report struct {
+	Remote      string
+	Clusters    []*Cluster
+	Commits     []Commit
+	Peerings    []peerstatus.Peering
+	Kubeconfigs map[string]string // "<consumer>/<provider>" → path
+}
+
+// Commit is one commit a cluster landed.
+type Commit struct {
+	Cluster string
+	Hash    string
+	Subject string
+	Files   []string
+}
+
+// Run runs the demo, writing its narration to w.
+func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
+	if opts.Example == "" {
+		opts.Example = "two-clusters"
+	}
+	if opts.MaxRounds == 0 {
+		opts.MaxRounds = 10
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	seed, err := examples.Get(opts.Example)
+	if err != nil {
+		return nil, err
+	}
+	if entries, err := os.ReadDir(opts.Dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("demo dir %s is not empty", opts.Dir)
+	}
+	specFile, specData, err := findSpec(seed)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := schema.Parse(specFile, specData)
+	if err != nil {
+		return nil, fmt.Errorf("example %s: %w", opts.Example, err)
+	}
+
+	rep := &Report{Remote: filepath.Join(opts.Dir, "remote.git"), Kubeconfigs: map[string]string{}}
+	fmt.Fprintf(w, "demo dir: %s\n", opts.Dir)
+	if err := gitsync.InitBare(rep.Remote, "main"); err != nil {
+		return nil, err
+	}
+	seedOpts := gitsync.Options{URL: rep.Remote, Now: opts.Now,
+		Author: gitsync.Signature{Name: "gitpeer demo", Email: "demo@gitpeer.invalid"}}
+	if _, err := gitsync.Seed(ctx, seedOpts, seed, "seed: peering spec from examples/"+opts.Example+"\n"); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "peering repo: %s (seeded from examples/%s)\n\n", rep.Remote, opts.Example)
+
+	for _, id := range turnOrder(spec) {
+		c, err := setUp(ctx, opts, rep.Remote, id)
+		if err != nil {
+			return nil, err
+		}
+		rep.Clusters = append(rep.Clusters, c)
+		info, err := c.Backend.ClusterInfo()
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.Runner.Repo.Sync(ctx, func(_ context.Context, root string) (*gitsync.Change, error) {
+			files, err := layout.PublishFiles(os.DirFS(root), info)
+			return &gitsync.Change{Writes: files, Message: fmt.Sprintf("%s: publish cluster identity\n\nGitpeer-Cluster: %s\nGitpeer-Step: publish\n", id, id)}, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("publish %s: %w", id, err)
+		}
+		rep.note(w, id, res, info.Fingerprint)
+	}
+	fmt.Fprintln(w)
+
+	for round := 1; round <= opts.MaxRounds; round++ {
+		changed := false
+		for _, c := range rep.Clusters {
+			res, err := c.Runner.Pass(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if res.Commit != "" {
+				changed = true
+				rep.note(w, c.ID, res.Result, "")
+			}
+			for provider, where := range res.Kubeconfigs {
+				rep.Kubeconfigs[c.ID+"/"+provider] = where
+			}
+		}
+		if !changed {
+			break
+		}
+		if round == opts.MaxRounds {
+			return nil, fmt.Errorf("no convergence after %d rounds", opts.MaxRounds)
+		}
+	}
+
+	tree := os.DirFS(rep.Clusters[0].Runner.Repo.Dir())
+	if rep.Peerings, err = peerstatus.Collect(tree, spec); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(w, "\nstatus:")
+	for _, p := range rep.Peerings {
+		fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
+	}
+	problems := verify.Tree(tree, spec, opts.Now())
+	if len(problems) == 0 {
+		fmt.Fprintln(w, "\nverify: every check holds")
+	} else {
+		for _, p := range problems {
+			fmt.Fprintf(w, "verify: %s\n", p)
+		}
+		return rep, fmt.Errorf("verify found %d problems", len(problems))
+	}
+	keys := make([]string, 0, len(rep.Kubeconfigs))
+	for k := range rep.Kubeconfigs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cp := strings.SplitN(k, "/", 2)
+		fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
+	}
+	fmt.Fprintf(w, "\nthe handshake as commits: git -C %s log --stat\n", rep.Remote)
+	for _, p := range rep.Peerings {
+		if !p.Ready {
+			return rep, fmt.Errorf("peering %s → %s is not Ready: %s", p.Consumer, p.Provider, p.Summary())
+		}
+	}
+	return rep, nil
+}
+
+func (r *Report) note(w io.Writer, cluster string, res gitsync.Result, extra string) {
+	if res.Commit == "" {
+		return
+	}
+	subject := strings.SplitN(res.Message, "\n", 2)[0]
+	r.Commits = append(r.Commits, Commit{Cluster: cluster, Hash: res.Commit, Subject: subject, Files: res.Files})
+	fmt.Fprintf(w, "[%s] %s  %s\n", cluster, res.Commit[:8], subject)
+	if extra != "" {
+		fmt.Fprintf(w, "      key %s\n", extra)
+	}
+	for _, f := range res.Files {
+		fmt.Fprintf(w, "      %s\n", f)
+	}
+}
+
+// turnOrder lets providers go first: their nonce is what starts a handshake,
+// so a consumer's first turn has something to answer.
+func turnOrder(spec *schema.Spec) []string {
+	providers := map[string]bool{}
+	for _, p := range spec.Peerings {
+		providers[p.Provider] = true
+	}
+	var first, then []string
+	for _, c := range spec.Clusters {
+		if providers[c.ID] {
+			first = append(first, c.ID)
+		} else {
+			then = append(then, c.ID)
+		}
+	}
+	return append(first, then...)
+}
+
+func setUp(ctx context.Context, opts Options, remote, id string) (*Cluster, error) {
+	b, _, err := file.Init(filepath.Join(opts.Dir, "state", id), file.InitOptions{
+		ClusterID: id,
+		APIServer: fmt.Sprintf("https://%s.gitpeer.test:6443", id),
+		Now:       opts.Now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.Now = opts.Now
+	repo, err := gitsync.Open(ctx, gitsync.Options{
+		URL:    remote,
+		Dir:    filepath.Join(opts.Dir, "checkouts", id),
+		Author: gitsync.Signature{Name: "gitpeer (" + id + ")", Email: id + "@gitpeer.invalid"},
+		Now:    opts.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{ID: id, Backend: b, Runner: &runner.Runner{Repo: repo, Backend: b, Now: opts.Now}}, nil
+}
+
+func findSpec(files map[string][]byte) (string, []byte, error) {
+	for _, name := range schema.SpecFiles {
+		if data, ok := files[name]; ok {
+			return name, data, nil
+		}
+	}
+	return "", nil, fmt.Errorf("example has no %s", strings.Join(schema.SpecFiles, " or "))
+}

@@ -1,0 +1,319 @@
+// Package gitsync is the reconciler's Git side: it keeps a working clone of
+// the peering repo, runs one pass of the reconciler on the remote tip, and
+// turns the pass's change into at most one commit pushed to the shared
+// branch.
+//
+// The surface is deliberately narrow, like fluxcd/pkg/git: Open (clone or
+// reuse), Sync (fetch, reset, pass, guard, commit, push) and a file watcher.
+// Policy, after Flux's image-automation-controller:
+//
+//   - A rejected push is never merged and never forced. The remote is
+//     refetched, the worktree hard-reset to the new tip and the pass re-run
+//     on it, with bounded, jittered retries. Passes are level-triggered
+//     (they compute desired files from what they read), so re-running one
+//     loses nothing (design invariant 4) and history stays linear.
+//   - Every written file goes through guard.Check first; one refusal
+//     refuses the whole commit (design invariant 1).
+//   - Dir belongs to the Repo: anything in it that is not in the remote tip
+//     is discarded at the start of each Sync.
+//
+// go-git has no rebase and its Status is slow on large trees, so gitsync
+// never calls Status: it compares blob hashes against the index to decide
+// what changed and stages exactly the paths it wrote.
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Default values of Options.
+const (
+	DefaultBranch      = "main"
+	DefaultMaxAttempts = 5
+)
+
+// Options configure a Repo. URL, Dir and Author are required.
+type Options struct {
+	// URL is the remote: a local path (made absolute), a file:// URL, an
+	// http(s):// URL (smart HTTP) or an ssh URL. Local paths and file://
+	// exec git-upload-pack/git-receive-pack, so git must be installed.
+	URL string
+	// Dir is the working clone, created on first use and reused after; an
+	// existing clone must have URL as its origin. Dir belongs to the Repo:
+	// untracked files in it are deleted on every Sync.
+	Dir string
+	// Branch is the shared branch passes commit to; default "main".
+	Branch string
+	// Author is the commit author and committer.
+	Author Signature
+	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
+	// none (ssh then falls back to go-git's default, the ssh agent).
+	Auth transport.AuthMethod
+	// MaxAttempts is the maximum number of push attempts of one Sync,
+	// including the first one; default 5.
+	MaxAttempts int
+	// Backoff returns how long to wait after failed push attempt number
+	// attempt (1-based) before refetching; default jittered exponential, 100ms
+	// base, 2s cap.
+	Backoff func(attempt int) time.Duration
+	// Now gives commit timestamps; default time.Now.
+	Now func() time.Time
+	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
+	// OpenPGP or SSH signatures).
+	Signer git.Signer
+}
+
+// Signature is the identity commits are made with.
+type Signature struct{ Name, Email string }
+
+// Repo is a working clone of one branch of a remote. Its methods are safe for
+// concurrent use; Syncs of one Repo run one at a time.
+type Repo struct {
+	opts Options
+	dir  string
+	repo *git.Repository
+	wt   *git.Worktree
+
+	mu sync.Mutex // serialises Sync
+
+	headMu sync.Mutex
+	head   string
+}
+
+// Open clones opts.URL into opts.Dir, or opens the clone already there, then
+// fetches and hard-resets it to the remote branch tip. An empty remote (no
+// commits yet), or one without the branch, is fine: the first Sync creates
+// the branch, with no parent. Open fails when an option is invalid, when Dir
+// holds something other than a clone of URL, or when the remote cannot be
+// read.
+func Open(ctx context.Context, opts Options) (*Repo, error) {
+	opts, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", opts.Dir, err)
+	}
+	repo, err := openOrInit(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt}
+	if _, err := r.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Dir returns the absolute path of the working clone.
+func (r *Repo) Dir() string { return r.dir }
+
+// Head returns the hex hash of the local branch tip after the last Sync or
+// Open: the pushed commit, or the remote tip when nothing was pushed. It is
+// "" while the branch has no commits.
+func (r *Repo) Head() string {
+	r.headMu.Lock()
+	defer r.headMu.Unlock()
+	return r.head
+}
+
+func (r *Repo) setHead(h plumbing.Hash) {
+	r.headMu.Lock()
+	defer r.headMu.Unlock()
+	if h.IsZero() {
+		r.head = ""
+	} else {
+		r.head = h.String()
+	}
+}
+
+func withDefaults(opts Options) (Options, error) {
+	if opts.URL == "" {
+		return opts, errors.New("open: URL is required")
+	}
+	if opts.Dir == "" {
+		return opts, errors.New("open: Dir is required")
+	}
+	if opts.Author.Name == "" || opts.Author.Email == "" {
+		return opts, errors.New("open: Author name and email are required")
+	}
+	if opts.Branch == "" {
+		opts.Branch = DefaultBranch
+	}
+	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
+		return opts, fmt.Errorf("open: branch %q: %w", opts.Branch, err)
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	u, err := normalizeURL(opts.URL)
+	if err != nil {
+		return opts, err
+	}
+	opts.URL = u
+	return opts, nil
+}
+
+// DefaultBackoff is the default Options.Backoff: exponential from 100ms,
+// capped at 2s, with "equal jitter" (half fixed, half random) so that
+// replicas rejected by the same push do not retry in lockstep.
+func DefaultBackoff(attempt int) time.Duration {
+	const base, limit = 100 * time.Millisecond, 2 * time.Second
+	d := limit
+	if attempt >= 1 && attempt <= 5 {
+		d = min(base<<(attempt-1), limit)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// normalizeURL makes a local path absolute, since the working clone's
+// process may run from another directory than the one that configured it.
+func normalizeURL(u string) (string, error) {
+	ep, err := transport.NewEndpoint(u)
+	if err != nil {
+		return "", fmt.Errorf("open: URL %q: %w", u, err)
+	}
+	if ep.Protocol == "file" && !strings.HasPrefix(u, "file://") {
+		abs, err := filepath.Abs(u)
+		if err != nil {
+			return "", fmt.Errorf("open: URL %q: %w", u, err)
+		}
+		return abs, nil
+	}
+	return u, nil
+}
+
+// openOrInit opens the clone in dir, or initialises one there (dir missing or
+// empty) with origin pointing at opts.URL. Fetching is left to refresh, which
+// handles an empty remote the same way on first use and later.
+func openOrInit(dir string, opts Options) (*git.Repository, error) {
+	repo, err := git.PlainOpen(dir)
+	switch {
+	case err == nil:
+		remote, err := repo.Remote("origin")
+		if err != nil {
+			return nil, fmt.Errorf("open %s: remote origin: %w", dir, err)
+		}
+		if urls := remote.Config().URLs; len(urls) == 0 || urls[0] != opts.URL {
+			return nil, fmt.Errorf("open %s: origin is %v, not %s", dir, urls, opts.URL)
+		}
+		return repo, nil
+	case !errors.Is(err, git.ErrRepositoryNotExists):
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return nil, fmt.Errorf("open %s: directory is not empty and not a git clone", dir)
+	}
+	repo, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(opts.Branch)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", dir, err)
+	}
+	_, err = repo.CreateRemote(&config.RemoteConfig{
+		Name:  "origin",
+		URLs:  []string{opts.URL},
+		Fetch: []config.RefSpec{trackingSpec(opts.Branch)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("init %s: %w", dir, err)
+	}
+	return repo, nil
+}
+
+// trackingSpec maps the remote branch to its remote-tracking ref. It is
+// forced ("+") because the tracking ref must follow the remote whatever
+// happened there; the local branch itself is never force-pushed.
+func trackingSpec(branch string) config.RefSpec {
+	return config.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", branch, branch))
+}
+
+// InitBare creates a bare repository at path whose HEAD points at
+// refs/heads/<branch> (default "main"; go-git would otherwise say master), so
+// that a clone of it checks out that branch. It fails if path already holds a
+// repository.
+func InitBare(path, branch string) error {
+	if branch == "" {
+		branch = DefaultBranch
+	}
+	ref := plumbing.NewBranchReferenceName(branch)
+	if err := ref.Validate(); err != nil {
+		return fmt.Errorf("init bare %s: branch %q: %w", path, branch, err)
+	}
+	_, err := git.PlainInitWithOptions(path, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: ref},
+	})
+	if err != nil {
+		return fmt.Errorf("init bare %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrNotEmpty is returned by Seed when the remote branch already has commits.
+var ErrNotEmpty = errors.New("remote branch already has commits")
+
+// Seed makes the first commit of opts.Branch on opts.URL, holding files
+// (slash-separated paths) with message, and returns its hash. It refuses with
+// ErrNotEmpty when the branch already has commits, so a demo or an init never
+// overwrites a live repo. opts.Dir may be empty: a temporary clone is used and
+// removed. Files are checked by guard.Check like any other write.
+func Seed(ctx context.Context, opts Options, files map[string][]byte, message string) (string, error) {
+	if len(files) == 0 {
+		return "", errors.New("seed: no files")
+	}
+	if opts.Dir == "" {
+		tmp, err := os.MkdirTemp("", "gitpeer-seed-")
+		if err != nil {
+			return "", fmt.Errorf("seed: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		opts.Dir = tmp
+	}
+	r, err := Open(ctx, opts)
+	if err != nil {
+		return "", fmt.Errorf("seed: %w", err)
+	}
+	res, err := r.Sync(ctx, func(_ context.Context, root string) (*Change, error) {
+		// Checked inside the pass, so that a concurrent seed that wins the
+		// race makes the retry fail instead of committing on top.
+		if entries, err := os.ReadDir(root); err != nil {
+			return nil, err
+		} else if len(entries) > 1 || len(entries) == 1 && entries[0].Name() != ".git" {
+			return nil, ErrNotEmpty
+		}
+		return &Change{Writes: files, Message: message}, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("seed %s: %w", opts.URL, err)
+	}
+	return res.Commit, nil
+}

@@ -1,0 +1,491 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/gitpeer/gitpeer/guard"
+)
+
+// ErrPushConflict is returned (wrapped) by Sync when every push attempt was
+// rejected because the remote branch moved in between.
+var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
+
+// ErrInvalidChange is returned (wrapped) by Sync when a pass returns a Change
+// that cannot be applied: a path that is absolute, not clean, escapes the repo
+// or enters .git, a path both written and deleted, or a non-empty change with
+// an empty message. Retrying does not help; the pass is wrong.
+var ErrInvalidChange = errors.New("invalid change")
+
+// Change is what one pass wants on the branch: whole-file writes and
+// deletions, paths slash-separated relative to the repo root, plus the commit
+// message, used verbatim (trailers included). An empty Change (no writes, no
+// deletes, or writes identical to the tree) makes no commit. Deleting a path
+// that does not exist is not a change; deleting a directory deletes every file
+// under it.
+type Change struct {
+	Writes  map[string][]byte
+	Deletes []string
+	Message string
+}
+
+// PassFunc computes the change on a worktree freshly reset to the remote
+// tip. root is the worktree path (read it with os.DirFS(root)). A pass must
+// not write the worktree itself: Sync applies the returned Change. It may run
+// several times per Sync (once per push attempt), so it must be a function of
+// what it reads.
+type PassFunc func(ctx context.Context, root string) (*Change, error)
+
+// Result reports what Sync did.
+type Result struct {
+	Commit   string   // hex hash of the pushed commit, "" if nothing changed
+	Message  string   // the pushed commit's message, "" if nothing changed
+	Files    []string // changed paths, sorted (added, modified, deleted)
+	Attempts int      // push attempts made
+}
+
+// Sync runs one pass and publishes its change as at most one commit:
+//
+//  1. fetch, hard-reset the worktree to origin/<branch> (discarding local
+//     commits and untracked files), run pass;
+//  2. check every written file with guard.Check: one refusal refuses the
+//     whole commit (nothing written, worktree reset, error wraps
+//     guard.ErrSecret);
+//  3. apply the change (directories left empty are removed), commit with
+//     Author as author and committer at Now, push without force.
+//
+// When the push is rejected because the remote moved (non-fast-forward), Sync
+// waits Backoff, refetches and re-runs pass on the new tip (never merging,
+// never forcing), up to MaxAttempts pushes; then it returns an error wrapping
+// ErrPushConflict. Errors from pass are returned wrapped, as are
+// ErrInvalidChange, transport and storage errors. On every error the worktree
+// is left reset to the last fetched tip and nothing of this Sync is pushed.
+func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	var res Result
+	for {
+		tip, err := r.refresh(ctx)
+		if err != nil {
+			return res, err
+		}
+		commit, p, err := r.commitPass(ctx, pass, tip)
+		if err != nil {
+			r.rollback(tip)
+			return res, err
+		}
+		if commit.IsZero() {
+			return res, nil // nothing to change on this tip
+		}
+
+		res.Attempts++
+		err = r.push(ctx)
+		if err == nil {
+			r.setHead(commit)
+			res.Commit, res.Message, res.Files = commit.String(), p.message, p.files
+			return res, nil
+		}
+		// Our commit is not on the remote: drop it so that the clone mirrors
+		// the remote again whatever happens next.
+		r.rollback(tip)
+		if !isRejected(err) {
+			return res, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, err)
+		}
+		if res.Attempts >= r.opts.MaxAttempts {
+			return res, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
+				r.opts.Branch, r.opts.URL, res.Attempts, ErrPushConflict, err)
+		}
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, ctx.Err())
+		case <-time.After(r.opts.Backoff(res.Attempts)):
+		}
+	}
+}
+
+// commitPass runs pass on the current tip and commits its change locally.
+// It returns the zero hash when there is nothing to commit.
+func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash) (plumbing.Hash, *plan, error) {
+	ch, err := pass(ctx, r.dir)
+	if err != nil {
+		return plumbing.ZeroHash, nil, fmt.Errorf("pass: %w", err)
+	}
+	p, err := r.plan(ch)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if len(p.files) == 0 {
+		return plumbing.ZeroHash, p, nil
+	}
+	if err := r.apply(p); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	sig := &object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: r.opts.Now()}
+	opts := &git.CommitOptions{Author: sig, Committer: sig, Signer: r.opts.Signer}
+	if !tip.IsZero() {
+		opts.Parents = []plumbing.Hash{tip}
+	}
+	h, err := r.wt.Commit(p.message, opts)
+	if errors.Is(err, git.ErrEmptyCommit) {
+		// The plan compares hashes, so this means the same tree: no change.
+		return plumbing.ZeroHash, p, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, nil, fmt.Errorf("commit: %w", err)
+	}
+	return h, p, nil
+}
+
+// plan is a validated Change reduced to what differs from the index (which
+// equals the tip after the reset).
+type plan struct {
+	writes  map[string][]byte // only the writes that change something
+	deletes []string          // index entries (files) to remove
+	files   []string          // all changed paths, sorted
+	message string
+}
+
+func (r *Repo) plan(ch *Change) (*plan, error) {
+	p := &plan{writes: map[string][]byte{}}
+	if ch == nil {
+		return p, nil
+	}
+	p.message = ch.Message
+
+	written := make([]string, 0, len(ch.Writes))
+	for name := range ch.Writes {
+		if err := checkPath(name); err != nil {
+			return nil, err
+		}
+		written = append(written, name)
+	}
+	sort.Strings(written)
+	for i := 1; i < len(written); i++ {
+		if strings.HasPrefix(written[i], written[i-1]+"/") {
+			return nil, fmt.Errorf("%w: %s is written both as a file and as a directory", ErrInvalidChange, written[i-1])
+		}
+	}
+	for _, name := range ch.Deletes {
+		if err := checkPath(name); err != nil {
+			return nil, err
+		}
+		if _, ok := ch.Writes[name]; ok {
+			return nil, fmt.Errorf("%w: %s is both written and deleted", ErrInvalidChange, name)
+		}
+	}
+	// The guard runs on every write, identical or not, before anything
+	// touches the worktree: a refusal must leave nothing behind.
+	for _, name := range written {
+		if err := guard.Check(name, ch.Writes[name]); err != nil {
+			return nil, fmt.Errorf("refuse change: %w", err)
+		}
+	}
+
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	entries := make(map[string]*index.Entry, len(idx.Entries))
+	for _, e := range idx.Entries {
+		entries[e.Name] = e
+	}
+
+	deleted := map[string]bool{}
+	for _, name := range ch.Deletes {
+		if _, ok := entries[name]; ok {
+			deleted[name] = true
+			continue
+		}
+		prefix := name + "/" // a directory: every file under it
+		for _, e := range idx.Entries {
+			if strings.HasPrefix(e.Name, prefix) {
+				deleted[e.Name] = true
+			}
+		}
+	}
+	for _, name := range written {
+		// A file written under a deleted directory survives the deletion.
+		delete(deleted, name)
+		data := ch.Writes[name]
+		e := entries[name]
+		if e != nil && e.Hash == plumbing.ComputeHash(plumbing.BlobObject, data) &&
+			(e.Mode == filemode.Regular || e.Mode == filemode.Executable) {
+			continue // identical: not a change
+		}
+		p.writes[name] = data
+		p.files = append(p.files, name)
+	}
+	for name := range deleted {
+		p.deletes = append(p.deletes, name)
+		p.files = append(p.files, name)
+	}
+	sort.Strings(p.deletes)
+	sort.Strings(p.files)
+	if len(p.files) > 0 && strings.TrimSpace(p.message) == "" {
+		return nil, fmt.Errorf("%w: empty commit message", ErrInvalidChange)
+	}
+	return p, nil
+}
+
+// checkPath accepts only clean, relative, slash-separated paths that stay in
+// the worktree and out of any .git directory.
+func checkPath(name string) error {
+	switch {
+	case name == "" || name == ".":
+		return fmt.Errorf("%w: empty path", ErrInvalidChange)
+	case strings.ContainsAny(name, "\\\x00"):
+		return fmt.Errorf("%w: path %q has a backslash or NUL", ErrInvalidChange, name)
+	case path.IsAbs(name) || path.Clean(name) != name:
+		return fmt.Errorf("%w: path %q is not clean and relative", ErrInvalidChange, name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." || strings.EqualFold(part, ".git") {
+			return fmt.Errorf("%w: path %q leaves the worktree or enters .git", ErrInvalidChange, name)
+		}
+	}
+	return nil
+}
+
+// apply writes the plan into the worktree and stages exactly those paths.
+// Deletions go first so that a file can replace a deleted directory.
+func (r *Repo) apply(p *plan) error {
+	for _, name := range p.deletes {
+		if err := r.noSymlinkParents(name); err != nil {
+			return err
+		}
+		if _, err := r.wt.Remove(name); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+		r.removeEmptyParents(name)
+	}
+	names := make([]string, 0, len(p.writes))
+	for name := range p.writes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := r.noSymlinkParents(name); err != nil {
+			return err
+		}
+		full := filepath.Join(r.dir, filepath.FromSlash(name))
+		if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// Replace the link itself; writing through it could land
+			// anywhere on the host.
+			if err := os.Remove(full); err != nil {
+				return fmt.Errorf("write %s: %w", name, err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := os.WriteFile(full, p.writes[name], 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		// SkipStatus: a full status per path is O(files²) in go-git.
+		if err := r.wt.AddWithOptions(&git.AddOptions{Path: name, SkipStatus: true}); err != nil {
+			return fmt.Errorf("stage %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// noSymlinkParents refuses paths below a symlink: the tree is written by
+// other clusters, and a committed link must not redirect our writes or
+// deletions outside the worktree.
+func (r *Repo) noSymlinkParents(name string) error {
+	parts := strings.Split(name, "/")
+	cur := r.dir
+	for _, part := range parts[:len(parts)-1] {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %s: parent %s is a symlink", ErrInvalidChange, name, strings.TrimPrefix(cur, r.dir+string(filepath.Separator)))
+		}
+	}
+	return nil
+}
+
+// removeEmptyParents removes the directories above name that are now empty,
+// as git does: Git has no empty directories, so none should linger.
+func (r *Repo) removeEmptyParents(name string) {
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		if os.Remove(filepath.Join(r.dir, filepath.FromSlash(d))) != nil {
+			return // not empty (or gone): parents are not empty either
+		}
+	}
+}
+
+// push pushes the local branch to the remote branch, fast-forward only.
+func (r *Repo) push(ctx context.Context) error {
+	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
+	err := r.repo.PushContext(ctx, &git.PushOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:       r.opts.Auth,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return err
+}
+
+// isRejected reports whether a push failed because the remote branch moved.
+// go-git has no sentinel for this (see DEPS.md): its client-side check says
+// "non-fast-forward update", and a server that loses a race reports the
+// receive-pack status ("failed to update ref", "cannot lock ref", "fetch
+// first", ...).
+func isRejected(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{
+		"non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref",
+		"failed to lock", "stale info", "incorrect old value", "already exists",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// refresh fetches the branch and hard-resets the clone to it. It returns the
+// tip, or the zero hash when the remote has no such branch yet.
+func (r *Repo) refresh(ctx context.Context) (plumbing.Hash, error) {
+	tip, err := r.fetch(ctx)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := r.reset(tip); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r.setHead(tip)
+	return tip, nil
+}
+
+func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
+	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
+	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{trackingSpec(r.opts.Branch)},
+		Auth:       r.opts.Auth,
+		Tags:       git.NoTags,
+	})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
+		// No branch on the remote (yet, or any more): forget any stale
+		// tracking ref so the next commit is a root commit.
+		if err := r.repo.Storer.RemoveReference(tracking); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.opts.URL, err)
+		}
+		return plumbing.ZeroHash, nil
+	default:
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
+	}
+	ref, err := r.repo.Reference(tracking, true)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
+	}
+	return ref.Hash(), nil
+}
+
+// reset makes the local branch, index and worktree exactly tip (an empty tree
+// when tip is zero), with HEAD on the branch, and removes untracked files.
+func (r *Repo) reset(tip plumbing.Hash) error {
+	branch := plumbing.NewBranchReferenceName(r.opts.Branch)
+	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branch)); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if tip.IsZero() {
+		if err := r.repo.Storer.RemoveReference(branch); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		if err := r.repo.Storer.SetIndex(&index.Index{Version: 2}); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+	} else {
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
+			return fmt.Errorf("reset: %w", err)
+		}
+		if err := r.wt.Reset(&git.ResetOptions{Commit: tip, Mode: git.HardReset}); err != nil {
+			return fmt.Errorf("reset to %s: %w", tip, err)
+		}
+	}
+	if err := r.removeUntracked(); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	return nil
+}
+
+// rollback is reset for error paths: the error being returned matters more
+// than a failure to clean up, which the next Sync's reset retries anyway.
+func (r *Repo) rollback(tip plumbing.Hash) {
+	if err := r.reset(tip); err == nil {
+		r.setHead(tip)
+	}
+}
+
+// removeUntracked deletes every file of the worktree that the index does not
+// list, then the directories left empty. A hard reset leaves untracked files
+// alone, but a pass must only ever see the tip. Walking the tree with one map
+// lookup per file is far cheaper than go-git's Status, which hashes.
+func (r *Repo) removeUntracked() error {
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return err
+	}
+	tracked := make(map[string]bool, len(idx.Entries))
+	for _, e := range idx.Entries {
+		tracked[e.Name] = true
+	}
+	var dirs []string
+	err = filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == r.dir {
+			return nil
+		}
+		rel := filepath.ToSlash(p[len(r.dir)+1:])
+		if d.IsDir() {
+			if rel == ".git" || tracked[rel] { // tracked dir: a submodule
+				return fs.SkipDir
+			}
+			dirs = append(dirs, p)
+			return nil
+		}
+		if !tracked[rel] {
+			return os.Remove(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // deepest first
+		_ = os.Remove(dirs[i]) // fails, as wanted, when not empty
+	}
+	return nil
+}

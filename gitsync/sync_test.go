@@ -1,0 +1,636 @@
+package gitsync
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gitpeer/gitpeer/guard"
+)
+
+func TestSyncCommitsAndPushes(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	if r.Head() != "" {
+		t.Fatalf("Head of an empty remote = %q, want empty", r.Head())
+	}
+
+	msg := "cl-a: publish identity\n\nGitpeer-Cluster: cl-a\nGitpeer-Pass: 1\n"
+	res := mustSync(t, r, writes(msg, map[string]string{
+		"clusters/cl-a/cluster.yaml":       "clusterID: cl-a\n",
+		"clusters/cl-a/kustomization.yaml": "resources: []\n",
+	}))
+
+	tip := runGit(t, bare, "rev-parse", "refs/heads/main")
+	want := Result{Commit: tip, Message: msg, Attempts: 1,
+		Files: []string{"clusters/cl-a/cluster.yaml", "clusters/cl-a/kustomization.yaml"}}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("Sync = %+v, want %+v", res, want)
+	}
+	if r.Head() != tip {
+		t.Errorf("Head = %s, want %s", r.Head(), tip)
+	}
+	fsck(t, bare)
+
+	// Author, committer, time and message exactly as given.
+	got := runGit(t, bare, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%at|%ct|%P", "main")
+	wantLog := fmt.Sprintf("gitpeer cl-a <cl-a@gitpeer.example>|gitpeer cl-a <cl-a@gitpeer.example>|%d|%d|", clock.Unix(), clock.Unix())
+	if got != wantLog {
+		t.Errorf("git log = %q, want %q", got, wantLog)
+	}
+	if raw := runGit(t, bare, "cat-file", "commit", "main"); !strings.HasSuffix(raw+"\n", "\n\n"+msg) {
+		t.Errorf("commit message not verbatim:\n%s", raw)
+	}
+	stat := runGit(t, bare, "log", "--stat", "--format=%s", "main")
+	for _, f := range want.Files {
+		if !strings.Contains(stat, f) {
+			t.Errorf("git log --stat lacks %s:\n%s", f, stat)
+		}
+	}
+	if c := runGit(t, bare, "show", "main:clusters/cl-a/cluster.yaml"); c != "clusterID: cl-a" {
+		t.Errorf("git show = %q", c)
+	}
+
+	// A plain git clone checks out main.
+	clone := filepath.Join(t.TempDir(), "clone")
+	runGit(t, t.TempDir(), "clone", "-q", bare, clone)
+	if b := runGit(t, clone, "rev-parse", "--abbrev-ref", "HEAD"); b != "main" {
+		t.Errorf("clone checked out %q, want main", b)
+	}
+	if !exists(clone, "clusters/cl-a/kustomization.yaml") {
+		t.Error("clone lacks the committed file")
+	}
+	assertClean(t, r.Dir())
+
+	// The same pass again changes nothing, hence no commit.
+	res = mustSync(t, r, writes(msg, map[string]string{
+		"clusters/cl-a/cluster.yaml":       "clusterID: cl-a\n",
+		"clusters/cl-a/kustomization.yaml": "resources: []\n",
+	}))
+	if !reflect.DeepEqual(res, Result{}) {
+		t.Errorf("identical pass = %+v, want no commit", res)
+	}
+	if n := runGit(t, bare, "rev-list", "--count", "main"); n != "1" {
+		t.Errorf("main has %s commits, want 1", n)
+	}
+	// An empty Change and a nil Change make no commit either.
+	for _, ch := range []*Change{nil, {}, {Message: "nothing"}} {
+		res = mustSync(t, r, func(context.Context, string) (*Change, error) { return ch, nil })
+		if res.Commit != "" {
+			t.Errorf("empty change %+v committed %s", ch, res.Commit)
+		}
+	}
+	if r.Head() != tip {
+		t.Errorf("Head after no-op syncs = %s, want %s", r.Head(), tip)
+	}
+}
+
+func TestOpenReusesClone(t *testing.T) {
+	bare := newBare(t)
+	opts := testOptions(t, bare, "cl-a")
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustSync(t, r, writes("one", map[string]string{"a.yaml": "a: 1\n"}))
+
+	// A second Repo on the same Dir (a restarted process) sees the tip.
+	r2, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if r2.Head() != res.Commit {
+		t.Errorf("reopened Head = %s, want %s", r2.Head(), res.Commit)
+	}
+
+	// Relative paths are made absolute and match the stored origin.
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, bare)
+	if err == nil {
+		o := opts
+		o.URL = rel
+		if _, err := Open(context.Background(), o); err != nil {
+			t.Errorf("reopen with relative URL %s: %v", rel, err)
+		}
+	}
+
+	other := opts
+	other.URL = newBare(t)
+	if _, err := Open(context.Background(), other); err == nil || !strings.Contains(err.Error(), "origin is") {
+		t.Errorf("Open with another URL = %v, want an origin mismatch", err)
+	}
+
+	junk := opts
+	junk.Dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(junk.Dir, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), junk); err == nil {
+		t.Error("Open into a non-empty, non-git directory succeeded")
+	}
+	for _, bad := range []Options{{Dir: "d", Author: opts.Author}, {URL: bare, Author: opts.Author}, {URL: bare, Dir: "d"},
+		{URL: bare, Dir: t.TempDir(), Author: opts.Author, Branch: "no..dots"}} {
+		if _, err := Open(context.Background(), bad); err == nil {
+			t.Errorf("Open(%+v) succeeded", bad)
+		}
+	}
+}
+
+func TestOpenUnreachableRemote(t *testing.T) {
+	opts := testOptions(t, filepath.Join(t.TempDir(), "missing.git"), "cl-a")
+	if _, err := Open(context.Background(), opts); err == nil {
+		t.Fatal("Open of a missing remote succeeded")
+	}
+}
+
+func TestSyncRetriesOnRejectedPush(t *testing.T) {
+	bare := newBare(t)
+	if _, err := Seed(context.Background(), testOptions(t, bare, "seed"), map[string][]byte{"peering.cue": []byte("peerings: []\n")}, "init"); err != nil {
+		t.Fatal(err)
+	}
+	a := openRepo(t, bare, "cl-a")
+	b := openRepo(t, bare, "cl-b")
+
+	var aCommit string
+	var calls int
+	var sawA []bool
+	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
+		calls++
+		_, err := os.Stat(filepath.Join(root, "clusters/cl-a/cluster.yaml"))
+		sawA = append(sawA, err == nil)
+		if calls == 1 {
+			// A wins the race while B is computing on the old tip.
+			aCommit = mustSync(t, a, writes("cl-a pass", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
+		}
+		return &Change{Writes: map[string][]byte{"clusters/cl-b/cluster.yaml": []byte("clusterID: cl-b\n")}, Message: "cl-b pass"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || calls != 2 {
+		t.Errorf("Attempts = %d, pass calls = %d, want 2 and 2", res.Attempts, calls)
+	}
+	if !reflect.DeepEqual(sawA, []bool{false, true}) {
+		t.Errorf("pass saw A's file: %v, want [false true] (re-run on A's tip)", sawA)
+	}
+	fsck(t, bare)
+	if m := runGit(t, bare, "rev-list", "--merges", "main"); m != "" {
+		t.Errorf("history has merges: %s", m)
+	}
+	if _, err := gitOutput(bare, "merge-base", "--is-ancestor", aCommit, "main"); err != nil {
+		t.Errorf("A's commit %s is not an ancestor of main: history was forced", aCommit)
+	}
+	if p := runGit(t, bare, "rev-parse", "main^"); p != aCommit {
+		t.Errorf("B's parent = %s, want A's commit %s", p, aCommit)
+	}
+	if n := runGit(t, bare, "rev-list", "--count", "main"); n != "3" {
+		t.Errorf("main has %s commits, want 3", n)
+	}
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", "main"); tree != "clusters/cl-a/cluster.yaml\nclusters/cl-b/cluster.yaml\npeering.cue" {
+		t.Errorf("tree:\n%s", tree)
+	}
+	assertClean(t, b.Dir())
+}
+
+func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
+	bare := newBare(t)
+	if _, err := Seed(context.Background(), testOptions(t, bare, "seed"), map[string][]byte{"peering.cue": []byte("x: 1\n")}, "init"); err != nil {
+		t.Fatal(err)
+	}
+	c := openRepo(t, bare, "cl-c")
+	opts := testOptions(t, bare, "cl-b")
+	opts.MaxAttempts = 3
+	var waits []int
+	opts.Backoff = func(attempt int) time.Duration { waits = append(waits, attempt); return 0 }
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	calls := 0
+	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
+		calls++
+		mustSync(t, c, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(calls) + "\n"}))
+		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
+	})
+	if !errors.Is(err, ErrPushConflict) {
+		t.Fatalf("Sync = %v, want ErrPushConflict", err)
+	}
+	if res.Attempts != 3 || calls != 3 || !reflect.DeepEqual(waits, []int{1, 2}) {
+		t.Errorf("Attempts = %d, calls = %d, backoffs = %v; want 3, 3, [1 2]", res.Attempts, calls, waits)
+	}
+	if res.Commit != "" {
+		t.Errorf("Result.Commit = %s after a conflict", res.Commit)
+	}
+	fsck(t, bare)
+	if got, want := runGit(t, bare, "rev-parse", "main"), c.Head(); got != want {
+		t.Errorf("main = %s, want C's last commit %s", got, want)
+	}
+	if log := runGit(t, bare, "log", "--all", "--format=%s"); strings.Contains(log, "cl-b pass") {
+		t.Errorf("a rejected commit reached the remote:\n%s", log)
+	}
+	assertClean(t, b.Dir())
+	if exists(b.Dir(), "clusters/cl-b/status.yaml") {
+		t.Error("the rejected write is still in the worktree")
+	}
+
+	// Once the remote holds still, the same Repo pushes fine.
+	res = mustSync(t, b, writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	if res.Commit == "" || res.Attempts != 1 {
+		t.Errorf("Sync after the conflict = %+v", res)
+	}
+}
+
+func TestSyncHonoursContext(t *testing.T) {
+	bare := newBare(t)
+	other := openRepo(t, bare, "other")
+	opts := testOptions(t, bare, "cl-b")
+	opts.Backoff = func(int) time.Duration { return time.Hour }
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err = b.Sync(ctx, func(context.Context, string) (*Change, error) {
+		n++
+		mustSync(t, other, writes("move", map[string]string{"o.yaml": strconv.Itoa(n)}))
+		time.AfterFunc(50*time.Millisecond, cancel)
+		return &Change{Writes: map[string][]byte{"b.yaml": []byte("b")}, Message: "b"}, nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sync = %v, want context.Canceled", err)
+	}
+}
+
+func privateKeyPEM(t *testing.T) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+func TestSyncRefusesSecrets(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	base := mustSync(t, r, writes("init", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
+
+	res, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+		return &Change{
+			Writes: map[string][]byte{
+				"clusters/cl-a/status.yaml":       []byte("ready: true\n"),
+				"clusters/cl-a/liqo/key.yaml":     privateKeyPEM(t),
+				"clusters/cl-a/kustomization.yml": []byte("resources: []\n"),
+			},
+			Deletes: []string{"clusters/cl-a/cluster.yaml"},
+			Message: "leak",
+		}, nil
+	})
+	if !errors.Is(err, guard.ErrSecret) {
+		t.Fatalf("Sync = %v, want guard.ErrSecret", err)
+	}
+	if !strings.Contains(err.Error(), "clusters/cl-a/liqo/key.yaml") {
+		t.Errorf("error %q does not name the file", err)
+	}
+	if res.Commit != "" || res.Attempts != 0 {
+		t.Errorf("Result = %+v, want nothing pushed", res)
+	}
+	if got := runGit(t, bare, "rev-parse", "main"); got != base {
+		t.Errorf("main moved to %s", got)
+	}
+	if r.Head() != base {
+		t.Errorf("Head = %s, want %s", r.Head(), base)
+	}
+	assertClean(t, r.Dir())
+	for _, f := range []string{"clusters/cl-a/status.yaml", "clusters/cl-a/liqo", "clusters/cl-a/kustomization.yml"} {
+		if exists(r.Dir(), f) {
+			t.Errorf("%s was written despite the refusal", f)
+		}
+	}
+	if !exists(r.Dir(), "clusters/cl-a/cluster.yaml") {
+		t.Error("the refused change's deletion was applied")
+	}
+	findings, err := guard.ScanHistory(bare)
+	if err != nil || len(findings) != 0 {
+		t.Errorf("ScanHistory = %v, %v", findings, err)
+	}
+}
+
+func TestSyncDeletesAndCleansDirs(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{
+		"keep.yaml":                     "k\n",
+		"clusters/a/inbox/b/nonce.yaml": "n\n",
+		"clusters/a/inbox/b/tenant.yml": "t\n",
+		"clusters/a/status.yaml":        "s\n",
+		"clusters/x/inbox/y/a.yaml":     "a\n",
+		"clusters/x/inbox/y/deep/b.txt": "b\n",
+	}))
+
+	res := mustSync(t, r, func(_ context.Context, root string) (*Change, error) {
+		return &Change{
+			Deletes: []string{
+				"clusters/a/inbox/b/nonce.yaml", "clusters/a/inbox/b/tenant.yml", // every file of a dir
+				"clusters/x",        // a whole directory
+				"clusters/nope.yaml", // not there: not a change
+			},
+			Writes:  map[string][]byte{"clusters/n/m/o.yaml": []byte("o\n"), "keep.yaml": []byte("k\n")},
+			Message: "revoke",
+		}, nil
+	})
+	want := []string{
+		"clusters/a/inbox/b/nonce.yaml", "clusters/a/inbox/b/tenant.yml", "clusters/n/m/o.yaml",
+		"clusters/x/inbox/y/a.yaml", "clusters/x/inbox/y/deep/b.txt",
+	}
+	if !reflect.DeepEqual(res.Files, want) {
+		t.Errorf("Files = %v, want %v", res.Files, want)
+	}
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", "main"); tree != "clusters/a/status.yaml\nclusters/n/m/o.yaml\nkeep.yaml" {
+		t.Errorf("tree:\n%s", tree)
+	}
+	fsck(t, bare)
+	for _, d := range []string{"clusters/a/inbox", "clusters/x"} {
+		if exists(r.Dir(), d) {
+			t.Errorf("empty directory %s left behind", d)
+		}
+	}
+	assertClean(t, r.Dir())
+
+	// Deleting what is not there is no change at all.
+	res = mustSync(t, r, func(context.Context, string) (*Change, error) {
+		return &Change{Deletes: []string{"clusters/x", "gone.yaml"}, Message: "again"}, nil
+	})
+	if res.Commit != "" {
+		t.Errorf("deleting missing paths committed %s", res.Commit)
+	}
+
+	// A file may replace a directory deleted in the same change, and a file
+	// rewritten under a deleted directory survives it.
+	res = mustSync(t, r, func(context.Context, string) (*Change, error) {
+		return &Change{
+			Deletes: []string{"clusters/n/m", "clusters/a"},
+			Writes:  map[string][]byte{"clusters/n": []byte("now a file\n"), "clusters/a/status.yaml": []byte("s\n")},
+			Message: "reshape",
+		}, nil
+	})
+	if !reflect.DeepEqual(res.Files, []string{"clusters/n", "clusters/n/m/o.yaml"}) {
+		t.Errorf("Files = %v", res.Files)
+	}
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", "main"); tree != "clusters/a/status.yaml\nclusters/n\nkeep.yaml" {
+		t.Errorf("tree:\n%s", tree)
+	}
+	assertClean(t, r.Dir())
+}
+
+func TestSyncRejectsInvalidChanges(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{"a.yaml": "a\n"}))
+	tip := r.Head()
+	for _, ch := range []*Change{
+		{Writes: map[string][]byte{"/etc/passwd": nil}, Message: "m"},
+		{Writes: map[string][]byte{"../escape": nil}, Message: "m"},
+		{Writes: map[string][]byte{"a/../../b": nil}, Message: "m"},
+		{Writes: map[string][]byte{"./a": nil}, Message: "m"},
+		{Writes: map[string][]byte{"a//b": nil}, Message: "m"},
+		{Writes: map[string][]byte{"dir/": nil}, Message: "m"},
+		{Writes: map[string][]byte{"": nil}, Message: "m"},
+		{Writes: map[string][]byte{".git/config": nil}, Message: "m"},
+		{Writes: map[string][]byte{"x/.GIT/hooks/pre-commit": nil}, Message: "m"},
+		{Writes: map[string][]byte{`a\b`: nil}, Message: "m"},
+		{Deletes: []string{".git"}, Message: "m"},
+		{Writes: map[string][]byte{"b": []byte("1")}, Deletes: []string{"b"}, Message: "m"},
+		{Writes: map[string][]byte{"d": []byte("1"), "d/e": []byte("2")}, Message: "m"},
+		{Writes: map[string][]byte{"new.yaml": []byte("1")}},
+	} {
+		_, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) { return ch, nil })
+		if !errors.Is(err, ErrInvalidChange) {
+			t.Errorf("Sync(%v) = %v, want ErrInvalidChange", ch, err)
+		}
+	}
+	if got := runGit(t, bare, "rev-parse", "main"); got != tip {
+		t.Errorf("main moved")
+	}
+	assertClean(t, r.Dir())
+}
+
+func TestSyncRefusesWritingThroughSymlinks(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{"a.yaml": "a\n"}))
+
+	// Another cluster commits a symlink pointing out of the repo.
+	outside := t.TempDir()
+	evil := filepath.Join(t.TempDir(), "evil")
+	runGit(t, t.TempDir(), "clone", "-q", bare, evil)
+	if err := os.Symlink(outside, filepath.Join(evil, "clusters")); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, evil, "add", "clusters")
+	runGit(t, evil, "-c", "user.name=e", "-c", "user.email=e@x", "commit", "-q", "-m", "link")
+	runGit(t, evil, "push", "-q", "origin", "main")
+
+	_, err := r.Sync(context.Background(), writes("w", map[string]string{"clusters/cl-a/status.yaml": "x\n"}))
+	if !errors.Is(err, ErrInvalidChange) || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("Sync through a symlink = %v, want ErrInvalidChange", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("wrote outside the worktree: %v", entries)
+	}
+	// Replacing the link itself with a file is a normal write.
+	res := mustSync(t, r, writes("w", map[string]string{"clusters": "a file now\n"}))
+	if res.Commit == "" {
+		t.Error("replacing a symlink by a file made no commit")
+	}
+	if mode := runGit(t, bare, "ls-tree", "main", "clusters"); !strings.HasPrefix(mode, "100644 blob") {
+		t.Errorf("clusters is %q, want a regular file", mode)
+	}
+}
+
+func TestSyncDiscardsStrayFiles(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{"a/a.yaml": "a\n"}))
+	// Leftovers of a crash, or of a pass that wrote the worktree itself.
+	for name, content := range map[string]string{"stray.yaml": "s", "new/dir/x": "x", "a/a.yaml": "modified"} {
+		p := filepath.Join(r.Dir(), filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSync(t, r, func(_ context.Context, root string) (*Change, error) {
+		if exists(root, "stray.yaml") || exists(root, "new") {
+			t.Error("the pass sees untracked files")
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "a/a.yaml")); string(b) != "a\n" {
+			t.Errorf("the pass sees a modified file: %q", b)
+		}
+		return nil, nil
+	})
+	assertClean(t, r.Dir())
+}
+
+func TestSyncPassError(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	boom := errors.New("boom")
+	_, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) { return nil, boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("Sync = %v, want the pass's error", err)
+	}
+	if _, err := gitOutput(bare, "rev-parse", "--verify", "-q", "main"); err == nil {
+		t.Error("a failed pass created the branch")
+	}
+}
+
+func TestSyncConcurrentWriters(t *testing.T) {
+	bare := newBare(t)
+	const writers, rounds = 3, 3
+	var wg sync.WaitGroup
+	var pushes atomic.Int64
+	errs := make(chan error, writers*rounds)
+	for w := range writers {
+		opts := testOptions(t, bare, "cl-"+strconv.Itoa(w))
+		opts.MaxAttempts = 50
+		opts.Backoff = func(int) time.Duration { return time.Duration(1+w) * 5 * time.Millisecond }
+		r, err := Open(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				name := fmt.Sprintf("clusters/cl-%d/status-%d.yaml", w, i)
+				res, err := r.Sync(context.Background(), writes(name, map[string]string{name: "ok\n"}))
+				if err != nil {
+					errs <- err
+					return
+				}
+				pushes.Add(int64(res.Attempts))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	fsck(t, bare)
+	if n := runGit(t, bare, "rev-list", "--count", "main"); n != strconv.Itoa(writers*rounds) {
+		t.Errorf("main has %s commits, want %d", n, writers*rounds)
+	}
+	if m := runGit(t, bare, "rev-list", "--merges", "main"); m != "" {
+		t.Errorf("history has merges")
+	}
+	if files := strings.Count(runGit(t, bare, "ls-tree", "-r", "--name-only", "main"), "\n") + 1; files != writers*rounds {
+		t.Errorf("main has %d files, want %d", files, writers*rounds)
+	}
+	t.Logf("%d commits took %d push attempts", writers*rounds, pushes.Load())
+}
+
+func TestSeedAndInitBare(t *testing.T) {
+	bare := newBare(t)
+	if head := runGit(t, bare, "symbolic-ref", "HEAD"); head != "refs/heads/main" {
+		t.Errorf("bare HEAD = %s", head)
+	}
+	trunk := filepath.Join(t.TempDir(), "t.git")
+	if err := InitBare(trunk, "trunk"); err != nil {
+		t.Fatal(err)
+	}
+	if head := runGit(t, trunk, "symbolic-ref", "HEAD"); head != "refs/heads/trunk" {
+		t.Errorf("bare HEAD = %s", head)
+	}
+	if err := InitBare(trunk, "trunk"); err == nil {
+		t.Error("InitBare over an existing repository succeeded")
+	}
+
+	opts := testOptions(t, "file://"+bare, "seed")
+	opts.Dir = ""
+	files := map[string][]byte{"peering.cue": []byte("peerings: []\n"), "clusters/a/kustomization.yaml": []byte("resources: []\n")}
+	commit, err := Seed(context.Background(), opts, files, "Initial peering repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runGit(t, bare, "rev-parse", "main"); got != commit {
+		t.Errorf("main = %s, want %s", got, commit)
+	}
+	fsck(t, bare)
+	if _, err := Seed(context.Background(), opts, files, "again"); !errors.Is(err, ErrNotEmpty) {
+		t.Errorf("second Seed = %v, want ErrNotEmpty", err)
+	}
+	// Seeding another branch of a non-empty remote makes a root commit there.
+	opts.Branch = "other"
+	if _, err := Seed(context.Background(), opts, files, "other"); err != nil {
+		t.Errorf("Seed of a new branch: %v", err)
+	}
+	if p := runGit(t, bare, "rev-list", "--count", "other"); p != "1" {
+		t.Errorf("other has %s commits, want 1", p)
+	}
+}
+
+// fakeSigner produces an armoured blob where git expects a signature; git
+// stores it in the commit header without checking it.
+type fakeSigner struct{ signed atomic.Int32 }
+
+func (s *fakeSigner) Sign(message io.Reader) ([]byte, error) {
+	if _, err := io.ReadAll(message); err != nil {
+		return nil, err
+	}
+	s.signed.Add(1)
+	return []byte("-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n"), nil
+}
+
+func TestSyncSignsCommits(t *testing.T) {
+	bare := newBare(t)
+	opts := testOptions(t, bare, "cl-a")
+	signer := &fakeSigner{}
+	opts.Signer = signer
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, r, writes("signed", map[string]string{"a": "a\n"}))
+	if raw := runGit(t, bare, "cat-file", "commit", "main"); !strings.Contains(raw, "gpgsig -----BEGIN SSH SIGNATURE-----") {
+		t.Errorf("commit is not signed:\n%s", raw)
+	}
+	if signer.signed.Load() != 1 {
+		t.Errorf("signer called %d times", signer.signed.Load())
+	}
+	fsck(t, bare)
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	for attempt, max := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 5: 1600 * time.Millisecond, 6: 2 * time.Second, 100: 2 * time.Second, 0: 2 * time.Second} {
+		for range 20 {
+			if d := DefaultBackoff(attempt); d < max/2 || d > max {
+				t.Errorf("DefaultBackoff(%d) = %v, want in [%v, %v]", attempt, d, max/2, max)
+			}
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package layout
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/handshake"
+)
+
+// APIVersion is the version of the repo's own kinds.
+const APIVersion = "gitpeer.io/v1alpha1"
+
+// ClusterInfo is clusters/<id>/cluster.yaml: the public identity a cluster
+// publishes once, through review. It holds nothing secret.
+type ClusterInfo struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// ClusterID is Liqo's cluster ID.
+	ClusterID string `json:"clusterID"`
+	// PublicKey is the cluster's Ed25519 key, PEM "PUBLIC KEY" (PKIX): the key
+	// its Tenants must carry and sign with.
+	PublicKey string `json:"publicKey"`
+	// Fingerprint is "sha256:<hex>" of the PKIX DER of PublicKey, for humans
+	// and for pinning in the spec.
+	Fingerprint string `json:"fingerprint"`
+	// APIServer is the https URL consumers reach this cluster's API server at.
+	APIServer string `json:"apiServer"`
+	// CA is the PEM bundle that signs this cluster's client certificates and
+	// serves its API server: consumers trust exactly this.
+	CA string `json:"ca"`
+}
+
+// ClusterKind is the kind of cluster.yaml.
+const ClusterKind = "Cluster"
+
+// FieldError names a file, the field at fault and why.
+type FieldError struct {
+	File   string
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.File + ": " + e.Reason
+	}
+	return e.File + ": " + e.Field + ": " + e.Reason
+}
+
+// ErrNotPublished means a cluster's cluster.yaml is not in the repo yet.
+var ErrNotPublished = errors.New("cluster not published")
+
+// Encode renders c as YAML (sorted keys).
+func (c *ClusterInfo) Encode() ([]byte, error) {
+	return yaml.Marshal(c)
+}
+
+// ParseClusterInfo decodes and checks a cluster.yaml: known fields only, the
+// cluster ID the file is filed under, a parseable public key whose fingerprint
+// matches, an https API server URL and a PEM CA bundle. Errors are *FieldError.
+func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
+	var c ClusterInfo
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, &FieldError{File: file, Reason: err.Error()}
+	}
+	fe := func(field, format string, a ...any) error {
+		return &FieldError{File: file, Field: field, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case c.APIVersion != APIVersion:
+		return nil, fe("apiVersion", "is %q, want %q", c.APIVersion, APIVersion)
+	case c.Kind != ClusterKind:
+		return nil, fe("kind", "is %q, want %q", c.Kind, ClusterKind)
+	case c.ClusterID != id:
+		return nil, fe("clusterID", "is %q but the file is under clusters/%s", c.ClusterID, id)
+	}
+	pub, _, err := handshake.ParsePublicKey([]byte(c.PublicKey))
+	if err != nil {
+		return nil, fe("publicKey", "%v", err)
+	}
+	fp, err := handshake.Fingerprint(pub)
+	if err != nil {
+		return nil, fe("publicKey", "%v", err)
+	}
+	if c.Fingerprint != fp {
+		return nil, fe("fingerprint", "is %q, but the public key's is %q", c.Fingerprint, fp)
+	}
+	if err := CheckAPIServer(c.APIServer); err != nil {
+		return nil, fe("apiServer", "%v", err)
+	}
+	if !bytes.Contains([]byte(c.CA), []byte("-----BEGIN CERTIFICATE-----")) {
+		return nil, fe("ca", "no PEM certificate")
+	}
+	return &c, nil
+}
+
+// ReadClusterInfo reads clusters/<id>/cluster.yaml from a repo tree. A missing
+// file wraps ErrNotPublished; other errors are *FieldError.
+func ReadClusterInfo(tree fs.FS, id string) (*ClusterInfo, error) {
+	file := ClusterPath(id, ClusterFile)
+	data, err := fs.ReadFile(tree, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", file, ErrNotPublished)
+	}
+	if err != nil {
+		return nil, &FieldError{File: file, Reason: err.Error()}
+	}
+	return ParseClusterInfo(file, id, data)
+}
+
+// PublishFiles are the files `gitpeer init` writes for a cluster into a
+// repo tree: its cluster.yaml and, unless one exists, an empty
+// kustomization.yaml (so Flux never falls back to applying every file under
+// the path, the unverified inbox included).
+func PublishFiles(tree fs.FS, info *ClusterInfo) (map[string][]byte, error) {
+	data, err := info.Encode()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{ClusterPath(info.ClusterID, ClusterFile): data}
+	kfile := ClusterPath(info.ClusterID, KustomizationFile)
+	if _, err := fs.Stat(tree, kfile); errors.Is(err, fs.ErrNotExist) {
+		k, err := Kustomization(nil)
+		if err != nil {
+			return nil, err
+		}
+		files[kfile] = k
+	}
+	return files, nil
+}
+
+// MaxClusterIDLength keeps "liqo-tenant-<id>" within a 63-character label.
+const MaxClusterIDLength = 51
+
+// CheckClusterID checks a cluster ID is a DNS-1123 label of at most 51
+// characters, as Liqo requires of the IDs it puts in names and labels.
+func CheckClusterID(id string) error {
+	if len(id) > MaxClusterIDLength {
+		return fmt.Errorf("%q is %d characters; at most %d, so that liqo-tenant-<id> fits 63", id, len(id), MaxClusterIDLength)
+	}
+	if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		return fmt.Errorf("%q is not a DNS-1123 label: %s", id, errs[0])
+	}
+	return nil
+}
+
+// CheckAPIServer checks an API server URL is https with a host.
+func CheckAPIServer(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("%q is not an https URL", s)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package layout
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+)
+
+// Kustomization renders clusters/<self>/kustomization.yaml listing resources
+// (paths relative to clusters/<self>/, sorted). It exists from init on: without
+// one, Flux would generate a kustomization of every YAML file under the path,
+// the unverified inbox included.
+func Kustomization(resources []string) ([]byte, error) {
+	rs := append([]string(nil), resources...)
+	sort.Strings(rs)
+	k := types.Kustomization{
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Resources: rs,
+	}
+	return yaml.Marshal(&k)
+}
+
+// ParseKustomization reads the resources of a kustomization.yaml, refusing any
+// that points outside the cluster's own tree or into its inbox: the apply rule
+// lets an artifact reach a cluster only through its own verified copy.
+func ParseKustomization(file string, data []byte) ([]string, error) {
+	var k types.Kustomization
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil, &FieldError{File: file, Reason: err.Error()}
+	}
+	for i, r := range k.Resources {
+		clean := path.Clean(r)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(r, "://") {
+			return nil, &FieldError{File: file, Field: fmt.Sprintf("resources[%d]", i), Reason: fmt.Sprintf("%q is outside the cluster's tree", r)}
+		}
+		if clean == InboxDir || strings.HasPrefix(clean, InboxDir+"/") {
+			return nil, &FieldError{File: file, Field: fmt.Sprintf("resources[%d]", i), Reason: fmt.Sprintf("%q applies an unverified inbox artifact", r)}
+		}
+	}
+	return k.Resources, nil
+}

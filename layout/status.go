@@ -1,0 +1,102 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// StatusKind is the kind of status.yaml.
+const StatusKind = "ClusterStatus"
+
+// Step is how far a peering's handshake has come.
+type Step string
+
+// Handshake steps, in order.
+const (
+	StepPending        Step = "Pending"        // declared; nothing exchanged yet
+	StepNonceSent      Step = "NonceSent"      // provider wrote the nonce
+	StepTenantSent     Step = "TenantSent"     // consumer answered with its Tenant
+	StepIdentityIssued Step = "IdentityIssued" // provider verified it and signed the CSR
+	StepReady          Step = "Ready"          // consumer verified the Identity
+)
+
+// StepOrder ranks steps so the furthest of two views of a peering wins.
+func StepOrder(s Step) int {
+	switch s {
+	case StepNonceSent:
+		return 1
+	case StepTenantSent:
+		return 2
+	case StepIdentityIssued:
+		return 3
+	case StepReady:
+		return 4
+	}
+	return 0
+}
+
+// Role is the part a cluster plays in a peering.
+type Role string
+
+// Roles.
+const (
+	RoleConsumer Role = "consumer"
+	RoleProvider Role = "provider"
+)
+
+// ClusterStatus is clusters/<id>/status.yaml: one cluster's view of each of
+// its peerings, with kstatus-style conditions (Ready, Reconciling, Stalled).
+type ClusterStatus struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	ClusterID  string          `json:"clusterID"`
+	Peerings   []PeeringStatus `json:"peerings"`
+}
+
+// PeeringStatus is one peering seen from one side.
+type PeeringStatus struct {
+	Consumer   string             `json:"consumer"`
+	Provider   string             `json:"provider"`
+	Role       Role               `json:"role"`
+	Step       Step               `json:"step"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Find returns the status of the (consumer, provider) peering, or nil.
+func (s *ClusterStatus) Find(consumer, provider string) *PeeringStatus {
+	for i := range s.Peerings {
+		if s.Peerings[i].Consumer == consumer && s.Peerings[i].Provider == provider {
+			return &s.Peerings[i]
+		}
+	}
+	return nil
+}
+
+// Encode renders the status as YAML.
+func (s *ClusterStatus) Encode() ([]byte, error) { return yaml.Marshal(s) }
+
+// ReadStatus reads clusters/<id>/status.yaml. A missing file gives an empty
+// status and no error; a malformed one a *FieldError.
+func ReadStatus(tree fs.FS, id string) (*ClusterStatus, error) {
+	file := ClusterPath(id, StatusFile)
+	empty := &ClusterStatus{APIVersion: APIVersion, Kind: StatusKind, ClusterID: id}
+	data, err := fs.ReadFile(tree, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return empty, nil
+	}
+	if err != nil {
+		return nil, &FieldError{File: file, Reason: err.Error()}
+	}
+	var s ClusterStatus
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, &FieldError{File: file, Reason: err.Error()}
+	}
+	if s.Kind != StatusKind || s.ClusterID != id {
+		return nil, &FieldError{File: file, Field: "kind", Reason: fmt.Sprintf("want kind %s for cluster %s", StatusKind, id)}
+	}
+	return &s, nil
+}

@@ -1,0 +1,87 @@
+// Package peerstatus summarises the peerings of a repo from both sides'
+// status.yaml: how far each handshake has come and what each side reports.
+package peerstatus
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Peering is one peering as both clusters see it.
+type Peering struct {
+	Consumer string `json:"consumer"`
+	Provider string `json:"provider"`
+	// Step is the furthest step either side reports.
+	Step layout.Step `json:"step"`
+	// Ready is true when both sides report Ready=True.
+	Ready      bool        `json:"ready"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// Condition is one side's condition on a peering.
+type Condition struct {
+	Cluster string `json:"cluster"`
+	metav1.Condition
+}
+
+// Collect reads every declared cluster's status.yaml and returns the spec's
+// peerings in spec order. A malformed status.yaml is an error naming it.
+func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
+	statuses := map[string]*layout.ClusterStatus{}
+	for _, c := range spec.Clusters {
+		st, err := layout.ReadStatus(tree, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		statuses[c.ID] = st
+	}
+	out := make([]Peering, 0, len(spec.Peerings))
+	for _, p := range spec.Peerings {
+		pr := Peering{Consumer: p.Consumer, Provider: p.Provider, Step: layout.StepPending, Conditions: []Condition{}}
+		readySides := 0
+		for _, side := range []string{p.Provider, p.Consumer} {
+			ps := statuses[side].Find(p.Consumer, p.Provider)
+			if ps == nil {
+				continue
+			}
+			if layout.StepOrder(ps.Step) > layout.StepOrder(pr.Step) {
+				pr.Step = ps.Step
+			}
+			for _, c := range ps.Conditions {
+				pr.Conditions = append(pr.Conditions, Condition{Cluster: side, Condition: c})
+				if c.Type == meta.ReadyCondition && c.Status == metav1.ConditionTrue {
+					readySides++
+				}
+			}
+		}
+		pr.Ready = readySides == 2 && pr.Step == layout.StepReady
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// Summary is the one-line message of a peering: the Ready message of the side
+// that has to act next, or of whichever side reports one.
+func (p Peering) Summary() string {
+	for _, c := range p.Conditions {
+		if c.Type == meta.StalledCondition && c.Status == metav1.ConditionTrue {
+			return fmt.Sprintf("%s: %s", c.Cluster, c.Message)
+		}
+	}
+	var last string
+	for _, c := range p.Conditions {
+		if c.Type == meta.ReadyCondition {
+			last = fmt.Sprintf("%s: %s", c.Cluster, c.Message)
+			if c.Status != metav1.ConditionTrue {
+				return last
+			}
+		}
+	}
+	return last
+}

@@ -1,0 +1,136 @@
+package reconcile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+// Plan is the difference between a pass's desired files and the repo: what
+// one commit must write and delete, and its message.
+type Plan struct {
+	Writes  map[string][]byte
+	Deletes []string
+	// Steps are the handshake steps the change carries, e.g. "send nonce to alpha".
+	Steps   []string
+	Message string
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Writes) == 0 && len(p.Deletes) == 0 }
+
+// Diff compares desired (Output.Files) with the managed paths of self in
+// tree. Only paths self may write are touched (layout.Managed).
+func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
+	plan := &Plan{Writes: map[string][]byte{}}
+	for f, data := range desired {
+		if !layout.Managed(self, f) {
+			return nil, fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, self)
+		}
+		old, err := fs.ReadFile(tree, f)
+		if err == nil && bytes.Equal(old, data) {
+			continue
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		plan.Writes[f] = data
+	}
+	err := fs.WalkDir(tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == layout.ClustersDir {
+			return fs.SkipDir
+		}
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if _, want := desired[p]; !want && layout.Managed(self, p) {
+			plan.Deletes = append(plan.Deletes, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(plan.Deletes)
+	plan.Steps = steps(tree, self, plan)
+	plan.Message = message(self, plan.Steps)
+	return plan, nil
+}
+
+// steps names what a change does in the handshake's words, deterministically.
+func steps(tree fs.FS, self string, plan *Plan) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
+	var paths []string
+	for f := range plan.Writes {
+		paths = append(paths, f)
+	}
+	sort.Strings(paths)
+	for _, f := range paths {
+		to, from, rest, _ := layout.Split(f)
+		switch {
+		case from == self && rest == layout.NonceFile:
+			add("send nonce to " + to)
+		case from == self && rest == layout.TenantFile:
+			add("send tenant to " + to)
+		case from == self && rest == layout.IdentityFile && existed(f):
+			add("renew identity of " + to)
+		case from == self && rest == layout.IdentityFile:
+			add("issue identity to " + to)
+		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
+			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
+			base := path.Base(f)
+			switch {
+			case strings.HasPrefix(base, "identity-"):
+				add("accept identity of " + peer)
+			case strings.HasPrefix(base, "tenant-"):
+				add("accept tenant of " + peer)
+			}
+		}
+	}
+	for _, f := range plan.Deletes {
+		to, from, rest, _ := layout.Split(f)
+		switch {
+		case from == self:
+			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
+		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
+			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
+			add("remove objects for " + peer)
+		}
+	}
+	if len(out) == 0 && !plan.Empty() {
+		add("update status")
+	}
+	return out
+}
+
+// message is the commit message: a subject naming the cluster and its steps,
+// and trailers a machine can read back.
+func message(self string, steps []string) string {
+	if len(steps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n\n", self, strings.Join(steps, "; "))
+	fmt.Fprintf(&b, "Gitpeer-Cluster: %s\n", self)
+	for _, s := range steps {
+		fmt.Fprintf(&b, "Gitpeer-Step: %s\n", s)
+	}
+	return b.String()
+}

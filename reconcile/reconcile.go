@@ -1,0 +1,419 @@
+// Package reconcile is gitpeer's pure core: one pass of one cluster over a
+// peering repo. From the spec, the repo tree and the cluster's backend it
+// computes every file the cluster owns (its outgoing inbox artifacts, the
+// objects it renders for itself, its kustomization and status); the caller
+// writes the difference as one commit.
+//
+// A pass is level-triggered and idempotent: the same inputs give the same
+// bytes, so a pass with nothing to do changes nothing. Signing happens only
+// after every check of package artifact holds.
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// DefaultCertificateLifetime is how long the client certificates a provider
+// signs are valid when Input.CertificateLifetime is zero.
+const DefaultCertificateLifetime = 30 * 24 * time.Hour
+
+// Input is everything one pass reads.
+type Input struct {
+	Spec    *schema.Spec
+	Tree    fs.FS // the repo at the remote tip
+	Backend backend.Backend
+	Now     time.Time
+	// CertificateLifetime is the validity of certificates this cluster signs
+	// as a provider; zero means DefaultCertificateLifetime.
+	CertificateLifetime time.Duration
+}
+
+// Output is the outcome of one pass.
+type Output struct {
+	// Files is the desired content of every path the cluster manages
+	// (layout.Managed); a managed path absent here is to be deleted.
+	Files map[string][]byte
+	// Status is the cluster's status.yaml as written into Files.
+	Status *layout.ClusterStatus
+	// Identities are the verified ControlPlane Identities this cluster holds
+	// as a consumer: the caller stores their kubeconfigs (outside Git) once
+	// the pass has landed.
+	Identities []*authv1beta1.Identity
+}
+
+// Pass runs one pass for the backend's cluster. It fails only when the
+// cluster itself cannot act (not in the spec, its published cluster.yaml does
+// not match its backend); problems with peers' artifacts become status
+// conditions, never errors.
+func Pass(ctx context.Context, in Input) (*Output, error) {
+	self := in.Backend.ClusterID()
+	if _, ok := in.Spec.Cluster(self); !ok {
+		return nil, fmt.Errorf("cluster %q is not declared in the spec", self)
+	}
+	if in.CertificateLifetime == 0 {
+		in.CertificateLifetime = DefaultCertificateLifetime
+	}
+	me, err := layout.ReadClusterInfo(in.Tree, self)
+	if err != nil {
+		return nil, fmt.Errorf("own cluster info: %w", err)
+	}
+	if err := matchBackend(me, in.Backend); err != nil {
+		return nil, err
+	}
+	prev, err := layout.ReadStatus(in.Tree, self)
+	if err != nil {
+		// A broken status of our own is rewritten, not fatal.
+		prev = &layout.ClusterStatus{}
+	}
+	p := &pass{in: in, self: self, me: me, out: &Output{Files: map[string][]byte{}}}
+	status := &layout.ClusterStatus{APIVersion: layout.APIVersion, Kind: layout.StatusKind, ClusterID: self, Peerings: []layout.PeeringStatus{}}
+	asConsumer, asProvider := in.Spec.PeeringsOf(self)
+	for _, pr := range asProvider {
+		st := p.newStatus(prev, pr, layout.RoleProvider)
+		if err := p.provide(ctx, pr.Consumer, st); err != nil {
+			return nil, err
+		}
+		status.Peerings = append(status.Peerings, *st.status)
+	}
+	for _, pr := range asConsumer {
+		st := p.newStatus(prev, pr, layout.RoleConsumer)
+		if err := p.consume(ctx, pr.Provider, st); err != nil {
+			return nil, err
+		}
+		status.Peerings = append(status.Peerings, *st.status)
+	}
+	if err := p.finish(status); err != nil {
+		return nil, err
+	}
+	return p.out, nil
+}
+
+// matchBackend refuses to act when the published cluster.yaml is not this
+// backend's: every peer would refuse our artifacts, and signing with a CA the
+// consumers do not trust helps nobody.
+func matchBackend(me *layout.ClusterInfo, b backend.Backend) error {
+	file := layout.ClusterPath(me.ClusterID, layout.ClusterFile)
+	pub, _, err := handshake.ParsePublicKey([]byte(me.PublicKey))
+	if err != nil {
+		return fmt.Errorf("%s: publicKey: %w", file, err)
+	}
+	fp, _ := handshake.Fingerprint(pub)
+	own, err := handshake.Fingerprint(b.Signer().Public())
+	if err != nil {
+		return err
+	}
+	if fp != own {
+		return fmt.Errorf("%s: publicKey: %s is not this cluster's key %s (republish with gitpeer init)", file, fp, own)
+	}
+	if !artifact.SameCertificates([]byte(me.CA), b.CABundle()) {
+		return fmt.Errorf("%s: ca: is not the CA of this cluster's backend (republish with gitpeer init)", file)
+	}
+	return nil
+}
+
+type pass struct {
+	in   Input
+	self string
+	me   *layout.ClusterInfo
+	out  *Output
+}
+
+func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
+	st := &layout.PeeringStatus{Consumer: pr.Consumer, Provider: pr.Provider, Role: role, Step: layout.StepPending}
+	if old := prev.Find(pr.Consumer, pr.Provider); old != nil {
+		st.Conditions = append(st.Conditions, old.Conditions...)
+	}
+	return &peeringObject{status: st}
+}
+
+func (p *pass) put(file string, obj any) error {
+	data, err := liqo.Encode(obj)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	p.out.Files[file] = data
+	return nil
+}
+
+// render writes an object into clusters/<self>/liqo/<peer>/.
+func (p *pass) render(peer, kind, name string, obj any) error {
+	return p.put(path.Join(layout.PeerDir(p.self, peer), liqo.ObjectFileName(kind, name)), obj)
+}
+
+func (p *pass) read(file string) ([]byte, bool, error) {
+	data, err := fs.ReadFile(p.in.Tree, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", file, err)
+	}
+	return data, true, nil
+}
+
+// peerInfo reads a peer's cluster.yaml and checks it against the spec's pin.
+// ok is false when the peering cannot go on; the status says why.
+func (p *pass) peerInfo(peer string, st *peeringObject) (*layout.ClusterInfo, bool) {
+	ci, err := layout.ReadClusterInfo(p.in.Tree, peer)
+	switch {
+	case errors.Is(err, layout.ErrNotPublished):
+		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s", peer, layout.ClusterPath(peer, layout.ClusterFile))
+		return nil, false
+	case err != nil:
+		stall(st, layout.StepPending, ReasonInvalidClusterInfo, "%v", err)
+		return nil, false
+	}
+	if c, _ := p.in.Spec.Cluster(peer); c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
+		stall(st, layout.StepPending, artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec",
+			layout.ClusterPath(peer, layout.ClusterFile), ci.Fingerprint, c.Fingerprint)
+		return nil, false
+	}
+	return ci, true
+}
+
+// provide advances one peering where this cluster is the provider.
+func (p *pass) provide(ctx context.Context, consumer string, st *peeringObject) error {
+	ci, ok := p.peerInfo(consumer, st)
+	if !ok {
+		return nil
+	}
+	value, err := p.in.Backend.Nonce(consumer, 0)
+	if err != nil {
+		return fmt.Errorf("nonce for %s: %w", consumer, err)
+	}
+	nonce := artifact.Nonce{Value: value, Epoch: 0}
+	secret := artifact.NonceSecret(consumer, nonce)
+	if err := p.put(layout.InboxPath(consumer, p.self, layout.NonceFile), secret); err != nil {
+		return err
+	}
+	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
+		return err
+	}
+	if err := p.render(consumer, "Secret", liqo.NonceSecretName, secret); err != nil {
+		return err
+	}
+
+	tenantFile := layout.InboxPath(p.self, consumer, layout.TenantFile)
+	data, found, err := p.read(tenantFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s", consumer, tenantFile)
+		return nil
+	}
+	_, pinned, _ := handshake.ParsePublicKey([]byte(ci.PublicKey))
+	tenant, err := artifact.VerifyTenant(tenantFile, data, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned})
+	if err != nil {
+		return p.refused(st, layout.StepNonceSent, err)
+	}
+
+	identity, err := p.identityFor(ctx, consumer, tenant, pinned)
+	if err != nil {
+		return err
+	}
+	if err := p.put(layout.InboxPath(consumer, p.self, layout.IdentityFile), identity); err != nil {
+		return err
+	}
+	clean := artifact.NewTenant(consumer, nonce, tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
+	for _, o := range []struct {
+		kind, name string
+		obj        any
+	}{
+		{authv1beta1.TenantKind, consumer, clean},
+		{"RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(consumer)},
+		{"ClusterRoleBinding", liqo.ClusterWideBindingName(consumer), liqo.ClusterWideBinding(consumer)},
+	} {
+		if err := p.render(consumer, o.kind, o.name, o.obj); err != nil {
+			return err
+		}
+	}
+	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
+	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "identity issued to %s; certificate valid until %s",
+		consumer, notAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// identityFor returns the Identity for a verified Tenant: the one already in
+// the repo while its certificate still verifies and is not due for renewal
+// (re-signing every pass would commit every pass), else a freshly signed one.
+func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, keyDER []byte) (*authv1beta1.Identity, error) {
+	params := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
+	file := layout.InboxPath(consumer, p.self, layout.IdentityFile)
+	if data, found, err := p.read(file); err != nil {
+		return nil, err
+	} else if found {
+		old, err := artifact.DecodeIdentity(file, data)
+		if err == nil && p.reusable(old, params, consumer, keyDER) {
+			return old, nil
+		}
+	}
+	cert, err := p.in.Backend.SignCSR(ctx, tenant.Spec.CSR, p.in.CertificateLifetime)
+	if err != nil {
+		return nil, fmt.Errorf("sign CSR of %s: %w", consumer, err)
+	}
+	params.SignedCRT = cert
+	return liqo.ControlPlaneIdentity(consumer, p.self, params), nil
+}
+
+func (p *pass) reusable(old *authv1beta1.Identity, params authv1beta1.AuthParams, consumer string, keyDER []byte) bool {
+	want := liqo.ControlPlaneIdentity(consumer, p.self, authv1beta1.AuthParams{})
+	if old.Name != want.Name || old.Namespace != want.Namespace || old.Spec.AuthParams.APIServer != params.APIServer ||
+		!bytes.Equal(old.Spec.AuthParams.CA, params.CA) {
+		return false
+	}
+	crt := old.Spec.AuthParams.SignedCRT
+	if handshake.VerifyClientCertificate(crt, params.CA, keyDER, consumer, handshake.ControlPlaneOrganization, p.in.Now) != nil {
+		return false
+	}
+	notBefore, notAfter, err := handshake.CertificateValidity(crt)
+	if err != nil {
+		return false
+	}
+	// Liqo's rule (ShouldRenewCertificate): renew once a third of the lifetime is left.
+	return p.in.Now.Before(notAfter.Add(-notAfter.Sub(notBefore) / 3))
+}
+
+// consume advances one peering where this cluster is the consumer.
+func (p *pass) consume(_ context.Context, provider string, st *peeringObject) error {
+	ci, ok := p.peerInfo(provider, st)
+	if !ok {
+		return nil
+	}
+	nonceFile := layout.InboxPath(p.self, provider, layout.NonceFile)
+	data, found, err := p.read(nonceFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s", provider, nonceFile)
+		return nil
+	}
+	nonce, err := artifact.ParseNonce(nonceFile, data, p.self)
+	if err != nil {
+		return p.refused(st, layout.StepPending, err)
+	}
+	tenant, err := p.tenantFor(provider, nonce)
+	if err != nil {
+		return err
+	}
+	if err := p.put(layout.InboxPath(provider, p.self, layout.TenantFile), tenant); err != nil {
+		return err
+	}
+
+	identityFile := layout.InboxPath(p.self, provider, layout.IdentityFile)
+	data, found, err = p.read(identityFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s", provider, identityFile)
+		return nil
+	}
+	_, keyDER, err := handshake.ParsePublicKey([]byte(p.me.PublicKey))
+	if err != nil {
+		return err
+	}
+	identity, err := artifact.VerifyIdentity(identityFile, data, artifact.IdentityCheck{
+		ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now,
+	})
+	if err != nil {
+		return p.refused(st, layout.StepTenantSent, err)
+	}
+	if err := p.render(provider, "Namespace", liqo.TenantNamespace(provider), liqo.Namespace(provider)); err != nil {
+		return err
+	}
+	clean := liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams)
+	if err := p.render(provider, authv1beta1.IdentityKind, clean.Name, clean); err != nil {
+		return err
+	}
+	p.out.Identities = append(p.out.Identities, clean)
+	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
+	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s",
+		provider, notAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// tenantFor builds this cluster's Tenant answering nonce. Ed25519 signatures
+// and CSRs are deterministic, so the bytes are stable pass after pass; an
+// existing Tenant that still answers the same nonce is kept for keys whose
+// signatures are not.
+func (p *pass) tenantFor(provider string, nonce artifact.Nonce) (*authv1beta1.Tenant, error) {
+	signer := p.in.Backend.Signer()
+	sig, err := handshake.SignNonce(signer, nonce.Value)
+	if err != nil {
+		return nil, fmt.Errorf("sign nonce from %s: %w", provider, err)
+	}
+	csr, err := handshake.ControlPlaneCSR(signer, p.self)
+	if err != nil {
+		return nil, fmt.Errorf("csr for %s: %w", provider, err)
+	}
+	pubPEM, err := handshake.MarshalPublicKey(signer.Public())
+	if err != nil {
+		return nil, err
+	}
+	fresh := artifact.NewTenant(p.self, nonce, pubPEM, csr, sig)
+	file := layout.InboxPath(provider, p.self, layout.TenantFile)
+	if data, found, _ := p.read(file); found {
+		_, der, _ := handshake.ParsePublicKey(pubPEM)
+		if old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der}); err == nil {
+			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
+				return old, nil
+			}
+		}
+	}
+	return fresh, nil
+}
+
+// refused records a refused artifact as a Stalled condition; the pass goes
+// on for other peerings and writes nothing that depends on the artifact.
+func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
+	var ae *artifact.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	stall(st, step, ae.Reason, "%v", ae)
+	return nil
+}
+
+// finish adds the kustomization (every rendered object, nothing from the
+// inbox) and the status.
+func (p *pass) finish(status *layout.ClusterStatus) error {
+	root := layout.ClusterPath(p.self) + "/"
+	var resources []string
+	for f := range p.out.Files {
+		if rel, ok := strings.CutPrefix(f, root+layout.LiqoDir+"/"); ok {
+			resources = append(resources, layout.LiqoDir+"/"+rel)
+		}
+	}
+	sort.Strings(resources)
+	k, err := layout.Kustomization(resources)
+	if err != nil {
+		return err
+	}
+	p.out.Files[root+layout.KustomizationFile] = k
+	s, err := status.Encode()
+	if err != nil {
+		return err
+	}
+	p.out.Files[root+layout.StatusFile] = s
+	p.out.Status = status
+	return nil
+}

@@ -1,0 +1,82 @@
+// Package runner drives one cluster's reconciler against a peering repo: a
+// pass fetches the remote tip, loads and validates the spec, runs
+// reconcile.Pass, commits the difference and pushes it (recomputing on a new
+// tip when the push is rejected), then applies the pass's local effects
+// (kubeconfigs) once the commit has landed.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Runner is one cluster's reconciler.
+type Runner struct {
+	Repo    *gitsync.Repo
+	Backend backend.Backend
+	// Now is the clock passes run at; time.Now by default.
+	Now func() time.Time
+	// CertificateLifetime is passed to reconcile.Input.
+	CertificateLifetime time.Duration
+}
+
+// Result is what one pass did.
+type Result struct {
+	gitsync.Result
+	Steps []string
+	// Output is the pass computed on the tip that was finally pushed to.
+	Output *reconcile.Output
+	// Kubeconfigs are the files written for verified Identities, by provider.
+	Kubeconfigs map[string]string
+}
+
+// Pass runs one pass. Errors name what failed: the spec (with its
+// file:line:col problems), the cluster's own state, or Git.
+func (r *Runner) Pass(ctx context.Context) (*Result, error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	res := &Result{Kubeconfigs: map[string]string{}}
+	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
+		spec, _, err := schema.Load(root)
+		if err != nil {
+			return nil, err
+		}
+		tree := os.DirFS(root)
+		out, err := reconcile.Pass(ctx, reconcile.Input{
+			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
+		})
+		if err != nil {
+			return nil, err
+		}
+		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out.Files)
+		if err != nil {
+			return nil, err
+		}
+		res.Output, res.Steps = out, plan.Steps
+		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
+	}
+	res.Result = gres
+	if gres.Commit == "" {
+		res.Steps = nil
+	}
+	for _, id := range res.Output.Identities {
+		where, err := r.Backend.StoreKubeconfig(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: kubeconfig for %s: %w", r.Backend.ClusterID(), id.Spec.ClusterID, err)
+		}
+		res.Kubeconfigs[string(id.Spec.ClusterID)] = where
+	}
+	return res, nil
+}

@@ -1,0 +1,702 @@
+package schema
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/cuecontext"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+	cueyaml "cuelang.org/go/encoding/yaml"
+)
+
+//go:embed schema.cue
+var schemaSource []byte
+
+// schemaFile names the embedded schema in CUE positions. It is not a name a
+// spec file can have on disk, so positions in the schema are never taken
+// for positions in the user's file.
+const schemaFile = "<gitpeer>/schema.cue"
+
+// packageName is the only package clause a peering.cue may have, so that
+// the spec can live next to other CUE files of the repository's package
+// without being mistaken for one of them.
+const packageName = "peering"
+
+// maxSpecSize bounds the input Parse accepts, in bytes. A spec of a
+// thousand clusters and peerings takes about 50 KiB and 0.1 s to check;
+// the bound keeps a stray huge file from costing the evaluator minutes.
+const maxSpecSize = 1 << 20
+
+// maxClusterIDLength is Liqo's limit: the tenant namespace
+// "liqo-tenant-<id>" must fit the 63 characters of a DNS-1123 label.
+const maxClusterIDLength = 63 - len("liqo-tenant-")
+
+// These mirror the constraints of schema.cue. The schema decides what is
+// valid; these only explain to the user why a value the schema rejected is
+// wrong (see explainers). TestExplainersAgreeWithSchema keeps them in step.
+var (
+	clusterIDPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	fingerprintPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// Source returns the embedded CUE schema text (package "peering", with
+// #Spec as the spec's definition). The caller owns the returned slice.
+func Source() []byte {
+	return slices.Clone(schemaSource)
+}
+
+// compileSchema returns #Spec built in ctx. Parse compiles it afresh in a
+// new context each time: that costs about 0.2 ms (a third of parsing a
+// small spec) and avoids sharing one *cue.Context, which is not safe for
+// concurrent use and keeps every label it ever saw.
+func compileSchema(ctx *cue.Context) (cue.Value, error) {
+	v := ctx.CompileBytes(schemaSource, cue.Filename(schemaFile))
+	if err := v.Err(); err != nil {
+		return cue.Value{}, fmt.Errorf("compile embedded schema: %w", err)
+	}
+	def := v.LookupPath(cue.ParsePath("#Spec"))
+	if err := def.Err(); err != nil {
+		return cue.Value{}, fmt.Errorf("embedded schema: #Spec: %w", err)
+	}
+	return def, nil
+}
+
+// Parse validates data as a peering spec and decodes it. data is CUE when
+// filename ends in ".cue", YAML (or JSON) otherwise; an empty YAML file is
+// an empty spec. filename is used as given in problem positions.
+//
+// Errors: a *[Error] listing every problem found (syntax, schema, and
+// cross-references between peerings and clusters); a plain error only if
+// the embedded schema itself is broken.
+func Parse(filename string, data []byte) (*Spec, error) {
+	c := &checker{file: filename}
+	if len(data) > maxSpecSize {
+		c.add(token.NoPos, "", fmt.Sprintf("file is larger than %d MiB: this cannot be a peering spec", maxSpecSize>>20))
+		return nil, c.err()
+	}
+	ctx := cuecontext.New()
+	def, err := compileSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var doc cue.Value
+	var ok bool
+	if strings.HasSuffix(filename, ".cue") {
+		doc, ok = c.buildCUE(ctx, data)
+	} else {
+		c.yaml = true
+		doc, ok = c.buildYAML(ctx, data)
+	}
+	if !ok {
+		return nil, c.err()
+	}
+	c.doc = doc
+	c.validate(def)
+	if len(c.problems) > 0 {
+		return nil, c.err()
+	}
+	var spec Spec
+	if err := c.unified.Decode(&spec); err != nil {
+		// Validation passed, so this is not expected; still report it as a
+		// problem of the file rather than lose it.
+		c.addCUE(err)
+		if len(c.problems) == 0 {
+			c.add(token.NoPos, "", err.Error())
+		}
+		return nil, c.err()
+	}
+	return &spec, nil
+}
+
+// checker accumulates the problems of one spec file.
+type checker struct {
+	file     string
+	yaml     bool      // the file is YAML, not CUE
+	doc      cue.Value // the user's file alone, without the schema
+	unified  cue.Value // doc unified with the schema
+	problems []Problem
+}
+
+func (c *checker) err() error {
+	e := &Error{Problems: c.problems}
+	e.sort()
+	return e
+}
+
+func (c *checker) add(pos token.Pos, path, msg string) {
+	c.problems = append(c.problems, c.problem(pos, path, msg))
+}
+
+// problem positions msg at pos if pos is in the user's file.
+func (c *checker) problem(pos token.Pos, path, msg string) Problem {
+	p := Problem{File: c.file, Path: path, Message: msg}
+	if c.isUserPos(pos) {
+		p.Line, p.Column = pos.Line(), pos.Column()
+	}
+	return p
+}
+
+func (c *checker) isUserPos(pos token.Pos) bool {
+	return pos.IsValid() && pos.Filename() == c.file && pos.Line() > 0
+}
+
+func (c *checker) buildCUE(ctx *cue.Context, data []byte) (cue.Value, bool) {
+	f, err := parser.ParseFile(c.file, data)
+	if err != nil {
+		c.addCUE(err)
+		return cue.Value{}, false
+	}
+	for _, d := range f.Decls {
+		if pkg, ok := d.(*ast.Package); ok && pkg.Name != nil && pkg.Name.Name != packageName {
+			c.add(pkg.Name.Pos(), "", fmt.Sprintf("package %q: a peering spec is in package %q or has no package clause", pkg.Name.Name, packageName))
+		}
+	}
+	// Only the standard library is at hand: Parse sees one file, not a
+	// module. CUE's own error for this ("imported but not defined") does
+	// not say so.
+	ok := true
+	for spec := range f.ImportSpecs() {
+		if spec.Path == nil {
+			continue
+		}
+		path, err := strconv.Unquote(spec.Path.Value)
+		if err != nil {
+			continue // CUE reports it
+		}
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			c.add(spec.Path.Pos(), "", fmt.Sprintf("import %q: a peering spec can import only CUE's standard library", path))
+			ok = false
+		}
+	}
+	if !ok {
+		return cue.Value{}, false
+	}
+	return ctx.BuildFile(f), true
+}
+
+func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
+	dec := cueyaml.NewDecoder(c.file, bytes.NewReader(data))
+	var docs []ast.Expr
+	for {
+		expr, err := dec.Extract()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.addYAMLError(err)
+			return cue.Value{}, false
+		}
+		docs = append(docs, expr)
+	}
+	if len(docs) > 1 {
+		c.add(docs[1].Pos(), "", "a peering spec is a single YAML document, found a second one")
+		return cue.Value{}, false
+	}
+	empty := ctx.CompileString("{}", cue.Filename(c.file))
+	if len(docs) == 0 {
+		return empty, true
+	}
+	doc := ctx.BuildExpr(docs[0])
+	// An empty file (or one with only comments) decodes to null: treat it
+	// as the empty spec, as it reads.
+	if d, _ := doc.Default(); d.IsNull() {
+		return empty, true
+	}
+	return doc, true
+}
+
+// addYAMLError turns a YAML syntax error into a problem. The YAML decoder's
+// errors are plain strings shaped "file:line: message".
+func (c *checker) addYAMLError(err error) {
+	var ce cueerrors.Error
+	if errors.As(err, &ce) {
+		c.addCUE(err)
+		return
+	}
+	p := Problem{File: c.file, Message: err.Error()}
+	rest, ok := strings.CutPrefix(p.Message, c.file+":")
+	if !ok {
+		p.Message = "invalid YAML: " + strings.TrimPrefix(p.Message, "yaml: ")
+		c.problems = append(c.problems, p)
+		return
+	}
+	p.Message = strings.TrimSpace(rest)
+	if n, after, ok := strings.Cut(rest, ":"); ok {
+		if line, err := strconv.Atoi(n); err == nil && line > 0 {
+			p.Line, p.Message = line, strings.TrimSpace(after)
+		}
+	}
+	if yamlParserProblems[p.Message] {
+		// go.yaml.in/yaml/v3 reports its parser's (not its scanner's)
+		// errors with a 0-based line, and leaves the line out when it is 0.
+		p.Line++
+	}
+	p.Message = "invalid YAML: " + p.Message
+	c.problems = append(c.problems, p)
+}
+
+// yamlParserProblems are the messages of the errors raised by the parser
+// of go.yaml.in/yaml/v3 (parserc.go), as opposed to its scanner. The line
+// of these is the 0-based line of the token, or of the start of the
+// enclosing block.
+var yamlParserProblems = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"found undefined tag handle":             true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found duplicate %TAG directive":         true,
+}
+
+// addCUE adds one problem per CUE error in err.
+func (c *checker) addCUE(err error) {
+	c.problems = append(c.problems, c.fromCUE(err)...)
+}
+
+// fromCUE converts CUE errors to problems positioned in the user's file:
+// at the first of the error's positions in that file, or else at the
+// nearest value of the user's file on the error's path (a missing field has
+// only the schema's position; its enclosing struct is the best we have).
+func (c *checker) fromCUE(err error) []Problem {
+	var out []Problem
+	for _, e := range cueerrors.Errors(err) {
+		path := joinErrorPath(e.Path())
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		pos := token.NoPos
+		for _, p := range cueerrors.Positions(e) {
+			if c.isUserPos(p) {
+				pos = p
+				break
+			}
+		}
+		if !pos.IsValid() {
+			pos = c.nearestPos(path)
+		}
+		out = append(out, c.problem(pos, path, msg))
+	}
+	return out
+}
+
+// joinErrorPath formats the path of a CUE error as cue.Path.String does:
+// list indexes in brackets, labels dot-separated (already quoted by CUE
+// when they need to be).
+func joinErrorPath(elems []string) string {
+	var b strings.Builder
+	for _, e := range elems {
+		if _, err := strconv.Atoi(e); err == nil {
+			b.WriteString("[" + e + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+func (c *checker) nearestPos(path string) token.Pos {
+	if !c.doc.Exists() {
+		return token.NoPos
+	}
+	p := cue.ParsePath(path)
+	if p.Err() != nil {
+		return token.NoPos
+	}
+	for sels := p.Selectors(); ; sels = sels[:len(sels)-1] {
+		v := c.doc.LookupPath(cue.MakePath(sels...))
+		if pos := valuePos(v); v.Exists() && c.isUserPos(pos) {
+			return pos
+		}
+		if len(sels) == 0 {
+			return token.NoPos
+		}
+	}
+}
+
+// valuePos is where v is written: for a field, its value rather than its
+// label, so that problems point at the offending token.
+func valuePos(v cue.Value) token.Pos {
+	if f, ok := v.Source().(*ast.Field); ok && f.Value != nil {
+		return f.Value.Pos()
+	}
+	return v.Pos()
+}
+
+// validate checks c.doc against def and adds the problems found.
+//
+// CUE alone does not give a user the whole picture in one run: with hard
+// errors present it hides "required but not present" errors, and a "field
+// not allowed" next to a conflict in the same struct. So the structure
+// (kinds, unknown and missing fields) is checked here by walking the user's
+// value alongside the schema, and CUE's value errors are kept for the
+// rest. The cross-reference checks follow, on values found valid so far.
+func (c *checker) validate(def cue.Value) {
+	// Mistakes within the user's file come first: conflicts, unresolved
+	// references. A CUE error makes every enclosing value an error too, so
+	// the structure cannot be walked until they are fixed.
+	if err := c.doc.Validate(cue.All()); err != nil {
+		for _, p := range c.fromCUE(err) {
+			// Errors found before evaluation (an unresolved reference)
+			// carry a path without list indexes; the position says more.
+			if !c.doc.LookupPath(cue.ParsePath(p.Path)).Exists() {
+				p.Path = ""
+			}
+			c.problems = append(c.problems, p)
+		}
+		c.problems = dedupe(c.problems)
+		return
+	}
+	// Values left open in the file ("id: string").
+	open := c.fromCUE(c.doc.Validate(cue.Concrete(true), cue.All()))
+	// Against the schema.
+	c.unified = c.doc.Unify(def)
+	vsSchema := c.fromCUE(c.unified.Validate(cue.Concrete(true), cue.All()))
+
+	w := &walker{c: c, cueAt: map[string][]*Problem{}, flagged: map[string]bool{}}
+	for i := range vsSchema {
+		w.cueAt[vsSchema[i].Path] = append(w.cueAt[vsSchema[i].Path], &vsSchema[i])
+	}
+	w.walk(c.doc, def, nil)
+
+	var all []Problem
+	all = append(all, open...)
+	all = append(all, w.problems...)
+	for _, p := range open {
+		w.flagged[p.Path] = true
+	}
+	for _, p := range vsSchema {
+		// The walker's message for the same path says the same thing
+		// without quoting the schema, and an open value is best reported
+		// as such.
+		if !w.flagged[p.Path] {
+			all = append(all, p)
+		}
+	}
+	c.problems = append(c.problems, dedupe(all)...)
+	c.checkReferences()
+}
+
+// dedupe drops problems repeating the path and message of an earlier one,
+// keeping a positioned one over an unpositioned one.
+func dedupe(ps []Problem) []Problem {
+	type key struct{ path, msg string }
+	seen := map[key]int{}
+	var out []Problem
+	for _, p := range ps {
+		k := key{p.Path, p.Message}
+		if i, ok := seen[k]; ok {
+			if out[i].Line == 0 && p.Line > 0 {
+				out[i] = p
+			}
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, p)
+	}
+	return out
+}
+
+// walker checks the structure of the user's value against the schema.
+type walker struct {
+	c        *checker
+	cueAt    map[string][]*Problem // CUE's errors against the schema, by path
+	flagged  map[string]bool       // paths the walker reported
+	problems []Problem
+}
+
+func (w *walker) flag(pos token.Pos, path, msg string) {
+	w.flagged[path] = true
+	w.problems = append(w.problems, w.c.problem(pos, path, msg))
+}
+
+func (w *walker) walk(doc, sch cue.Value, sels []cue.Selector) {
+	if doc.Err() != nil {
+		return // an error of the user's file, reported as such
+	}
+	dk := doc.Kind()
+	if dk == cue.BottomKind {
+		return // not concrete: reported by the validation of the file alone
+	}
+	path := cue.MakePath(sels...).String()
+	if sk := sch.IncompleteKind(); dk&sk == 0 {
+		msg := fmt.Sprintf("expected %s, got %s", sk, dk)
+		switch {
+		case !w.c.yaml:
+		case sk == cue.StringKind && dk&(cue.NumberKind|cue.BoolKind) != 0:
+			// YAML reads 123 or true unquoted as a number or a bool.
+			msg += ": quote the value"
+		case sk == cue.ListKind && dk == cue.NullKind:
+			// "peerings:" with every entry commented out.
+			msg += ": write [] for an empty list"
+		}
+		w.flag(valuePos(doc), path, msg)
+		return
+	}
+	switch dk {
+	case cue.StructKind:
+		w.walkStruct(doc, sch, sels)
+	case cue.ListKind:
+		w.walkList(doc, sch, sels)
+	default:
+		w.explain(doc, path, sels)
+	}
+}
+
+func (w *walker) walkStruct(doc, sch cue.Value, sels []cue.Selector) {
+	type field struct {
+		name     string
+		v        cue.Value
+		required bool
+	}
+	var fields []field
+	it, err := sch.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		sel := it.Selector()
+		if sel.LabelType() != cue.StringLabel {
+			continue
+		}
+		fields = append(fields, field{sel.Unquoted(), it.Value(), sel.ConstraintType() == cue.RequiredConstraint})
+	}
+	allowed := make([]string, len(fields))
+	for i, f := range fields {
+		allowed[i] = f.name
+	}
+
+	present := map[string]bool{}
+	dit, err := doc.Fields()
+	if err != nil {
+		return
+	}
+	for dit.Next() {
+		sel := dit.Selector()
+		if sel.LabelType() != cue.StringLabel || sel.ConstraintType() >= cue.PatternConstraint {
+			continue
+		}
+		name := sel.Unquoted()
+		present[name] = true
+		child := append(slices.Clip(sels), cue.Str(name))
+		i := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
+		if i < 0 {
+			// The label is the offending token here, not the value.
+			w.flag(dit.Value().Pos(), cue.MakePath(child...).String(),
+				fmt.Sprintf("field not allowed (allowed: %s)", strings.Join(allowed, ", ")))
+			continue
+		}
+		w.walk(dit.Value(), fields[i].v, child)
+	}
+	for _, f := range fields {
+		if f.required && !present[f.name] {
+			child := append(slices.Clip(sels), cue.Str(f.name))
+			w.flag(valuePos(doc), cue.MakePath(child...).String(), "field is required but not present")
+		}
+	}
+}
+
+func (w *walker) walkList(doc, sch cue.Value, sels []cue.Selector) {
+	elem := sch.LookupPath(cue.MakePath(cue.AnyIndex))
+	if !elem.Exists() {
+		return
+	}
+	it, err := doc.List()
+	if err != nil {
+		return
+	}
+	for i := 0; it.Next(); i++ {
+		w.walk(it.Value(), elem, append(slices.Clip(sels), cue.Index(i)))
+	}
+}
+
+// explainers reword CUE's errors on the spec's string fields (which quote
+// the regular expression or the builtin that failed) into what the rule is
+// and why. They are keyed by path, with list indexes as [*].
+var explainers = map[string]func(string) string{
+	"clusters[*].id":          explainClusterID,
+	"clusters[*].fingerprint": explainFingerprint,
+	"peerings[*].consumer":    explainClusterID,
+	"peerings[*].provider":    explainClusterID,
+}
+
+func explainClusterID(id string) string {
+	if !clusterIDPattern.MatchString(id) {
+		return fmt.Sprintf("invalid cluster id %q: want a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)", id)
+	}
+	if n := utf8.RuneCountInString(id); n > maxClusterIDLength {
+		return fmt.Sprintf("cluster id %q is %d characters long, more than %d: Liqo's tenant namespace \"liqo-tenant-<id>\" must fit in 63 characters", id, n, maxClusterIDLength)
+	}
+	return ""
+}
+
+func explainFingerprint(fp string) string {
+	if !fingerprintPattern.MatchString(fp) {
+		return fmt.Sprintf("invalid fingerprint %q: want \"sha256:\" and 64 lowercase hex digits (the SHA-256 of the cluster's PKIX DER public key)", fp)
+	}
+	return ""
+}
+
+// explain rewords CUE's errors at a string leaf the schema rejected. CUE
+// remains the judge: a leaf it accepted is never reported from here.
+func (w *walker) explain(doc cue.Value, path string, sels []cue.Selector) {
+	errs := w.cueAt[path]
+	if len(errs) == 0 {
+		return
+	}
+	explainer, ok := explainers[wildcardPath(sels)]
+	if !ok {
+		return
+	}
+	s, err := doc.String()
+	if err != nil {
+		return
+	}
+	if msg := explainer(s); msg != "" {
+		for _, p := range errs {
+			p.Message = msg
+		}
+	}
+}
+
+func wildcardPath(sels []cue.Selector) string {
+	var b strings.Builder
+	for _, s := range sels {
+		if s.Type() == cue.IndexLabel {
+			b.WriteString("[*]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.String())
+	}
+	return b.String()
+}
+
+// specRef is a string of the spec that refers to a cluster.
+type specRef struct {
+	value string
+	path  string
+	pos   token.Pos
+}
+
+// checkReferences adds the problems a schema cannot express: duplicate
+// clusters, peerings naming unknown clusters or the same cluster twice,
+// and duplicate peerings. Values that already have a problem are skipped,
+// so that one mistake is reported once.
+func (c *checker) checkReferences() {
+	bad := map[string]bool{}
+	for _, p := range c.problems {
+		bad[p.Path] = true
+	}
+	// str returns the string at sels, if it is one and is not known bad.
+	str := func(sels ...cue.Selector) (specRef, bool) {
+		path := cue.MakePath(sels...)
+		v := c.doc.LookupPath(path)
+		s, err := v.String()
+		if err != nil || bad[path.String()] {
+			return specRef{}, false
+		}
+		return specRef{s, path.String(), valuePos(v)}, true
+	}
+
+	clusters := cue.Str("clusters")
+	known := map[string]specRef{}
+	// allKnown is whether every cluster's ID could be read. When one
+	// could not, a peering naming it would be reported as unknown too.
+	allKnown := true
+	if v := c.doc.LookupPath(cue.MakePath(clusters)); v.Exists() {
+		it, err := v.List()
+		allKnown = err == nil
+		for i := 0; err == nil && it.Next(); i++ {
+			idPath := cue.MakePath(clusters, cue.Index(i), cue.Str("id"))
+			if _, err := c.doc.LookupPath(idPath).String(); err != nil {
+				allKnown = false
+			}
+			id, ok := str(idPath.Selectors()...)
+			if !ok {
+				continue
+			}
+			if first, dup := known[id.value]; dup {
+				c.add(id.pos, id.path, fmt.Sprintf("duplicate cluster id %q (first declared at %s)", id.value, c.where(first)))
+				continue
+			}
+			known[id.value] = id
+		}
+	}
+	knownList := "none declared"
+	if len(known) > 0 {
+		ids := make([]string, 0, len(known))
+		for id := range known {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		knownList = strings.Join(ids, ", ")
+	}
+	isKnown := func(r specRef) bool {
+		if _, ok := known[r.value]; ok || !allKnown {
+			return ok
+		}
+		c.add(r.pos, r.path, fmt.Sprintf("unknown cluster %q (known: %s)", r.value, knownList))
+		return false
+	}
+
+	peerings := cue.Str("peerings")
+	type pair struct{ consumer, provider string }
+	seen := map[pair]specRef{}
+	it, err := c.doc.LookupPath(cue.MakePath(peerings)).List()
+	if err != nil {
+		return
+	}
+	for i := 0; it.Next(); i++ {
+		elem := []cue.Selector{peerings, cue.Index(i)}
+		consumer, cok := str(append(slices.Clip(elem), cue.Str("consumer"))...)
+		provider, pok := str(append(slices.Clip(elem), cue.Str("provider"))...)
+		cok = cok && isKnown(consumer)
+		pok = pok && isKnown(provider)
+		if !cok || !pok {
+			continue
+		}
+		if consumer.value == provider.value {
+			c.add(provider.pos, provider.path, fmt.Sprintf("consumer and provider are both %q: a cluster cannot peer with itself", provider.value))
+			continue
+		}
+		v := it.Value()
+		here := specRef{path: cue.MakePath(elem...).String(), pos: valuePos(v)}
+		k := pair{consumer.value, provider.value}
+		if first, dup := seen[k]; dup {
+			c.add(here.pos, here.path, fmt.Sprintf("duplicate peering of consumer %q and provider %q (first declared at %s)", k.consumer, k.provider, c.where(first)))
+			continue
+		}
+		seen[k] = here
+	}
+}
+
+// where names the position of r for a message: its line when known (the
+// file is the same), else its path.
+func (c *checker) where(r specRef) string {
+	if c.isUserPos(r.pos) {
+		return fmt.Sprintf("line %d", r.pos.Line())
+	}
+	return r.path
+}

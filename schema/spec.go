@@ -1,0 +1,155 @@
+// Package schema defines gitpeer's peering spec: the file at the root of a
+// peering repository that declares which clusters exist and which of them
+// peer with which, following Liqo's consumer/provider model.
+//
+// The spec is written in CUE (peering.cue) or, for those who prefer it, in
+// plain YAML (peering.yaml or peering.yml). Either way it is validated
+// against the CUE schema embedded in this package (see [Source]), then
+// against the rules a schema cannot express (every peering names known,
+// distinct clusters; no duplicate clusters or peerings). Every problem is
+// reported with its position in the user's file, as file:line:col, so that
+// editors and CI logs can point at it.
+//
+// [JSONSchema] exports the same schema as JSON Schema for editors that
+// validate YAML while typing (yaml-language-server).
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Spec is the peering spec of one repository, as decoded from peering.cue
+// or peering.yaml. A Spec returned by [Parse] or [Load] is valid: cluster IDs
+// are unique DNS-1123 labels of at most 51 characters, and every peering
+// joins two distinct clusters of Clusters, at most once.
+type Spec struct {
+	// Clusters are the clusters taking part in peerings, in spec order.
+	Clusters []Cluster `json:"clusters,omitempty"`
+	// Peerings are the consumer/provider pairs to establish, in spec order.
+	Peerings []Peering `json:"peerings,omitempty"`
+}
+
+// Cluster is one cluster of the spec.
+type Cluster struct {
+	// ID is the cluster's Liqo cluster ID.
+	ID string `json:"id"`
+	// Fingerprint, when set, pins the cluster's identity key:
+	// "sha256:" and the lowercase hex SHA-256 of its PKIX DER public key.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// Peering is a Liqo peering in which Consumer uses resources of Provider.
+// Both are cluster IDs.
+type Peering struct {
+	Consumer string `json:"consumer"`
+	Provider string `json:"provider"`
+}
+
+// Cluster returns the cluster whose ID is id, and whether there is one.
+func (s *Spec) Cluster(id string) (Cluster, bool) {
+	if s == nil {
+		return Cluster{}, false
+	}
+	for _, c := range s.Clusters {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Cluster{}, false
+}
+
+// HasPeering reports whether the spec asks for a peering in which consumer
+// uses resources of provider. The direction matters.
+func (s *Spec) HasPeering(consumer, provider string) bool {
+	if s == nil {
+		return false
+	}
+	for _, p := range s.Peerings {
+		if p.Consumer == consumer && p.Provider == provider {
+			return true
+		}
+	}
+	return false
+}
+
+// PeeringsOf returns the peerings where id is the consumer and where it is
+// the provider, in spec order. Both are nil when id takes part in none.
+func (s *Spec) PeeringsOf(id string) (asConsumer, asProvider []Peering) {
+	if s == nil {
+		return nil, nil
+	}
+	for _, p := range s.Peerings {
+		if p.Consumer == id {
+			asConsumer = append(asConsumer, p)
+		}
+		if p.Provider == id {
+			asProvider = append(asProvider, p)
+		}
+	}
+	return asConsumer, asProvider
+}
+
+// SpecFiles are the names Load looks for, in order. Exactly one of them
+// must exist at the root of a peering repository.
+var SpecFiles = []string{"peering.cue", "peering.yaml", "peering.yml"}
+
+// Load finds the spec file in dir (one of [SpecFiles]) and parses it with
+// [Parse], using the file's path (dir joined with its name) in positions.
+// It returns the spec and that path.
+//
+// Errors: a *[Error] when the file is invalid (the path is returned too);
+// otherwise a wrapped error naming the path or dir: no spec file (wrapping
+// [fs.ErrNotExist]), more than one spec file, or the file cannot be read.
+func Load(dir string) (*Spec, string, error) {
+	var found []string
+	for _, name := range SpecFiles {
+		p := filepath.Join(dir, name)
+		_, err := os.Stat(p)
+		switch {
+		case err == nil:
+			found = append(found, p)
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, p, fmt.Errorf("look for peering spec: %w", err)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, "", fmt.Errorf("no peering spec in %s (want one of %s): %w",
+			dir, strings.Join(SpecFiles, ", "), fs.ErrNotExist)
+	case 1:
+	default:
+		// Picking one silently would let the other drift unnoticed.
+		return nil, "", fmt.Errorf("more than one peering spec in %s: %s; keep only one",
+			dir, strings.Join(found, " and "))
+	}
+	path := found[0]
+	data, err := readSpec(path)
+	if err != nil {
+		return nil, path, err
+	}
+	spec, err := Parse(path, data)
+	return spec, path, err
+}
+
+// readSpec reads at most one byte more than Parse accepts, so that a huge
+// file is rejected by Parse's size check without being read whole. Its
+// errors are *fs.PathError, which name the path.
+func readSpec(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read peering spec: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSpecSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read peering spec: %w", err)
+	}
+	return data, nil
+}

@@ -1,0 +1,248 @@
+// Package verify checks a peering repo checkout offline, with no private
+// material: every check a provider makes before signing and a consumer makes
+// before trusting, plus the repo's own rules (ownership layout, the apply
+// rule, no secrets in the tree). It is what a reviewer runs on a pull request.
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Problem is one failed check: the file, the field at fault ("" for the whole
+// file) and why.
+type Problem struct {
+	File   string
+	Field  string
+	Reason string
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.File + ": " + p.Reason
+	}
+	return p.File + ": " + p.Field + ": " + p.Reason
+}
+
+// Tree checks the checkout tree (spec at its root) at time now and returns
+// every problem found, sorted by file. A nil slice means every check holds.
+func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Problem {
+	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}}
+	v.clusters()
+	v.files()
+	for _, p := range spec.Peerings {
+		v.peering(p.Consumer, p.Provider)
+	}
+	sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].File < v.problems[j].File })
+	return v.problems
+}
+
+type verifier struct {
+	tree     fs.FS
+	spec     *schema.Spec
+	now      time.Time
+	infos    map[string]*layout.ClusterInfo
+	problems []Problem
+}
+
+func (v *verifier) add(file, field, format string, a ...any) {
+	v.problems = append(v.problems, Problem{File: file, Field: field, Reason: fmt.Sprintf(format, a...)})
+}
+
+func (v *verifier) addErr(err error) {
+	var ae *artifact.Error
+	var fe *layout.FieldError
+	switch {
+	case errors.As(err, &ae):
+		v.add(ae.File, ae.Field, "%v (%s)", ae.Err, ae.Reason)
+	case errors.As(err, &fe):
+		v.add(fe.File, fe.Field, "%s", fe.Reason)
+	default:
+		v.add("", "", "%v", err)
+	}
+}
+
+// clusters checks each declared cluster's cluster.yaml and pin.
+func (v *verifier) clusters() {
+	for _, c := range v.spec.Clusters {
+		ci, err := layout.ReadClusterInfo(v.tree, c.ID)
+		if errors.Is(err, layout.ErrNotPublished) {
+			continue // not published yet: its peerings simply have not started
+		}
+		if err != nil {
+			v.addErr(err)
+			continue
+		}
+		if c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
+			v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
+			continue
+		}
+		v.infos[c.ID] = ci
+	}
+}
+
+// files walks clusters/: no private material anywhere, every tree belongs to
+// a declared cluster, every inbox to one of its peers, every kustomization
+// applies only the cluster's own rendered files.
+func (v *verifier) files() {
+	_ = fs.WalkDir(v.tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p != layout.ClustersDir {
+				v.add(p, "", "%v", err)
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := fs.ReadFile(v.tree, p)
+		if err != nil {
+			v.add(p, "", "%v", err)
+			return nil
+		}
+		if err := guard.Check(p, data); err != nil {
+			v.add(p, "", "%v", err)
+		}
+		cluster, from, rest, ok := layout.Split(p)
+		switch {
+		case !ok:
+			v.add(p, "", "not in a cluster's tree")
+		case !v.declared(cluster):
+			v.add(p, "", "cluster %q is not declared in the spec", cluster)
+		case from != "" && !v.spec.HasPeering(cluster, from) && !v.spec.HasPeering(from, cluster):
+			v.add(p, "", "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
+		case from == "" && rest == layout.KustomizationFile:
+			v.kustomization(p, cluster, data)
+		}
+		return nil
+	})
+}
+
+func (v *verifier) declared(id string) bool { _, ok := v.spec.Cluster(id); return ok }
+
+func (v *verifier) kustomization(file, cluster string, data []byte) {
+	resources, err := layout.ParseKustomization(file, data)
+	if err != nil {
+		v.addErr(err)
+		return
+	}
+	for i, r := range resources {
+		if _, err := fs.Stat(v.tree, path.Join(layout.ClusterPath(cluster), r)); err != nil {
+			v.add(file, fmt.Sprintf("resources[%d]", i), "%q does not exist", r)
+		}
+	}
+}
+
+func (v *verifier) read(file string) ([]byte, bool) {
+	data, err := fs.ReadFile(v.tree, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	if err != nil {
+		v.add(file, "", "%v", err)
+		return nil, false
+	}
+	return data, true
+}
+
+// peering re-runs both sides' checks on whatever artifacts exist. The
+// provider's nonce is checked against the one it published (the secret it
+// derives from is not in Git).
+func (v *verifier) peering(consumer, provider string) {
+	c, p := v.infos[consumer], v.infos[provider]
+	nonceFile := layout.InboxPath(consumer, provider, layout.NonceFile)
+	tenantFile := layout.InboxPath(provider, consumer, layout.TenantFile)
+	identityFile := layout.InboxPath(consumer, provider, layout.IdentityFile)
+
+	nonceData, hasNonce := v.read(nonceFile)
+	tenantData, hasTenant := v.read(tenantFile)
+	identityData, hasIdentity := v.read(identityFile)
+	var nonce artifact.Nonce
+	if hasNonce {
+		var err error
+		if nonce, err = artifact.ParseNonce(nonceFile, nonceData, consumer); err != nil {
+			v.addErr(err)
+			hasNonce = false
+		}
+	}
+	tenantOK := false
+	switch {
+	case hasTenant && !hasNonce:
+		v.add(tenantFile, "", "answers no valid nonce from %s", provider)
+	case hasTenant && c == nil:
+		v.add(tenantFile, "", "%s has not published a valid cluster.yaml to pin its key", consumer)
+	case hasTenant:
+		_, der, _ := handshake.ParsePublicKey([]byte(c.PublicKey))
+		t, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: der})
+		if err != nil {
+			v.addErr(err)
+			break
+		}
+		tenantOK = true
+		if e, err := artifact.TenantEpoch(tenantFile, t); err != nil {
+			v.addErr(err)
+		} else if e != nonce.Epoch {
+			v.add(tenantFile, "metadata.annotations", "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
+		}
+		v.sameAsRendered(provider, consumer, liqo.ObjectFileName("Tenant", consumer), tenantData, "spec")
+	}
+	if !hasIdentity {
+		return
+	}
+	if !tenantOK {
+		v.add(identityFile, "", "issued without a valid Tenant from %s", consumer)
+	}
+	if c == nil || p == nil {
+		v.add(identityFile, "", "%s or %s has not published a valid cluster.yaml", consumer, provider)
+		return
+	}
+	_, der, _ := handshake.ParsePublicKey([]byte(c.PublicKey))
+	if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
+		ConsumerID: consumer, Provider: p, ConsumerKeyDER: der, Now: v.now,
+	}); err != nil {
+		v.addErr(err)
+		return
+	}
+	v.sameAsRendered(consumer, provider, liqo.ObjectFileName("Identity", liqo.ControlPlaneIdentityName(provider)), identityData, "spec")
+}
+
+// sameAsRendered checks that the copy a cluster rendered for itself (what
+// Flux applies) carries the same spec as the verified inbox artifact.
+func (v *verifier) sameAsRendered(self, peer, name string, inbox []byte, field string) {
+	file := path.Join(layout.PeerDir(self, peer), name)
+	rendered, ok := v.read(file)
+	if !ok {
+		return // not rendered yet: the cluster has not run its pass
+	}
+	a, errA := specOf(inbox)
+	b, errB := specOf(rendered)
+	if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+		v.add(file, field, "differs from the verified artifact it was rendered from")
+	}
+}
+
+func specOf(data []byte) (any, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	spec, ok := obj["spec"]
+	if !ok {
+		return nil, errors.New("no spec")
+	}
+	return spec, nil
+}
