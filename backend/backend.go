@@ -7,9 +7,12 @@ package backend
 import (
 	"context"
 	"crypto"
+	"errors"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+
+	"github.com/gitpeer/gitpeer/layout"
 )
 
 // Backend is one cluster's private side of the handshake.
@@ -33,4 +36,26 @@ type Backend interface {
 	// StoreKubeconfig writes the kubeconfig built from a verified Identity and
 	// this cluster's private key, outside Git, and says where it went.
 	StoreKubeconfig(ctx context.Context, identity *authv1beta1.Identity) (string, error)
+	// ClusterInfo is the cluster.yaml this cluster publishes: public facts
+	// only (cluster ID, public key and fingerprint, API server, CA bundle).
+	ClusterInfo() (*layout.ClusterInfo, error)
+}
+
+// ErrNoToken means a backend holds no token for a peer.
+var ErrNoToken = errors.New("no token for this peer")
+
+// TokenStore is implemented by backends that keep the tokens admins hand
+// each other out of band for the token acceptance policy. Tokens never enter
+// Git: only a proof bound to the nonce does.
+type TokenStore interface {
+	// Token returns the token shared with peer, or an error wrapping ErrNoToken.
+	Token(peer string) ([]byte, error)
+}
+
+// KubeconfigRemover is implemented by backends that can delete what
+// StoreKubeconfig wrote, when a peering is revoked.
+type KubeconfigRemover interface {
+	// RemoveKubeconfig deletes the kubeconfig obtained from providerID; a
+	// missing one is not an error.
+	RemoveKubeconfig(ctx context.Context, providerID string) error
 }

@@ -191,14 +191,18 @@ func parseCAKey(keyPEM []byte) (crypto.Signer, error) {
 // DigitalSignature, plus KeyEncipherment for RSA keys (the only ones that can
 // encipher); ExtKeyUsage ClientAuth; not a CA; NotBefore = now - 5 minutes
 // for clock skew; NotAfter = now + lifetime, capped at the CA's own NotAfter
-// as Kubernetes' signer caps it (a certificate cannot outlive its chain); a
+// as Kubernetes' signer caps it (pkg/controller/certificates/authority/
+// policies.go: a certificate cannot outlive its chain); a
 // random 128-bit serial; AuthorityKeyId = the CA's SubjectKeyId. It returns a
 // single PEM "CERTIFICATE" block.
 //
-// It signs whatever subject the CSR carries: callers run
-// CheckControlPlaneCSR or CheckResourceSliceCSR first. It does insist on the
-// CSR framing of those checks and on a valid self-signature
-// (ErrMalformedCSR), on a supported key (ErrCSRKey), and on a CA valid at now
+// It does not know which consumer the CSR should be for: callers run
+// CheckControlPlaneCSR or CheckResourceSliceCSR first. As a last line of
+// defence it still insists on the CSR framing of those checks and a valid
+// self-signature (ErrMalformedCSR); on a subject of exactly one CN and one O,
+// neither starting with the "system:" prefix Kubernetes reserves (a
+// certificate for O=system:masters is cluster-admin) (ErrCSRSubject); on a
+// supported key (ErrCSRKey); and on a CA valid at now
 // (ErrUntrustedCertificate). A lifetime that is not positive is an error.
 func (ca *CA) SignCSR(csrPEM []byte, now time.Time, lifetime time.Duration) ([]byte, error) {
 	if ca == nil || ca.Cert == nil || ca.Key == nil {
@@ -215,6 +219,9 @@ func (ca *CA) SignCSR(csrPEM []byte, now time.Time, lifetime time.Duration) ([]b
 	csr, err := parseCSR(csrPEM)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkSignableSubject(csr.Subject.Names); err != nil {
+		return nil, fmt.Errorf("csr: %v: %w", err, ErrCSRSubject)
 	}
 	if _, err := publicKeyDER(csr.PublicKey); err != nil {
 		return nil, fmt.Errorf("csr: %v: %w", err, ErrCSRKey)

@@ -178,6 +178,11 @@ func TestSignCSRRefuses(t *testing.T) {
 		{"refuses a CSR with trailing data", append(bytes.Clone(valid), "\n"...), t0, certLife, ErrMalformedCSR},
 		{"refuses a certificate given as CSR", ca.CertPEM, t0, certLife, ErrMalformedCSR},
 		{"refuses a CSR for an rsa key under 2048 bits", rawCSR(t, testKey(t, "rsa1024", "a"), pkix.Name{CommonName: consumer, Organization: []string{"liqo.io"}}), t0, certLife, ErrCSRKey},
+		{"refuses a CSR for group system:masters", rawCSR(t, testKey(t, "ed25519", "a"), pkix.Name{CommonName: consumer, Organization: []string{"system:masters"}}), t0, certLife, ErrCSRSubject},
+		{"refuses a CSR for user system:admin", rawCSR(t, testKey(t, "ed25519", "a"), pkix.Name{CommonName: "system:admin", Organization: []string{"liqo.io"}}), t0, certLife, ErrCSRSubject},
+		{"refuses a CSR with two organizations", rawCSR(t, testKey(t, "ed25519", "a"), pkix.Name{CommonName: consumer, Organization: []string{"liqo.io", "x"}}), t0, certLife, ErrCSRSubject},
+		{"refuses a CSR without organization", rawCSR(t, testKey(t, "ed25519", "a"), pkix.Name{CommonName: consumer}), t0, certLife, ErrCSRSubject},
+		{"refuses a CSR with an extra attribute", rawCSR(t, testKey(t, "ed25519", "a"), pkix.Name{CommonName: consumer, Organization: []string{"liqo.io"}, Country: []string{"IT"}}), t0, certLife, ErrCSRSubject},
 		{"refuses to sign with an expired CA", valid, ca.Cert.NotAfter.Add(time.Second), certLife, ErrUntrustedCertificate},
 		{"refuses to sign before the CA is valid", valid, t0.Add(-2 * time.Hour), certLife, ErrUntrustedCertificate},
 	} {
@@ -215,7 +220,10 @@ func TestVerifyClientCertificate(t *testing.T) {
 	fromOtherCA := mustSign(t, otherCA, csr, t0, certLife)
 	otherKey := mustSign(t, ca, mustCSR(t, testKey(t, "ed25519", "b")), t0, certLife)
 	wrongCN := mustSign(t, ca, rawCSR(t, key, pkix.Name{CommonName: "mallory", Organization: []string{"liqo.io"}}), t0, certLife)
-	twoOrgs := mustSign(t, ca, rawCSR(t, key, pkix.Name{CommonName: consumer, Organization: []string{"liqo.io", "system:masters"}}), t0, certLife)
+	twoOrgs := craftCert(t, ca, key.Public(), func(c *x509.Certificate) {
+		c.Subject.Organization = []string{"liqo.io", "system:masters"}
+		c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	})
 	serverOnly := craftCert(t, ca, key.Public(), func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} })
 	bundle := append(bytes.Clone(otherCA.CertPEM), ca.CertPEM...)
 

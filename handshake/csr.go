@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"strings"
 )
 
 // ControlPlaneOrganization is the only Organization of a control-plane CSR,
@@ -190,22 +191,9 @@ func parseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
 // from the CN and the groups from every O, so an extra O would be an extra
 // group, and a second CN would leave the user name to the parser's whim.
 func checkSubject(names []pkix.AttributeTypeAndValue, wantCN, wantO string) error {
-	var cns, orgs []string
-	for _, atv := range names {
-		var into *[]string
-		switch {
-		case atv.Type.Equal(oidCommonName):
-			into = &cns
-		case atv.Type.Equal(oidOrganization):
-			into = &orgs
-		default:
-			return fmt.Errorf("subject has unexpected attribute %s, want only common name and organization", atv.Type)
-		}
-		s, ok := atv.Value.(string)
-		if !ok {
-			return fmt.Errorf("subject attribute %s is not a string", atv.Type)
-		}
-		*into = append(*into, s)
+	cns, orgs, err := subjectNames(names)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(cns) == 0:
@@ -220,6 +208,48 @@ func checkSubject(names []pkix.AttributeTypeAndValue, wantCN, wantO string) erro
 		return fmt.Errorf("subject has organizations %s, want exactly %s", quoteList(orgs), quote(wantO))
 	case orgs[0] != wantO:
 		return fmt.Errorf("subject organization is %s, want %s", quote(orgs[0]), quote(wantO))
+	}
+	return nil
+}
+
+// subjectNames splits a subject into its common names and organizations,
+// refusing any other attribute and any value that is not a string.
+func subjectNames(names []pkix.AttributeTypeAndValue) (cns, orgs []string, err error) {
+	for _, atv := range names {
+		var into *[]string
+		switch {
+		case atv.Type.Equal(oidCommonName):
+			into = &cns
+		case atv.Type.Equal(oidOrganization):
+			into = &orgs
+		default:
+			return nil, nil, fmt.Errorf("subject has unexpected attribute %s, want only common name and organization", atv.Type)
+		}
+		s, ok := atv.Value.(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("subject attribute %s is not a string", atv.Type)
+		}
+		*into = append(*into, s)
+	}
+	return cns, orgs, nil
+}
+
+// checkSignableSubject is SignCSR's last line of defence, for a caller that
+// forgot to check the CSR: every handshake CSR has one CN and one O, and
+// neither may name a "system:" user or group, which Kubernetes reserves (a
+// certificate for O=system:masters is cluster-admin).
+func checkSignableSubject(names []pkix.AttributeTypeAndValue) error {
+	cns, orgs, err := subjectNames(names)
+	if err != nil {
+		return err
+	}
+	if len(cns) != 1 || len(orgs) != 1 || cns[0] == "" || orgs[0] == "" {
+		return fmt.Errorf("subject has common names %s and organizations %s, want one of each", quoteList(cns), quoteList(orgs))
+	}
+	for _, v := range []string{cns[0], orgs[0]} {
+		if strings.HasPrefix(v, "system:") {
+			return fmt.Errorf("subject names %s, reserved by kubernetes", quote(v))
+		}
 	}
 	return nil
 }

@@ -6,9 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors. Every error returned by this package wraps exactly one of
-// them, with a message naming the field and the reason, so callers branch with
-// errors.Is and show the message to a user as is.
+// Sentinel errors. Every error about an input (a key, nonce, signature, CSR
+// or certificate) wraps exactly one of them, with a lowercase message naming
+// the field and the reason, so callers branch with errors.Is and show the
+// message to a user as is. Errors about the caller's own arguments (an empty
+// CA name, a lifetime that is not positive) and failures of the random
+// source wrap none: they are bugs or outages, not bad input.
 var (
 	// ErrSignatureMismatch: a nonce signature does not verify with the key.
 	ErrSignatureMismatch = errors.New("signature mismatch")

@@ -93,10 +93,10 @@ func ParsePrivateKey(pemBytes []byte) (crypto.Signer, error) {
 // its PKIX DER, the bytes Liqo compares a CSR's key against.
 //
 // It accepts a subset of what Liqo accepts, so a key it passes is never
-// refused later by a real Liqo. Liqo ignores the PEM type, text before the
-// block and anything after it; here the input must start with the BEGIN line,
-// hold a single "PUBLIC KEY" block without headers, and have only whitespace
-// after it. The DER must be canonical (re-encoding it gives the same bytes),
+// refused later by a real Liqo. Liqo ignores the PEM type, whole lines of text
+// before the block and anything after it; here the input must start with the
+// BEGIN line, hold a single "PUBLIC KEY" block without headers, and have only
+// whitespace after it. The DER must be canonical (re-encoding it gives the same bytes),
 // because Liqo compares DER byte for byte and a non-canonical key would never
 // match any CSR. Only Ed25519, RSA of at least 2048 bits and ECDSA on P-256,
 // P-384 or P-521 are accepted. Every failure gives ErrMalformedKey.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/backend"
@@ -43,7 +44,17 @@ type Input struct {
 	// CertificateLifetime is the validity of certificates this cluster signs
 	// as a provider; zero means DefaultCertificateLifetime.
 	CertificateLifetime time.Duration
+	// LiqoClusterRoles renders Liqo's ClusterRoles liqo-remote-controlplane
+	// and liqo-virtual-kubelet-remote-clusterwide for a provider whose cluster
+	// runs no Liqo (whose chart would install them), so the bindings grant
+	// exactly what Liqo grants.
+	LiqoClusterRoles bool
 }
+
+// SharedDir is the directory under clusters/<self>/liqo/ for objects that
+// belong to no single peer. The underscore keeps it from ever colliding with
+// a cluster ID (a DNS-1123 label).
+const SharedDir = "_shared"
 
 // Output is the outcome of one pass.
 type Output struct {
@@ -98,6 +109,13 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
+	}
+	if in.LiqoClusterRoles && len(asProvider) > 0 {
+		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
+			if err := p.render(SharedDir, "ClusterRole", cr.Name, cr); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := p.finish(status); err != nil {
 		return nil, err

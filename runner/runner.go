@@ -25,6 +25,8 @@ type Runner struct {
 	Now func() time.Time
 	// CertificateLifetime is passed to reconcile.Input.
 	CertificateLifetime time.Duration
+	// LiqoClusterRoles is passed to reconcile.Input.
+	LiqoClusterRoles bool
 }
 
 // Result is what one pass did.
@@ -53,6 +55,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		tree := os.DirFS(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
+			LiqoClusterRoles: r.LiqoClusterRoles,
 		})
 		if err != nil {
 			return nil, err

@@ -9,9 +9,11 @@
 package file
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +24,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
@@ -274,22 +277,7 @@ func (b *Backend) StoreKubeconfig(_ context.Context, identity *authv1beta1.Ident
 	if old, err := os.ReadFile(p); err == nil && string(old) == string(data) {
 		return p, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".kubeconfig-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
+	if err := writePrivate(p, data); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -314,4 +302,75 @@ func (b *Backend) ClusterInfo() (*layout.ClusterInfo, error) {
 		APIServer:   b.cfg.APIServer,
 		CA:          string(b.ca.CertPEM),
 	}, nil
+}
+
+// TokenDir holds the tokens shared with peers: <dir>/tokens/<peer>.token.
+const TokenDir = "tokens"
+
+func (b *Backend) tokenPath(peer string) string {
+	return filepath.Join(b.dir, TokenDir, peer+".token")
+}
+
+// Token implements backend.TokenStore.
+func (b *Backend) Token(peer string) ([]byte, error) {
+	data, err := os.ReadFile(b.tokenPath(peer))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", b.tokenPath(peer), backend.ErrNoToken)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tok := bytes.TrimSpace(data)
+	if len(tok) == 0 {
+		return nil, fmt.Errorf("%s: empty: %w", b.tokenPath(peer), backend.ErrNoToken)
+	}
+	return tok, nil
+}
+
+// SetToken stores the token shared with peer (0600), replacing any other.
+func (b *Backend) SetToken(peer string, token []byte) error {
+	if len(bytes.TrimSpace(token)) == 0 {
+		return errors.New("empty token")
+	}
+	return writePrivate(b.tokenPath(peer), append(bytes.TrimSpace(token), '\n'))
+}
+
+// GenerateToken creates a random token for peer (32 bytes, hex: the shape of
+// Liqo v0.2's auth-token, shorter), stores it and returns it.
+func (b *Backend) GenerateToken(peer string) (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw)
+	return tok, b.SetToken(peer, []byte(tok))
+}
+
+// RemoveKubeconfig implements backend.KubeconfigRemover.
+func (b *Backend) RemoveKubeconfig(_ context.Context, providerID string) error {
+	err := os.Remove(b.KubeconfigPath(providerID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// writePrivate replaces path atomically with a 0600 file.
+func writePrivate(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

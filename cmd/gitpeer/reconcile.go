@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/runner"
@@ -19,9 +17,10 @@ import (
 
 func newReconcileCmd() *cobra.Command {
 	var (
-		cluster, repoURL, stateDir, checkout, branch string
-		once                                         bool
-		interval, lifetime                           time.Duration
+		cluster, repoURL, checkout, branch string
+		bf                                 backendFlags
+		once, clusterRoles                 bool
+		interval, lifetime                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile --cluster ID --repo URL --state-dir DIR [--once | --interval D]",
@@ -42,15 +41,12 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if once && cmd.Flags().Changed("interval") {
 				return errors.New("--once and --interval are exclusive")
 			}
-			b, err := file.Open(stateDir)
+			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
 				return err
 			}
-			if b.ClusterID() != cluster {
-				return fmt.Errorf("--cluster is %q but state dir %s holds cluster %q", cluster, stateDir, b.ClusterID())
-			}
 			if checkout == "" {
-				checkout = filepath.Join(stateDir, "checkout")
+				checkout = bf.defaultCheckout(cluster)
 			}
 			repo, err := gitsync.Open(cmd.Context(), gitsync.Options{
 				URL:    repoURL,
@@ -61,7 +57,7 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if err != nil {
 				return err
 			}
-			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime}
+			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles}
 			if once {
 				return passOnce(cmd.Context(), r, cmd.OutOrStdout())
 			}
@@ -71,13 +67,14 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "this cluster's ID (must match the state dir)")
 	f.StringVar(&repoURL, "repo", "", "peering repo URL or path")
-	f.StringVar(&stateDir, "state-dir", "", "this cluster's state dir (from gitpeer init)")
+	bf.register(f, false)
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
+	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
-	for _, name := range []string{"cluster", "repo", "state-dir"} {
+	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
