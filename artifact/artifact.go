@@ -28,6 +28,10 @@ import (
 // it, which epoch the nonce belongs to, so a provider can recompute it.
 const AnnotationNonceEpoch = "gitpeer.io/nonce-epoch"
 
+// AnnotationNonceExpires records on a nonce Secret (RFC 3339, UTC) when a
+// Tenant answering it stops being accepted, unless it already was.
+const AnnotationNonceExpires = "gitpeer.io/nonce-expires"
+
 // Condition reasons for refused artifacts. Where Liqo's tenant controller
 // emits an event for the same failure, the reason is its event name.
 const (
@@ -40,6 +44,7 @@ const (
 	ReasonUntrustedCA        = "UntrustedCA"
 	ReasonUntrustedAPIServer = "UntrustedAPIServer"
 	ReasonInvalidCertificate = "InvalidCertificate"
+	ReasonNonceExpired       = "NonceExpired"
 )
 
 // Error is a refused artifact.
@@ -76,6 +81,9 @@ func decodeErr(file string, err error) *Error {
 type Nonce struct {
 	Value string // 88 characters of base64 (Liqo's shape)
 	Epoch uint64
+	// Expires is when an unanswered nonce is replaced by the next epoch's;
+	// zero means never.
+	Expires time.Time
 }
 
 // NonceSecret renders the nonce.yaml a provider writes into the consumer's
@@ -83,6 +91,9 @@ type Nonce struct {
 func NonceSecret(consumerID string, n Nonce) *corev1.Secret {
 	s := liqo.NonceSecret(consumerID, n.Value)
 	s.Annotations = map[string]string{AnnotationNonceEpoch: strconv.FormatUint(n.Epoch, 10)}
+	if !n.Expires.IsZero() {
+		s.Annotations[AnnotationNonceExpires] = n.Expires.UTC().Format(time.RFC3339)
+	}
 	return s
 }
 
@@ -107,7 +118,13 @@ func ParseNonce(file string, data []byte, consumerID string) (Nonce, error) {
 	if err != nil {
 		return Nonce{}, refuse(file, "metadata.annotations", ReasonMalformed, "%v", err)
 	}
-	return Nonce{Value: value, Epoch: epoch}, nil
+	n := Nonce{Value: value, Epoch: epoch}
+	if v, ok := s.Annotations[AnnotationNonceExpires]; ok {
+		if n.Expires, err = time.Parse(time.RFC3339, v); err != nil {
+			return Nonce{}, refuse(file, "metadata.annotations", ReasonMalformed, "%s: %q is not an RFC 3339 time", AnnotationNonceExpires, v)
+		}
+	}
+	return n, nil
 }
 
 func parseEpoch(annotations map[string]string) (uint64, error) {
@@ -152,10 +169,13 @@ type TenantCheck struct {
 	ConsumerID string
 	// Nonce is the nonce the provider issued for the Tenant's epoch.
 	Nonce string
-	// PinnedKeyDER is the PKIX DER of the key published in
-	// clusters/<consumer>/cluster.yaml (already checked against any
-	// fingerprint the spec pins).
+	// PinnedKeyDER is the PKIX DER of the key the Tenant must carry: the key
+	// published in clusters/<consumer>/cluster.yaml (pinned policy) or the
+	// first key accepted (open and token policies). Nil accepts any key: the
+	// first Tenant of an open or token peering.
 	PinnedKeyDER []byte
+	// Fingerprint, when set, is the spec's pin of the consumer's key.
+	Fingerprint string
 }
 
 // VerifyTenant runs, in order, every check that must hold before a provider
@@ -187,10 +207,13 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 	if err != nil {
 		return nil, refuse(file, "spec.publicKey", ReasonInvalidPublicKey, "%v", err)
 	}
-	if !bytes.Equal(der, c.PinnedKeyDER) {
-		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "is not the key published in %s", layout.ClusterPath(id, layout.ClusterFile))
-	}
 	pub, _, _ := handshake.ParsePublicKey(t.Spec.PublicKey)
+	if c.PinnedKeyDER != nil && !bytes.Equal(der, c.PinnedKeyDER) {
+		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "is not the key pinned for %s (%s)", id, layout.ClusterPath(id, layout.ClusterFile))
+	}
+	if fp, _ := handshake.Fingerprint(pub); c.Fingerprint != "" && fp != c.Fingerprint {
+		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "fingerprint %s is not the %s pinned in the spec", fp, c.Fingerprint)
+	}
 	if err := handshake.VerifyNonce(pub, c.Nonce, t.Spec.Signature); err != nil {
 		return nil, refuse(file, "spec.signature", ReasonSignatureMismatch, "%v", err)
 	}

@@ -110,7 +110,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 			return nil, err
 		}
 		res, err := c.Runner.Repo.Sync(ctx, func(_ context.Context, root string) (*gitsync.Change, error) {
-			files, err := layout.PublishFiles(os.DirFS(root), info)
+			files, err := layout.PublishFiles(layout.NewTree(root), info)
 			return &gitsync.Change{Writes: files, Message: fmt.Sprintf("%s: publish cluster identity\n\nGitpeer-Cluster: %s\nGitpeer-Step: publish\n", id, id)}, err
 		})
 		if err != nil {
@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		}
 	}
 
-	tree := os.DirFS(rep.Clusters[0].Runner.Repo.Dir())
+	tree := layout.NewTree(rep.Clusters[0].Runner.Repo.Dir())
 	if rep.Peerings, err = peerstatus.Collect(tree, spec); err != nil {
 		return nil, err
 	}

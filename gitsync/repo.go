@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -316,4 +317,32 @@ func Seed(ctx context.Context, opts Options, files map[string][]byte, message st
 		return "", fmt.Errorf("seed %s: %w", opts.URL, err)
 	}
 	return res.Commit, nil
+}
+
+// ReadFiles returns the content of every regular file of fsys by
+// slash-separated path, skipping .git directories and symlinks: the files
+// argument of Seed for a directory (os.DirFS) or an embedded example repo
+// (embed.FS, after fs.Sub).
+func ReadFiles(fsys fs.FS) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".git":
+			return fs.SkipDir
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		files[p] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read files: %w", err)
+	}
+	return files, nil
 }

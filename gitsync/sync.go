@@ -244,19 +244,20 @@ func (r *Repo) plan(ch *Change) (*plan, error) {
 	return p, nil
 }
 
-// checkPath accepts only clean, relative, slash-separated paths that stay in
-// the worktree and out of any .git directory.
+// checkPath accepts only clean, relative, slash-separated paths without
+// control characters that stay in the worktree and out of any .git directory.
 func checkPath(name string) error {
 	switch {
 	case name == "" || name == ".":
 		return fmt.Errorf("%w: empty path", ErrInvalidChange)
-	case strings.ContainsAny(name, "\\\x00"):
-		return fmt.Errorf("%w: path %q has a backslash or NUL", ErrInvalidChange, name)
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }):
+		return fmt.Errorf("%w: path %q has a control character or a backslash", ErrInvalidChange, name)
 	case path.IsAbs(name) || path.Clean(name) != name:
 		return fmt.Errorf("%w: path %q is not clean and relative", ErrInvalidChange, name)
 	}
 	for _, part := range strings.Split(name, "/") {
-		if part == ".." || strings.EqualFold(part, ".git") {
+		// git~1 is .git's 8.3 short name on NTFS; go-git refuses both.
+		if part == ".." || strings.EqualFold(part, ".git") || strings.EqualFold(part, "git~1") {
 			return fmt.Errorf("%w: path %q leaves the worktree or enters .git", ErrInvalidChange, name)
 		}
 	}

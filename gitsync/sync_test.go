@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/gitpeer/gitpeer/guard"
@@ -353,7 +355,7 @@ func TestSyncDeletesAndCleansDirs(t *testing.T) {
 		return &Change{
 			Deletes: []string{
 				"clusters/a/inbox/b/nonce.yaml", "clusters/a/inbox/b/tenant.yml", // every file of a dir
-				"clusters/x",        // a whole directory
+				"clusters/x",         // a whole directory
 				"clusters/nope.yaml", // not there: not a change
 			},
 			Writes:  map[string][]byte{"clusters/n/m/o.yaml": []byte("o\n"), "keep.yaml": []byte("k\n")},
@@ -420,6 +422,8 @@ func TestSyncRejectsInvalidChanges(t *testing.T) {
 		{Writes: map[string][]byte{".git/config": nil}, Message: "m"},
 		{Writes: map[string][]byte{"x/.GIT/hooks/pre-commit": nil}, Message: "m"},
 		{Writes: map[string][]byte{`a\b`: nil}, Message: "m"},
+		{Writes: map[string][]byte{"a\nb": nil}, Message: "m"},
+		{Writes: map[string][]byte{"GIT~1/config": nil}, Message: "m"},
 		{Deletes: []string{".git"}, Message: "m"},
 		{Writes: map[string][]byte{"b": []byte("1")}, Deletes: []string{"b"}, Message: "m"},
 		{Writes: map[string][]byte{"d": []byte("1"), "d/e": []byte("2")}, Message: "m"},
@@ -572,7 +576,15 @@ func TestSeedAndInitBare(t *testing.T) {
 
 	opts := testOptions(t, "file://"+bare, "seed")
 	opts.Dir = ""
-	files := map[string][]byte{"peering.cue": []byte("peerings: []\n"), "clusters/a/kustomization.yaml": []byte("resources: []\n")}
+	files, err := ReadFiles(fstest.MapFS{
+		"peering.cue":                   {Data: []byte("peerings: []\n")},
+		"clusters/a/kustomization.yaml": {Data: []byte("resources: []\n")},
+		".git/config":                   {Data: []byte("[core]\n")},
+		"link":                          {Data: []byte("peering.cue"), Mode: fs.ModeSymlink},
+	})
+	if err != nil || len(files) != 2 {
+		t.Fatalf("ReadFiles = %v, %v; want the two regular files", files, err)
+	}
 	commit, err := Seed(context.Background(), opts, files, "Initial peering repo")
 	if err != nil {
 		t.Fatal(err)
@@ -634,3 +646,29 @@ func TestDefaultBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncRecoversFromBlockingStrayDirectory(t *testing.T) {
+	bare := newBare(t)
+	a := openRepo(t, bare, "cl-a")
+	b := openRepo(t, bare, "cl-b")
+	mustSync(t, a, writes("init", map[string]string{"keep": "k\n"}))
+	mustSync(t, b, noChange())
+	// An untracked directory in B's clone sits where the next tip has a file.
+	if err := os.MkdirAll(filepath.Join(b.Dir(), "x", "y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.Dir(), "x", "y", "z"), []byte("z"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, a, writes("x", map[string]string{"x": "file\n"}))
+	mustSync(t, b, func(_ context.Context, root string) (*Change, error) {
+		if c, err := os.ReadFile(filepath.Join(root, "x")); err != nil || string(c) != "file\n" {
+			t.Errorf("x = %q, %v", c, err)
+		}
+		return nil, nil
+	})
+	assertClean(t, b.Dir())
+}
+
+// noChange is a pass that wants nothing.
+func noChange() PassFunc { return func(context.Context, string) (*Change, error) { return nil, nil } }

@@ -385,9 +385,10 @@ func (s *scanner) base64Runs(content []byte, depth int) string {
 				}
 			}
 			// A wrapped group: lines of one length (a multiple of 4),
-			// then possibly one shorter last line.
+			// then possibly one shorter last line. Only the first line
+			// starts one, which keeps this linear.
 			l := len(t)
-			if l < 16 || l%4 != 0 {
+			if l < 16 || l%4 != 0 || i > 0 && len(tokens[i-1]) == l {
 				continue
 			}
 			j := i + 1

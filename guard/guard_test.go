@@ -279,8 +279,9 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// TestCheckHostileYAML makes sure alias expansion and deep nesting stay cheap.
-func TestCheckHostileYAML(t *testing.T) {
+// TestCheckHostileInput makes sure alias expansion, deep nesting and large
+// base64 stay cheap.
+func TestCheckHostileInput(t *testing.T) {
 	var sb strings.Builder
 	sb.WriteString("a: &a [x, x, x, x, x, x, x, x, x]\n")
 	for i := 'b'; i <= 'z'; i++ {
@@ -295,8 +296,14 @@ func TestCheckHostileYAML(t *testing.T) {
 	if err := Check("deep.yaml", []byte(deep)); err != nil {
 		t.Fatalf("Check(deep) = %v", err)
 	}
+	// Wrapped base64 is grouped line by line: linear, not quadratic.
+	raw := make([]byte, 512<<10)
+	_, _ = rand.Read(raw)
+	if err := Check("big.b64", []byte(wrap(b64(raw), 76))); err != nil {
+		t.Fatalf("Check(big.b64) = %v", err)
+	}
 	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("hostile YAML took %v", d)
+		t.Errorf("hostile input took %v", d)
 	}
 }
 

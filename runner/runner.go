@@ -8,11 +8,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -52,7 +52,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		tree := os.DirFS(root)
+		tree := layout.NewTree(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles,

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"cuelang.org/go/cue"
@@ -20,6 +21,7 @@ import (
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 	cueyaml "cuelang.org/go/encoding/yaml"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 //go:embed schema.cue
@@ -29,6 +31,10 @@ var schemaSource []byte
 // spec file can have on disk, so positions in the schema are never taken
 // for positions in the user's file.
 const schemaFile = "<gitpeer>/schema.cue"
+
+// internalErrorPrefix starts the message of a problem that is a bug of
+// this package or of CUE rather than of the spec.
+const internalErrorPrefix = "internal error, please report it"
 
 // packageName is the only package clause a peering.cue may have, so that
 // the spec can live next to other CUE files of the repository's package
@@ -81,10 +87,35 @@ func compileSchema(ctx *cue.Context) (cue.Value, error) {
 // Errors: a *[Error] listing every problem found (syntax, schema, and
 // cross-references between peerings and clusters); a plain error only if
 // the embedded schema itself is broken.
-func Parse(filename string, data []byte) (*Spec, error) {
+func Parse(filename string, data []byte) (spec *Spec, err error) {
 	c := &checker{file: filename}
+	defer func() {
+		// CUE has panicked on odd input before (see yamlLineBreaks). A
+		// controller reading specs from Git must not crash on one; the
+		// fuzz test still catches these.
+		if r := recover(); r != nil {
+			c.add(token.NoPos, "", fmt.Sprintf("%s: %v", internalErrorPrefix, r))
+			spec, err = nil, c.err()
+		}
+	}()
 	if len(data) > maxSpecSize {
 		c.add(token.NoPos, "", fmt.Sprintf("file is larger than %d MiB: this cannot be a peering spec", maxSpecSize>>20))
+		return nil, c.err()
+	}
+	if !utf8.Valid(data) {
+		// Found here rather than by the parsers, so that the position is
+		// exact for YAML too.
+		bad := 0
+		for bad < len(data) {
+			r, size := utf8.DecodeRune(data[bad:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		line := bytes.Count(data[:bad], []byte("\n")) + 1
+		col := bad - (bytes.LastIndexByte(data[:bad], '\n') + 1) + 1
+		c.problems = append(c.problems, Problem{File: filename, Line: line, Column: col, Message: "invalid UTF-8: a peering spec is UTF-8 text"})
 		return nil, c.err()
 	}
 	ctx := cuecontext.New()
@@ -108,8 +139,8 @@ func Parse(filename string, data []byte) (*Spec, error) {
 	if len(c.problems) > 0 {
 		return nil, c.err()
 	}
-	var spec Spec
-	if err := c.unified.Decode(&spec); err != nil {
+	var out Spec
+	if err := c.unified.Decode(&out); err != nil {
 		// Validation passed, so this is not expected; still report it as a
 		// problem of the file rather than lose it.
 		c.addCUE(err)
@@ -118,7 +149,7 @@ func Parse(filename string, data []byte) (*Spec, error) {
 		}
 		return nil, c.err()
 	}
-	return &spec, nil
+	return &out, nil
 }
 
 // checker accumulates the problems of one spec file.
@@ -187,7 +218,14 @@ func (c *checker) buildCUE(ctx *cue.Context, data []byte) (cue.Value, bool) {
 	return ctx.BuildFile(f), true
 }
 
+// yamlLineBreaks rewrites what go.yaml.in/yaml/v3 takes for a line break
+// to '\n', which is all CUE counts when it maps the YAML parser's line
+// numbers to offsets: cuelang.org/go v0.17.1 panics with an index out of
+// range on "\r\r0" otherwise. The YAML reads the same either way.
+var yamlLineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
 func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
+	data = []byte(yamlLineBreaks.Replace(string(data)))
 	dec := cueyaml.NewDecoder(c.file, bytes.NewReader(data))
 	var docs []ast.Expr
 	for {
@@ -196,7 +234,7 @@ func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
 			break
 		}
 		if err != nil {
-			c.addYAMLError(err)
+			c.addYAMLError(err, data)
 			return cue.Value{}, false
 		}
 		docs = append(docs, expr)
@@ -220,7 +258,7 @@ func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
 
 // addYAMLError turns a YAML syntax error into a problem. The YAML decoder's
 // errors are plain strings shaped "file:line: message".
-func (c *checker) addYAMLError(err error) {
+func (c *checker) addYAMLError(err error, data []byte) {
 	var ce cueerrors.Error
 	if errors.As(err, &ce) {
 		c.addCUE(err)
@@ -244,6 +282,9 @@ func (c *checker) addYAMLError(err error) {
 		// errors with a 0-based line, and leaves the line out when it is 0.
 		p.Line++
 	}
+	// It also counts a lone '\r' as a line break, and may point past the
+	// end; editors and CUE count '\n' only.
+	p.Line = min(p.Line, bytes.Count(data, []byte("\n"))+1)
 	p.Message = "invalid YAML: " + p.Message
 	c.problems = append(c.problems, p)
 }
@@ -533,10 +574,39 @@ func (w *walker) walkList(doc, sch cue.Value, sels []cue.Selector) {
 // the regular expression or the builtin that failed) into what the rule is
 // and why. They are keyed by path, with list indexes as [*].
 var explainers = map[string]func(string) string{
-	"clusters[*].id":          explainClusterID,
-	"clusters[*].fingerprint": explainFingerprint,
-	"peerings[*].consumer":    explainClusterID,
-	"peerings[*].provider":    explainClusterID,
+	"clusters[*].id":                           explainClusterID,
+	"clusters[*].fingerprint":                  explainFingerprint,
+	"peerings[*].consumer":                     explainClusterID,
+	"peerings[*].provider":                     explainClusterID,
+	"peerings[*].policy":                       explainEnum("policy", "pinned", "open", "token"),
+	"peerings[*].tenantCondition":              explainEnum("tenantCondition", "Active", "Cordoned", "Drained"),
+	"peerings[*].slices[*].resources.*":        explainQuantity,
+	"clusters[*].provider.classes[*].caps.*":   explainQuantity,
+	"clusters[*].provider.certificateLifetime": explainDuration,
+	"clusters[*].provider.nonceLifetime":       explainDuration,
+}
+
+// mapFields are the maps keyed by resource name; explainers see their keys as *.
+var mapFields = map[string]bool{"resources": true, "caps": true}
+
+func explainEnum(field string, values ...string) func(string) string {
+	return func(s string) string {
+		return fmt.Sprintf("%s %q is not one of %s", field, s, strings.Join(values, ", "))
+	}
+}
+
+func explainQuantity(s string) string {
+	if _, err := resource.ParseQuantity(s); err != nil {
+		return fmt.Sprintf("%q is not a Kubernetes quantity (e.g. \"4\", \"500m\", \"8Gi\")", s)
+	}
+	return ""
+}
+
+func explainDuration(s string) string {
+	if _, err := time.ParseDuration(s); err != nil {
+		return fmt.Sprintf("%q is not a duration (e.g. \"720h\", \"90m\")", s)
+	}
+	return ""
 }
 
 func explainClusterID(id string) string {
@@ -580,13 +650,17 @@ func (w *walker) explain(doc cue.Value, path string, sels []cue.Selector) {
 
 func wildcardPath(sels []cue.Selector) string {
 	var b strings.Builder
-	for _, s := range sels {
+	for i, s := range sels {
 		if s.Type() == cue.IndexLabel {
 			b.WriteString("[*]")
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte('.')
+		}
+		if i > 0 && mapFields[sels[i-1].String()] {
+			b.WriteByte('*')
+			continue
 		}
 		b.WriteString(s.String())
 	}
@@ -599,6 +673,10 @@ type specRef struct {
 	path  string
 	pos   token.Pos
 }
+
+// maxListedIDs is how many known cluster IDs an "unknown cluster" message
+// lists at most.
+const maxListedIDs = 10
 
 // checkReferences adds the problems a schema cannot express: duplicate
 // clusters, peerings naming unknown clusters or the same cluster twice,
@@ -651,6 +729,11 @@ func (c *checker) checkReferences() {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
+		// A message per bad reference, each listing a big fleet, would
+		// bury the problems themselves.
+		if len(ids) > maxListedIDs {
+			ids = append(ids[:maxListedIDs], fmt.Sprintf("and %d more", len(ids)-maxListedIDs))
+		}
 		knownList = strings.Join(ids, ", ")
 	}
 	isKnown := func(r specRef) bool {

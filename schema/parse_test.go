@@ -157,6 +157,11 @@ peerings: [
 			`peering.cue:4:13: peerings[1].consumer: unknown cluster "gamma" (known: alpha, beta)`,
 			`peering.cue:5:13: peerings[1].provider: unknown cluster "delta" (known: alpha, beta)`,
 		}},
+		{"unknown cluster in a big fleet", "peering.yaml", `clusters: [{id: c01}, {id: c02}, {id: c03}, {id: c04}, {id: c05}, {id: c06}, {id: c07}, {id: c08}, {id: c09}, {id: c10}, {id: c11}, {id: c12}]
+peerings: [{consumer: c01, provider: c13}]
+`, []string{
+			`peering.yaml:2:38: peerings[0].provider: unknown cluster "c13" (known: c01, c02, c03, c04, c05, c06, c07, c08, c09, c10, and 2 more)`,
+		}},
 		{"peering without any cluster", "peering.yaml", `peerings:
 - consumer: alpha
   provider: beta
@@ -210,12 +215,12 @@ peerings:
   provider: beta
   "bandwidth limit": 10
 `, []string{
-			`peering.yaml:3:3: clusters[0].name: field not allowed (allowed: id, fingerprint)`,
-			`peering.yaml:8:3: peerings[0]."bandwidth limit": field not allowed (allowed: consumer, provider)`,
+			`peering.yaml:3:3: clusters[0].name: field not allowed (allowed: id, fingerprint, provider)`,
+			`peering.yaml:8:3: peerings[0]."bandwidth limit": field not allowed (allowed: consumer, provider, policy, tenantCondition, slices)`,
 		}},
 		{"unknown field next to a wrong type in the same struct", "peering.cue", `clusters: [{id: 7, extra: true}]`, []string{
 			`peering.cue:1:17: clusters[0].id: expected string, got int`,
-			`peering.cue:1:20: clusters[0].extra: field not allowed (allowed: id, fingerprint)`,
+			`peering.cue:1:20: clusters[0].extra: field not allowed (allowed: id, fingerprint, provider)`,
 		}},
 		{"wrong types", "peering.cue", `clusters: {id: "alpha"}
 peerings: [
@@ -315,6 +320,16 @@ clusters: [{id: "b", extra: 1}]
 `, []string{
 			`peering.cue:1:17: clusters[0].id: conflicting values "b" and "a"`,
 		}},
+		{"CRLF line ends", "peering.yaml", "clusters:\r\n- id: Alpha\r\n", []string{
+			`peering.yaml:2:7: clusters[0].id: invalid cluster id "Alpha": ` + idRules,
+		}},
+		{"lone carriage returns", "peering.yaml", "\r\r0", []string{
+			// Found by FuzzParse: CUE's YAML decoder panicked on this.
+			`peering.yaml:3:1: expected struct, got int`,
+		}},
+		{"invalid UTF-8", "peering.cue", "clusters: [\n\t{id: \"a\xffb\"}]", []string{
+			`peering.cue:2:9: invalid UTF-8: a peering spec is UTF-8 text`,
+		}},
 		{"file too large", "peering.yaml", "# " + strings.Repeat("x", maxSpecSize),
 			[]string{`peering.yaml: file is larger than 1 MiB: this cannot be a peering spec`}},
 		{"every kind of mistake at once, sorted by position", "peering.cue", `clusters: [
@@ -329,7 +344,7 @@ peerings: [
 `, []string{
 			`peering.cue:3:7: clusters[1].id: duplicate cluster id "alpha" (first declared at line 2)`,
 			`peering.cue:4:7: clusters[2].id: invalid cluster id "Beta": ` + idRules,
-			`peering.cue:4:15: clusters[2].extra: field not allowed (allowed: id, fingerprint)`,
+			`peering.cue:4:15: clusters[2].extra: field not allowed (allowed: id, fingerprint, provider)`,
 			`peering.cue:7:32: peerings[0].provider: consumer and provider are both "alpha": a cluster cannot peer with itself`,
 			`peering.cue:8:32: peerings[1].provider: unknown cluster "gamma" (known: alpha)`,
 		}},

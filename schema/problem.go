@@ -14,7 +14,8 @@ type Problem struct {
 	File string
 	// Line is 1-based; 0 when unknown.
 	Line int
-	// Column is 1-based, in bytes; 0 when unknown.
+	// Column is 1-based; 0 when unknown. It counts bytes in CUE files and
+	// characters in YAML files, as their parsers do.
 	Column int
 	// Path is the CUE path of the offending value, e.g.
 	// "peerings[1].provider"; empty for problems of the whole file, such as

@@ -42,14 +42,95 @@ type Cluster struct {
 	// Fingerprint, when set, pins the cluster's identity key:
 	// "sha256:" and the lowercase hex SHA-256 of its PKIX DER public key.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Provider configures the cluster when it provides resources.
+	Provider *ProviderSettings `json:"provider,omitempty"`
 }
+
+// ProviderSettings are a provider's terms, the same for all its consumers.
+type ProviderSettings struct {
+	// CertificateLifetime is the validity of the client certificates the
+	// provider signs (a Go duration, e.g. "720h"); empty: the reconciler's
+	// default. Certificates are re-signed once a third of it is left.
+	CertificateLifetime string `json:"certificateLifetime,omitempty"`
+	// NonceLifetime is how long a nonce may go unanswered before a fresh
+	// one replaces it (a Go duration); empty: 168h.
+	NonceLifetime string `json:"nonceLifetime,omitempty"`
+	// Classes are the ResourceSlice classes offered; empty: Liqo's "default"
+	// class with Liqo's default caps (cpu 4, memory 8Gi, pods 110,
+	// ephemeral-storage 20Gi).
+	Classes []SliceClass `json:"classes,omitempty"`
+}
+
+// SliceClass is a ResourceSlice class a provider offers.
+type SliceClass struct {
+	Name string `json:"name"`
+	// Caps are the most a slice of the class may ask for, per resource, as
+	// Kubernetes quantities. A resource without a cap cannot be asked for.
+	Caps map[string]string `json:"caps"`
+}
+
+// Acceptance policies: how a provider accepts a consumer's Tenant.
+const (
+	// PolicyPinned accepts only the key the consumer published in its
+	// cluster.yaml (and the spec's fingerprint, when pinned).
+	PolicyPinned = "pinned"
+	// PolicyOpen accepts any listed consumer and pins its first key, like
+	// Liqo v0.2's allowEmptyToken.
+	PolicyOpen = "open"
+	// PolicyToken accepts a consumer proving it holds a token the admins
+	// shared out of band, like Liqo v0.2's token matching; its first key is
+	// then pinned.
+	PolicyToken = "token"
+)
 
 // Peering is a Liqo peering in which Consumer uses resources of Provider.
 // Both are cluster IDs.
 type Peering struct {
 	Consumer string `json:"consumer"`
 	Provider string `json:"provider"`
+	// Policy is how the provider accepts the consumer: pinned (default),
+	// open or token.
+	Policy string `json:"policy,omitempty"`
+	// TenantCondition is Liqo's Tenant condition on the provider: Active
+	// (default), Cordoned (no new slices accepted, existing kept) or
+	// Drained (slices denied, RBAC unbound).
+	TenantCondition string `json:"tenantCondition,omitempty"`
+	// Slices are the ResourceSlices the consumer asks the provider for.
+	Slices []Slice `json:"slices,omitempty"`
 }
+
+// Slice is a ResourceSlice a consumer asks for.
+type Slice struct {
+	// Name is the ResourceSlice's name (a DNS-1123 label).
+	Name string `json:"name"`
+	// Class is the slice class; empty means "default".
+	Class string `json:"class,omitempty"`
+	// Resources are Kubernetes quantities by resource name (cpu, memory,
+	// pods, ephemeral-storage or any extended resource).
+	Resources map[string]string `json:"resources"`
+	// CreateVirtualNode asks Liqo for a virtual node (annotation
+	// liqo.io/create-virtual-node); nil means yes.
+	CreateVirtualNode *bool `json:"createVirtualNode,omitempty"`
+}
+
+// AcceptPolicy is the peering's policy, PolicyPinned when unset.
+func (p Peering) AcceptPolicy() string {
+	if p.Policy == "" {
+		return PolicyPinned
+	}
+	return p.Policy
+}
+
+// Condition is the peering's Tenant condition, "Active" when unset.
+func (p Peering) Condition() string {
+	if p.TenantCondition == "" {
+		return "Active"
+	}
+	return p.TenantCondition
+}
+
+// VirtualNode reports whether the slice asks for a virtual node.
+func (s Slice) VirtualNode() bool { return s.CreateVirtualNode == nil || *s.CreateVirtualNode }
 
 // Cluster returns the cluster whose ID is id, and whether there is one.
 func (s *Spec) Cluster(id string) (Cluster, bool) {

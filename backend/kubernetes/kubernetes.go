@@ -42,6 +42,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
@@ -83,6 +84,11 @@ const (
 	MinCSRLifetime = 10 * time.Minute
 
 	nonceSecretSize = 32
+)
+
+var (
+	_ backend.Backend           = (*Backend)(nil)
+	_ backend.KubeconfigRemover = (*Backend)(nil)
 )
 
 // Options configure the backend.
@@ -742,6 +748,20 @@ func (b *Backend) StoreKubeconfig(ctx context.Context, identity *authv1beta1.Ide
 		return "", fmt.Errorf("update %s: %w", where, err)
 	}
 	return where, nil
+}
+
+// RemoveKubeconfig implements backend.KubeconfigRemover: it deletes the
+// Secret StoreKubeconfig writes for providerID's ControlPlane Identity
+// (kubeconfig-controlplane-<provider> in liqo-tenant-<provider>). A missing
+// Secret is not an error; the tenant namespace is left in place.
+func (b *Backend) RemoveKubeconfig(ctx context.Context, providerID string) error {
+	ns := liqo.TenantNamespace(providerID)
+	name := liqo.KubeconfigSecretName(liqo.ControlPlaneIdentityName(providerID))
+	err := b.core.Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete secret/%s/%s: %w", ns, name, err)
+	}
+	return nil
 }
 
 // mergeInto sets want's entries in *m and reports whether anything changed.

@@ -649,6 +649,23 @@ func TestStoreKubeconfigWritesLiqosSecret(t *testing.T) {
 	}
 }
 
+func TestRemoveKubeconfig(t *testing.T) {
+	ca := testCA(t)
+	cs := newClientset()
+	b, _ := initBackend(t, cs, testOptions(ca))
+	if _, err := b.StoreKubeconfig(context.Background(), testIdentity(t, ca, b)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second time there is nothing to delete
+		if err := b.RemoveKubeconfig(context.Background(), "beta"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CoreV1().Secrets("liqo-tenant-beta").Get(context.Background(), "kubeconfig-controlplane-beta", metav1.GetOptions{}); err == nil {
+		t.Fatal("kubeconfig secret still there")
+	}
+}
+
 func TestStoreKubeconfigRefusesIncompleteIdentities(t *testing.T) {
 	ca := testCA(t)
 	cs := newClientset()

@@ -7,14 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
 func newInitCmd() *cobra.Command {
 	var (
-		cluster, apiServer, stateDir, repo string
-		caCert, caKey                      string
+		cluster, apiServer, repo string
+		bf                       backendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "init --cluster ID --api-server URL --state-dir DIR [--repo PATH]",
@@ -36,17 +35,7 @@ Without it, it prints cluster.yaml.`,
 			if err := layout.CheckAPIServer(apiServer); err != nil {
 				return fmt.Errorf("--api-server: %w", err)
 			}
-			opts := file.InitOptions{ClusterID: cluster, APIServer: apiServer}
-			if caCert != "" || caKey != "" {
-				var err error
-				if opts.CACertPEM, err = os.ReadFile(caCert); err != nil {
-					return fmt.Errorf("--ca-cert: %w", err)
-				}
-				if opts.CAKeyPEM, err = os.ReadFile(caKey); err != nil {
-					return fmt.Errorf("--ca-key: %w", err)
-				}
-			}
-			b, created, err := file.Init(stateDir, opts)
+			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
 			if err != nil {
 				return err
 			}
@@ -55,9 +44,9 @@ Without it, it prints cluster.yaml.`,
 				return err
 			}
 			if created {
-				fmt.Fprintf(cmd.ErrOrStderr(), "created state for %s in %s\n", cluster, stateDir)
+				fmt.Fprintf(cmd.ErrOrStderr(), "created state for %s (%s backend)\n", cluster, bf.kind)
 			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s in %s\n", cluster, stateDir)
+				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s (%s backend)\n", cluster, bf.kind)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "public key fingerprint: %s\n", info.Fingerprint)
 			if repo == "" {
@@ -68,7 +57,7 @@ Without it, it prints cluster.yaml.`,
 				_, err = cmd.OutOrStdout().Write(data)
 				return err
 			}
-			files, err := layout.PublishFiles(os.DirFS(repo), info)
+			files, err := layout.PublishFiles(layout.NewTree(repo), info)
 			if err != nil {
 				return err
 			}
@@ -88,11 +77,9 @@ Without it, it prints cluster.yaml.`,
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at")
-	f.StringVar(&stateDir, "state-dir", "", "directory for the cluster's private material (created 0700)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
-	f.StringVar(&caCert, "ca-cert", "", "import this CA certificate (PEM) instead of creating one, e.g. kubeadm's pki/ca.crt")
-	f.StringVar(&caKey, "ca-key", "", "the imported CA's private key (PEM), e.g. kubeadm's pki/ca.key")
-	for _, name := range []string{"cluster", "api-server", "state-dir"} {
+	bf.register(f, true)
+	for _, name := range []string{"cluster", "api-server"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd

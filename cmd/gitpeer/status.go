@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/peerstatus"
 )
 
@@ -30,7 +30,7 @@ and the conditions each side reports.`,
 			if err != nil {
 				return err
 			}
-			peerings, err := peerstatus.Collect(os.DirFS(dir), spec)
+			peerings, err := peerstatus.Collect(layout.NewTree(dir), spec)
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/verify"
 )
 
@@ -32,7 +32,7 @@ holds, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			problems := verify.Tree(os.DirFS(dir), spec, time.Now())
+			problems := verify.Tree(layout.NewTree(dir), spec, time.Now())
 			for _, p := range problems {
 				fmt.Fprintln(cmd.OutOrStdout(), p.String())
 			}

@@ -1,0 +1,573 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Versions and places the suite depends on. The Liqo version is the one
+// go.mod requires: its CRDs are the schemas the API servers check against.
+const (
+	liqoModule   = "github.com/liqotech/liqo@v1.2.0"
+	liqoCRDs     = "deployments/liqo/charts/liqo-crds/crds"
+	fieldManager = "gitpeer-e2e"
+	// commandTimeout bounds every command the suite runs: a hung kubectl or
+	// reconciler fails its step instead of eating the whole -timeout.
+	commandTimeout = 2 * time.Minute
+)
+
+// clusterSpecs are the two control planes. Their IDX picks the port block
+// 20000+IDX*100 of hack/start-cluster.sh; 31 and 32 are reserved for this
+// suite so it never collides with other suites or a developer's clusters.
+var clusterSpecs = []struct {
+	id  string
+	idx int
+}{{"alpha", 31}, {"beta", 32}}
+
+// suite is the state TestMain sets up once for every test: two clusters, a
+// Git server and the binaries. Everything lives under tmp.
+type suite struct {
+	root     string // the gitpeer module's root
+	tmp      string
+	kubeBin  string // etcd, kube-apiserver, kube-controller-manager, kubectl
+	kubectl  string
+	gitpeer  string
+	gitserve *exec.Cmd
+	bare     string // the peering repo, served at gitURL
+	gitURL   string
+	flux     string // the checkout the "GitOps tool" applies from
+	clusters map[string]*cluster
+	started  []string // clusters whose start was attempted: stop these
+	// reconcileFlags are added to every `gitpeer reconcile`, e.g.
+	// --liqo-cluster-roles when the CLI has it (nothing here runs Liqo).
+	reconcileFlags []string
+
+	stopOnce sync.Once
+	mu       sync.Mutex
+	// consumerKubeconfig is alpha's kubeconfig for beta, read from the Secret
+	// the backend wrote, once a step has fetched it.
+	consumerKubeconfig string
+}
+
+// cluster is one control plane and what the suite last applied to it.
+type cluster struct {
+	id         string
+	idx        int
+	dir        string
+	kubeconfig string // system:masters
+	apiServer  string
+	// inventory is the set of objects of the last successful apply of
+	// clusters/<id>/: what a later apply prunes when they leave the build,
+	// as Flux's kustomize-controller does with its inventory.
+	inventory map[objRef]bool
+}
+
+// objRef identifies an applied object across apiVersion changes.
+type objRef struct {
+	Group, Kind, Namespace, Name string
+	apiVersion                   string
+}
+
+func (r objRef) String() string {
+	k := r.Kind
+	if r.Group != "" {
+		k += "." + r.Group
+	}
+	if r.Namespace != "" {
+		return k + " " + r.Namespace + "/" + r.Name
+	}
+	return k + " " + r.Name
+}
+
+// env reads an environment variable with a default.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// cacheDir is where hack/build-k8s-bins.sh puts its output; the same
+// expression as the Makefile's.
+func cacheDir() string {
+	if d := os.Getenv("GITPEER_E2E_CACHE"); d != "" {
+		return d
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "gitpeer-e2e")
+}
+
+// setUp builds what the suite needs, starts both clusters and the Git
+// server. On error the caller still runs stop: whatever started is stopped.
+func (s *suite) setUp(ctx context.Context) error {
+	var err error
+	if s.root, err = filepath.Abs(".."); err != nil {
+		return err
+	}
+	if s.tmp, err = os.MkdirTemp("", "gitpeer-e2e-"); err != nil {
+		return err
+	}
+	s.kubeBin = env("KUBE_BIN", filepath.Join(cacheDir(), "bin"))
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(s.kubeBin, b)); err != nil {
+			return fmt.Errorf("%s not in KUBE_BIN=%s: run `make e2e-tools` (builds Kubernetes and etcd from the Go module proxy)", b, s.kubeBin)
+		}
+	}
+	s.kubectl = filepath.Join(s.kubeBin, "kubectl")
+	if _, err := os.Stat(s.kubectl); err != nil {
+		if s.kubectl, err = exec.LookPath("kubectl"); err != nil {
+			return errors.New("kubectl neither in KUBE_BIN nor on PATH: run `make e2e-tools`")
+		}
+	}
+	for _, d := range []string{"bin", "logs", "git", "checkout", "kube-cache"} {
+		if err := os.MkdirAll(filepath.Join(s.tmp, d), 0o755); err != nil {
+			return err
+		}
+	}
+
+	// Binaries: gitpeer as the Makefile built it (or built here for a bare
+	// `go test -tags e2e ./e2e/`), and the Git server, which only this suite uses.
+	s.gitpeer = os.Getenv("GITPEER_E2E_BIN")
+	if s.gitpeer == "" {
+		s.gitpeer = filepath.Join(s.tmp, "bin", "gitpeer")
+		if _, err := s.run(ctx, s.root, nil, "go", "build", "-o", s.gitpeer, "./cmd/gitpeer"); err != nil {
+			return err
+		}
+	} else if s.gitpeer, err = filepath.Abs(s.gitpeer); err != nil {
+		return err
+	}
+	gitserve := filepath.Join(s.tmp, "bin", "gitserve")
+	if _, err := s.run(ctx, s.root, nil, "go", "build", "-o", gitserve, "./hack/gitserve"); err != nil {
+		return err
+	}
+	if help, err := s.run(ctx, "", nil, s.gitpeer, "reconcile", "--help"); err == nil && strings.Contains(help, "--liqo-cluster-roles") {
+		s.reconcileFlags = append(s.reconcileFlags, "--liqo-cluster-roles")
+	} else {
+		fmt.Fprintln(os.Stderr, "e2e: gitpeer reconcile has no --liqo-cluster-roles: Liqo's ClusterRoles will be missing on the provider")
+	}
+
+	// Both clusters at once: each is ~5 s of mostly waiting.
+	s.clusters = map[string]*cluster{}
+	errs := make([]error, len(clusterSpecs))
+	var wg sync.WaitGroup
+	for i, cs := range clusterSpecs {
+		c := &cluster{id: cs.id, idx: cs.idx, dir: filepath.Join(s.tmp, "clusters", cs.id), inventory: map[objRef]bool{}}
+		c.kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
+		s.clusters[c.id] = c
+		s.started = append(s.started, c.id)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.startCluster(ctx, c)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	// Liqo's CRDs, from the module go.mod requires.
+	out, err := s.run(ctx, s.root, nil, "go", "mod", "download", "-json", liqoModule)
+	if err != nil {
+		return err
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal([]byte(out), &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("go mod download %s: no module directory in %q", liqoModule, out)
+	}
+	crds := filepath.Join(mod.Dir, filepath.FromSlash(liqoCRDs))
+	for i, cs := range clusterSpecs {
+		c := s.clusters[cs.id]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Server-side: the CRDs are too large for the last-applied annotation.
+			if _, err := s.kube(ctx, c, nil, "apply", "--server-side", "--field-manager", fieldManager, "-f", crds); err != nil {
+				errs[i] = err
+				return
+			}
+			_, errs[i] = s.kube(ctx, c, nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("install Liqo CRDs: %w", err)
+	}
+
+	return s.startGitServer(ctx)
+}
+
+// startCluster runs hack/start-cluster.sh and reads the API server's port
+// back from the env file it writes.
+func (s *suite) startCluster(ctx context.Context, c *cluster) error {
+	log := filepath.Join(s.tmp, "logs", "start-"+c.id+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// Output goes to a file, not a pipe: the control plane outlives the
+	// script, and a pipe it inherited would keep Wait waiting.
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.root, "hack", "start-cluster.sh"), c.id, strconv.Itoa(c.idx))
+	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"), "BIN="+s.kubeBin)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("start cluster %s: %w\n%s", c.id, err, tail(log, 30))
+	}
+	data, err := os.ReadFile(filepath.Join(c.dir, "env"))
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if port, ok := strings.CutPrefix(line, "API_PORT="); ok {
+			c.apiServer = "https://127.0.0.1:" + port
+		}
+	}
+	if c.apiServer == "" {
+		return fmt.Errorf("start cluster %s: no API_PORT in %s/env", c.id, c.dir)
+	}
+	return nil
+}
+
+// startGitServer creates the bare peering repo and serves it over smart
+// HTTP on a free loopback port.
+func (s *suite) startGitServer(ctx context.Context) error {
+	s.bare = filepath.Join(s.tmp, "git", "peering.git")
+	if _, err := s.git(ctx, "", "init", "--quiet", "--bare", "--initial-branch=main", s.bare); err != nil {
+		return err
+	}
+	log, err := os.Create(filepath.Join(s.tmp, "logs", "gitserve.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(filepath.Join(s.tmp, "bin", "gitserve"), "-addr", "127.0.0.1:0", "-root", filepath.Join(s.tmp, "git"), "-push")
+	cmd.Stderr = log
+	cmd.SysProcAttr = dieWithParent()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.gitserve = cmd
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- strings.TrimSpace(l)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case base := <-line:
+		if !strings.HasPrefix(base, "http://127.0.0.1:") {
+			return fmt.Errorf("gitserve did not start: %q\n%s", base, tail(log.Name(), 10))
+		}
+		s.gitURL = base + "peering.git"
+	case <-time.After(30 * time.Second):
+		return errors.New("gitserve did not report its address within 30s")
+	}
+	return nil
+}
+
+// stop stops every process the suite started, by PID, and removes its
+// files unless GITPEER_E2E_KEEP is set. It is safe to call more than once
+// and from a signal handler.
+func (s *suite) stop() {
+	s.stopOnce.Do(func() {
+		if s.gitserve != nil && s.gitserve.Process != nil {
+			_ = s.gitserve.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = s.gitserve.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = s.gitserve.Process.Kill()
+			}
+		}
+		for _, id := range s.started {
+			cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
+			cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
+			}
+		}
+		if s.tmp == "" {
+			return
+		}
+		if os.Getenv("GITPEER_E2E_KEEP") != "" {
+			fmt.Fprintf(os.Stderr, "e2e: kept %s (logs, repo, cluster PKI); processes are stopped\n", s.tmp)
+			return
+		}
+		if err := os.RemoveAll(s.tmp); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: remove %s: %v\n", s.tmp, err)
+		}
+	})
+}
+
+// stopOnSignal stops everything when the run is interrupted, and shortly
+// before go test's -timeout would kill the process without running any
+// cleanup: the control planes are not our children and would outlive it.
+func (s *suite) stopOnSignal(timeout time.Duration) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "e2e: %v: stopping clusters\n", sig)
+		s.stop()
+		os.Exit(2)
+	}()
+	if timeout > 0 {
+		margin := min(30*time.Second, timeout/10)
+		time.AfterFunc(timeout-margin, func() {
+			fmt.Fprintf(os.Stderr, "e2e: -timeout %v is near: stopping clusters\n", timeout)
+			s.stop()
+		})
+	}
+}
+
+// run runs a command and returns its stdout; the error carries the command
+// line and its stderr.
+func (s *suite) run(ctx context.Context, dir string, stdin []byte, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gitEnv...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = strings.TrimSpace(stdout.String())
+		}
+		return stdout.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, msg)
+	}
+	return stdout.String(), nil
+}
+
+// gitEnv keeps git and go-git away from the user's configuration and gives
+// commits made by the suite an author.
+var gitEnv = []string{
+	"GIT_CONFIG_GLOBAL=/dev/null",
+	"GIT_CONFIG_NOSYSTEM=1",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_AUTHOR_NAME=gitpeer e2e",
+	"GIT_AUTHOR_EMAIL=e2e@gitpeer.invalid",
+	"GIT_COMMITTER_NAME=gitpeer e2e",
+	"GIT_COMMITTER_EMAIL=e2e@gitpeer.invalid",
+}
+
+func (s *suite) git(ctx context.Context, dir string, args ...string) (string, error) {
+	return s.run(ctx, dir, nil, "git", args...)
+}
+
+// kube runs kubectl as the cluster's admin. Its discovery cache goes to the
+// suite's temp dir, not ~/.kube.
+func (s *suite) kube(ctx context.Context, c *cluster, stdin []byte, args ...string) (string, error) {
+	return s.kubeAs(ctx, c.kubeconfig, stdin, args...)
+}
+
+func (s *suite) kubeAs(ctx context.Context, kubeconfig string, stdin []byte, args ...string) (string, error) {
+	full := append([]string{"--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(s.tmp, "kube-cache")}, args...)
+	return s.run(ctx, "", stdin, s.kubectl, full...)
+}
+
+// gitpeerCmd runs bin/gitpeer.
+func (s *suite) gitpeerCmd(ctx context.Context, args ...string) (string, error) {
+	return s.run(ctx, "", nil, s.gitpeer, args...)
+}
+
+// reconcile runs one pass of c's reconciler with the kubernetes backend
+// against the repo over HTTP, from c's own working clone.
+func (s *suite) reconcile(ctx context.Context, c *cluster) (string, error) {
+	args := []string{"reconcile", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id,
+		"--repo", s.gitURL, "--checkout", filepath.Join(s.tmp, "checkout", c.id), "--once"}
+	return s.gitpeerCmd(ctx, append(args, s.reconcileFlags...)...)
+}
+
+// pull brings the GitOps tool's checkout to the tip of main.
+func (s *suite) pull(ctx context.Context) error {
+	if s.flux == "" {
+		dir := filepath.Join(s.tmp, "flux")
+		if _, err := s.git(ctx, "", "clone", "--quiet", "--branch", "main", s.gitURL, dir); err != nil {
+			return err
+		}
+		s.flux = dir
+		return nil
+	}
+	if _, err := s.git(ctx, s.flux, "fetch", "--quiet", "origin"); err != nil {
+		return err
+	}
+	_, err := s.git(ctx, s.flux, "reset", "--quiet", "--hard", "origin/main")
+	return err
+}
+
+// apply does what Flux's kustomize-controller does with clusters/<id>/:
+// build it with kustomize, server-side apply the result with strict field
+// validation (an unknown or misspelt field is an error, not silently
+// dropped), then delete the objects of the previous build that are no longer
+// in this one. Pruning happens only after a successful apply.
+func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned []objRef, err error) {
+	build, err := s.kube(ctx, c, nil, "kustomize", filepath.Join(s.flux, "clusters", c.id))
+	if err != nil {
+		return nil, nil, err
+	}
+	objs, err := parseObjects([]byte(build))
+	if err != nil {
+		return nil, nil, fmt.Errorf("kustomize build of clusters/%s: %w", c.id, err)
+	}
+	if len(objs) > 0 {
+		if _, err := s.kube(ctx, c, []byte(build), "apply", "--server-side", "--field-manager", fieldManager,
+			"--force-conflicts", "--validate=strict", "-f", "-"); err != nil {
+			return nil, nil, err
+		}
+	}
+	next := map[objRef]bool{}
+	for _, o := range objs {
+		next[o] = true
+	}
+	for o := range c.inventory {
+		if !next[o] {
+			pruned = append(pruned, o)
+		}
+	}
+	sort.Slice(pruned, func(i, j int) bool { return pruned[i].String() < pruned[j].String() })
+	if len(pruned) > 0 {
+		var stubs bytes.Buffer
+		for _, o := range pruned {
+			meta := map[string]string{"name": o.Name}
+			if o.Namespace != "" {
+				meta["namespace"] = o.Namespace
+			}
+			doc, err := yaml.Marshal(map[string]any{"apiVersion": o.apiVersion, "kind": o.Kind, "metadata": meta})
+			if err != nil {
+				return nil, nil, err
+			}
+			stubs.WriteString("---\n")
+			stubs.Write(doc)
+		}
+		// --wait=false: a namespace's deletion finishes later, in the
+		// namespace controller; its objects are unreachable at once.
+		if _, err := s.kube(ctx, c, stubs.Bytes(), "delete", "--ignore-not-found", "--wait=false", "-f", "-"); err != nil {
+			return objs, nil, fmt.Errorf("prune: %w", err)
+		}
+	}
+	c.inventory = next
+	return objs, pruned, nil
+}
+
+// parseObjects lists the objects of a multi-document YAML stream.
+func parseObjects(stream []byte) ([]objRef, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	var out []objRef
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var o struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			return nil, err
+		}
+		if o.Kind == "" {
+			continue // an empty document
+		}
+		group := ""
+		if i := strings.LastIndex(o.APIVersion, "/"); i >= 0 {
+			group = o.APIVersion[:i]
+		}
+		out = append(out, objRef{Group: group, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name, apiVersion: o.APIVersion})
+	}
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// results counts the leaf steps for the closing "N passed, N failed" line.
+var results struct {
+	sync.Mutex
+	passed, failed int
+	failures       []string
+}
+
+// check runs one assertion as a subtest and records its outcome.
+func check(t *testing.T, name string, fn func(t *testing.T)) bool {
+	t.Helper()
+	ok := t.Run(name, fn)
+	results.Lock()
+	defer results.Unlock()
+	if ok {
+		results.passed++
+	} else {
+		results.failed++
+		results.failures = append(results.failures, t.Name()+"/"+name)
+	}
+	return ok
+}
+
+// eventually polls cond every interval until it returns nil or timeout
+// passes, and returns its last error.
+func eventually(ctx context.Context, timeout, interval time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}

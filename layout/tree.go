@@ -1,0 +1,109 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrSymlink means a repo path is, or goes through, a symbolic link.
+var ErrSymlink = errors.New("symbolic link")
+
+// Tree is a checkout of a peering repo that refuses symbolic links: a peer
+// can commit a link in its inbox pointing at our state directory, and
+// following it would read (and maybe echo into a status message) private
+// material. It implements fs.FS, fs.ReadFileFS and fs.ReadDirFS.
+type Tree struct{ root string }
+
+// NewTree returns the checkout rooted at dir.
+func NewTree(dir string) *Tree { return &Tree{root: dir} }
+
+// check refuses name when it, or any directory above it, is a symbolic link.
+func (t *Tree) check(op, name string) (string, error) {
+	if !fs.ValidPath(name) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	p := t.root
+	if name == "." {
+		return p, nil
+	}
+	for _, elem := range strings.Split(name, "/") {
+		p = filepath.Join(p, elem)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: refusing to follow it", ErrSymlink)}
+		}
+	}
+	return p, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Open implements fs.FS.
+func (t *Tree) Open(name string) (fs.File, error) {
+	p, err := t.check("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+// ReadFile implements fs.ReadFileFS; only regular files are read.
+func (t *Tree) ReadFile(name string) ([]byte, error) {
+	p, err := t.check("read", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("not a regular file")}
+	}
+	return os.ReadFile(p)
+}
+
+// ReadDir implements fs.ReadDirFS. Entries that are links are listed (so a
+// walk sees them) but every read through them fails.
+func (t *Tree) ReadDir(name string) ([]fs.DirEntry, error) {
+	p, err := t.check("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, err
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		if name == "." && e.Name() == ".git" {
+			continue // the repository's own store is not part of the tree
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Stat implements fs.StatFS without following links.
+func (t *Tree) Stat(name string) (fs.FileInfo, error) {
+	p, err := t.check("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(p)
+}
+
+var _ fs.ReadFileFS = (*Tree)(nil)
