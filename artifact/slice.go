@@ -16,13 +16,29 @@ import (
 // "resourceslice-<name>.yaml".
 func SliceFile(name string) string { return "resourceslice-" + name + ".yaml" }
 
-// SliceName returns the slice name of an inbox file name, or false.
+// SliceAnswerFile is the inbox file name of a provider's answer to a slice
+// request: "resourceslice-<name>.status.yaml". Slice names are DNS-1123
+// labels, without dots, so it never collides with a request when two
+// clusters peer both ways.
+func SliceAnswerFile(name string) string { return "resourceslice-" + name + ".status.yaml" }
+
+// SliceName returns the slice name of a request's inbox file name, or false
+// (answers and other files included).
 func SliceName(file string) (string, bool) {
 	if !strings.HasPrefix(file, "resourceslice-") || !strings.HasSuffix(file, ".yaml") {
 		return "", false
 	}
 	name := strings.TrimSuffix(strings.TrimPrefix(file, "resourceslice-"), ".yaml")
-	return name, name != ""
+	return name, name != "" && !strings.Contains(name, ".")
+}
+
+// DecodeSlice parses a ResourceSlice file without checking it.
+func DecodeSlice(file string, data []byte) (*authv1beta1.ResourceSlice, error) {
+	rs, err := liqo.DecodeResourceSlice(data)
+	if err != nil {
+		return nil, decodeErr(file, err)
+	}
+	return rs, nil
 }
 
 // ErrStaleAnswer means a provider's answer is for another version of the

@@ -150,6 +150,13 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	fmt.Fprintln(w, "\nstatus:")
 	for _, p := range rep.Peerings {
 		fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
+		for _, s := range p.Slices {
+			fmt.Fprintf(w, "      slice %-10s authentication=%s resources=%s", s.Name, s.Authentication, s.Resources)
+			if s.Resources == "Denied" || s.Authentication == "Denied" {
+				fmt.Fprintf(w, "  %s: %s", s.Reason, s.Message)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	problems := verify.Tree(tree, spec, opts.Now())
 	if len(problems) == 0 {

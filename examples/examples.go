@@ -9,7 +9,7 @@ import (
 	"sort"
 )
 
-//go:embed all:two-clusters
+//go:embed all:two-clusters all:three-clusters
 var files embed.FS
 
 // Names lists the embedded examples.

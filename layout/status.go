@@ -22,6 +22,7 @@ const (
 	StepTenantSent     Step = "TenantSent"     // consumer answered with its Tenant
 	StepIdentityIssued Step = "IdentityIssued" // provider verified it and signed the CSR
 	StepReady          Step = "Ready"          // consumer verified the Identity
+	StepRevoking       Step = "Revoking"       // removed from the spec: Tenant drained, artifacts go next
 )
 
 // StepOrder ranks steps so the furthest of two views of a peering wins.
@@ -64,6 +65,19 @@ type PeeringStatus struct {
 	Role       Role               `json:"role"`
 	Step       Step               `json:"step"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Slices are the peering's ResourceSlices and the provider's decisions.
+	Slices []SliceStatus `json:"slices,omitempty"`
+}
+
+// SliceStatus is one ResourceSlice's state, in Liqo's words: Authentication
+// and Resources are "Accepted", "Denied" or "Pending" (no decision yet for
+// the current request).
+type SliceStatus struct {
+	Name           string `json:"name"`
+	Authentication string `json:"authentication"`
+	Resources      string `json:"resources"`
+	Reason         string `json:"reason,omitempty"`
+	Message        string `json:"message,omitempty"`
 }
 
 // Find returns the status of the (consumer, provider) peering, or nil.

@@ -5,6 +5,7 @@ package peerstatus
 import (
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,9 @@ type Peering struct {
 	// Ready is true when both sides report Ready=True.
 	Ready      bool        `json:"ready"`
 	Conditions []Condition `json:"conditions"`
+	// Slices are the peering's ResourceSlices, as the consumer reports them
+	// (the provider's view until the consumer has one).
+	Slices []layout.SliceStatus `json:"slices,omitempty"`
 }
 
 // Condition is one side's condition on a peering.
@@ -53,6 +57,9 @@ func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
 			if layout.StepOrder(ps.Step) > layout.StepOrder(pr.Step) {
 				pr.Step = ps.Step
 			}
+			if len(ps.Slices) > 0 && (side == p.Consumer || pr.Slices == nil) {
+				pr.Slices = ps.Slices
+			}
 			for _, c := range ps.Conditions {
 				pr.Conditions = append(pr.Conditions, Condition{Cluster: side, Condition: c})
 				if c.Type == meta.ReadyCondition && c.Status == metav1.ConditionTrue {
@@ -64,6 +71,25 @@ func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
 		out = append(out, pr)
 	}
 	return out, nil
+}
+
+// SliceSummary is "name:Accepted name:Denied(reason)" for a table cell.
+func (p Peering) SliceSummary() string {
+	parts := make([]string, 0, len(p.Slices))
+	for _, s := range p.Slices {
+		state := "Accepted"
+		switch {
+		case s.Authentication == "Denied" || s.Resources == "Denied":
+			state = "Denied"
+		case s.Authentication == "Pending" || s.Resources == "Pending":
+			state = "Pending"
+		}
+		parts = append(parts, s.Name+":"+state)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 // Summary is the one-line message of a peering: the Ready message of the side

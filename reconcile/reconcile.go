@@ -10,7 +10,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +66,10 @@ type Output struct {
 	// as a consumer: the caller stores their kubeconfigs (outside Git) once
 	// the pass has landed.
 	Identities []*authv1beta1.Identity
+	// Revoked are the providers whose peering with this consumer was removed
+	// from the spec: the caller deletes their kubeconfigs once the pass has
+	// landed.
+	Revoked []string
 }
 
 // Pass runs one pass for the backend's cluster. It fails only when the
@@ -95,21 +98,29 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	}
 	p := &pass{in: in, self: self, me: me, out: &Output{Files: map[string][]byte{}}}
 	status := &layout.ClusterStatus{APIVersion: layout.APIVersion, Kind: layout.StatusKind, ClusterID: self, Peerings: []layout.PeeringStatus{}}
+	if p.terms, err = providerTerms(in, self); err != nil {
+		return nil, err
+	}
 	asConsumer, asProvider := in.Spec.PeeringsOf(self)
 	for _, pr := range asProvider {
 		st := p.newStatus(prev, pr, layout.RoleProvider)
-		if err := p.provide(ctx, pr.Consumer, st); err != nil {
+		if err := p.provide(ctx, pr, st); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
 	}
 	for _, pr := range asConsumer {
 		st := p.newStatus(prev, pr, layout.RoleConsumer)
-		if err := p.consume(ctx, pr.Provider, st); err != nil {
+		if err := p.consume(ctx, pr, st); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
 	}
+	revoking, err := p.revoke(prev)
+	if err != nil {
+		return nil, err
+	}
+	status.Peerings = append(status.Peerings, revoking...)
 	if in.LiqoClusterRoles && len(asProvider) > 0 {
 		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
 			if err := p.render(SharedDir, "ClusterRole", cr.Name, cr); err != nil {
@@ -147,10 +158,11 @@ func matchBackend(me *layout.ClusterInfo, b backend.Backend) error {
 }
 
 type pass struct {
-	in   Input
-	self string
-	me   *layout.ClusterInfo
-	out  *Output
+	in    Input
+	self  string
+	me    *layout.ClusterInfo
+	out   *Output
+	terms terms
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
@@ -204,200 +216,6 @@ func (p *pass) peerInfo(peer string, st *peeringObject) (*layout.ClusterInfo, bo
 		return nil, false
 	}
 	return ci, true
-}
-
-// provide advances one peering where this cluster is the provider.
-func (p *pass) provide(ctx context.Context, consumer string, st *peeringObject) error {
-	ci, ok := p.peerInfo(consumer, st)
-	if !ok {
-		return nil
-	}
-	value, err := p.in.Backend.Nonce(consumer, 0)
-	if err != nil {
-		return fmt.Errorf("nonce for %s: %w", consumer, err)
-	}
-	nonce := artifact.Nonce{Value: value, Epoch: 0}
-	secret := artifact.NonceSecret(consumer, nonce)
-	if err := p.put(layout.InboxPath(consumer, p.self, layout.NonceFile), secret); err != nil {
-		return err
-	}
-	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
-		return err
-	}
-	if err := p.render(consumer, "Secret", liqo.NonceSecretName, secret); err != nil {
-		return err
-	}
-
-	tenantFile := layout.InboxPath(p.self, consumer, layout.TenantFile)
-	data, found, err := p.read(tenantFile)
-	if err != nil {
-		return err
-	}
-	if !found {
-		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s", consumer, tenantFile)
-		return nil
-	}
-	_, pinned, _ := handshake.ParsePublicKey([]byte(ci.PublicKey))
-	tenant, err := artifact.VerifyTenant(tenantFile, data, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned})
-	if err != nil {
-		return p.refused(st, layout.StepNonceSent, err)
-	}
-
-	identity, err := p.identityFor(ctx, consumer, tenant, pinned)
-	if err != nil {
-		return err
-	}
-	if err := p.put(layout.InboxPath(consumer, p.self, layout.IdentityFile), identity); err != nil {
-		return err
-	}
-	clean := artifact.NewTenant(consumer, nonce, tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
-	for _, o := range []struct {
-		kind, name string
-		obj        any
-	}{
-		{authv1beta1.TenantKind, consumer, clean},
-		{"RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(consumer)},
-		{"ClusterRoleBinding", liqo.ClusterWideBindingName(consumer), liqo.ClusterWideBinding(consumer)},
-	} {
-		if err := p.render(consumer, o.kind, o.name, o.obj); err != nil {
-			return err
-		}
-	}
-	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
-	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "identity issued to %s; certificate valid until %s",
-		consumer, notAfter.UTC().Format(time.RFC3339))
-	return nil
-}
-
-// identityFor returns the Identity for a verified Tenant: the one already in
-// the repo while its certificate still verifies and is not due for renewal
-// (re-signing every pass would commit every pass), else a freshly signed one.
-func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, keyDER []byte) (*authv1beta1.Identity, error) {
-	params := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
-	file := layout.InboxPath(consumer, p.self, layout.IdentityFile)
-	if data, found, err := p.read(file); err != nil {
-		return nil, err
-	} else if found {
-		old, err := artifact.DecodeIdentity(file, data)
-		if err == nil && p.reusable(old, params, consumer, keyDER) {
-			return old, nil
-		}
-	}
-	cert, err := p.in.Backend.SignCSR(ctx, tenant.Spec.CSR, p.in.CertificateLifetime)
-	if err != nil {
-		return nil, fmt.Errorf("sign CSR of %s: %w", consumer, err)
-	}
-	params.SignedCRT = cert
-	return liqo.ControlPlaneIdentity(consumer, p.self, params), nil
-}
-
-func (p *pass) reusable(old *authv1beta1.Identity, params authv1beta1.AuthParams, consumer string, keyDER []byte) bool {
-	want := liqo.ControlPlaneIdentity(consumer, p.self, authv1beta1.AuthParams{})
-	if old.Name != want.Name || old.Namespace != want.Namespace || old.Spec.AuthParams.APIServer != params.APIServer ||
-		!bytes.Equal(old.Spec.AuthParams.CA, params.CA) {
-		return false
-	}
-	crt := old.Spec.AuthParams.SignedCRT
-	if handshake.VerifyClientCertificate(crt, params.CA, keyDER, consumer, handshake.ControlPlaneOrganization, p.in.Now) != nil {
-		return false
-	}
-	notBefore, notAfter, err := handshake.CertificateValidity(crt)
-	if err != nil {
-		return false
-	}
-	// Liqo's rule (ShouldRenewCertificate): renew once a third of the lifetime is left.
-	return p.in.Now.Before(notAfter.Add(-notAfter.Sub(notBefore) / 3))
-}
-
-// consume advances one peering where this cluster is the consumer.
-func (p *pass) consume(_ context.Context, provider string, st *peeringObject) error {
-	ci, ok := p.peerInfo(provider, st)
-	if !ok {
-		return nil
-	}
-	nonceFile := layout.InboxPath(p.self, provider, layout.NonceFile)
-	data, found, err := p.read(nonceFile)
-	if err != nil {
-		return err
-	}
-	if !found {
-		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s", provider, nonceFile)
-		return nil
-	}
-	nonce, err := artifact.ParseNonce(nonceFile, data, p.self)
-	if err != nil {
-		return p.refused(st, layout.StepPending, err)
-	}
-	tenant, err := p.tenantFor(provider, nonce)
-	if err != nil {
-		return err
-	}
-	if err := p.put(layout.InboxPath(provider, p.self, layout.TenantFile), tenant); err != nil {
-		return err
-	}
-
-	identityFile := layout.InboxPath(p.self, provider, layout.IdentityFile)
-	data, found, err = p.read(identityFile)
-	if err != nil {
-		return err
-	}
-	if !found {
-		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s", provider, identityFile)
-		return nil
-	}
-	_, keyDER, err := handshake.ParsePublicKey([]byte(p.me.PublicKey))
-	if err != nil {
-		return err
-	}
-	identity, err := artifact.VerifyIdentity(identityFile, data, artifact.IdentityCheck{
-		ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now,
-	})
-	if err != nil {
-		return p.refused(st, layout.StepTenantSent, err)
-	}
-	if err := p.render(provider, "Namespace", liqo.TenantNamespace(provider), liqo.Namespace(provider)); err != nil {
-		return err
-	}
-	clean := liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams)
-	if err := p.render(provider, authv1beta1.IdentityKind, clean.Name, clean); err != nil {
-		return err
-	}
-	p.out.Identities = append(p.out.Identities, clean)
-	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
-	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s",
-		provider, notAfter.UTC().Format(time.RFC3339))
-	return nil
-}
-
-// tenantFor builds this cluster's Tenant answering nonce. Ed25519 signatures
-// and CSRs are deterministic, so the bytes are stable pass after pass; an
-// existing Tenant that still answers the same nonce is kept for keys whose
-// signatures are not.
-func (p *pass) tenantFor(provider string, nonce artifact.Nonce) (*authv1beta1.Tenant, error) {
-	signer := p.in.Backend.Signer()
-	sig, err := handshake.SignNonce(signer, nonce.Value)
-	if err != nil {
-		return nil, fmt.Errorf("sign nonce from %s: %w", provider, err)
-	}
-	csr, err := handshake.ControlPlaneCSR(signer, p.self)
-	if err != nil {
-		return nil, fmt.Errorf("csr for %s: %w", provider, err)
-	}
-	pubPEM, err := handshake.MarshalPublicKey(signer.Public())
-	if err != nil {
-		return nil, err
-	}
-	fresh := artifact.NewTenant(p.self, nonce, pubPEM, csr, sig)
-	file := layout.InboxPath(provider, p.self, layout.TenantFile)
-	if data, found, _ := p.read(file); found {
-		_, der, _ := handshake.ParsePublicKey(pubPEM)
-		if old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der}); err == nil {
-			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
-				return old, nil
-			}
-		}
-	}
-	return fresh, nil
 }
 
 // refused records a refused artifact as a Stalled condition; the pass goes

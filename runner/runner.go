@@ -81,5 +81,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		}
 		res.Kubeconfigs[string(id.Spec.ClusterID)] = where
 	}
+	if rm, ok := r.Backend.(backend.KubeconfigRemover); ok {
+		for _, provider := range res.Output.Revoked {
+			if err := rm.RemoveKubeconfig(ctx, provider); err != nil {
+				return nil, fmt.Errorf("cluster %s: remove kubeconfig for %s: %w", r.Backend.ClusterID(), provider, err)
+			}
+		}
+	}
 	return res, nil
 }

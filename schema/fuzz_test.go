@@ -33,6 +33,9 @@ func FuzzParse(f *testing.F) {
 		{false, "a: 1\n---\nb: 2\n"},
 		{false, "clusters: [{id: " + id52 + "}]\npeerings: [{consumer: " + id51 + ", provider: x}]"},
 		{false, "- id: alpha\n"},
+		{false, "clusters:\n- id: hub\n  provider:\n    certificateLifetime: 720h\n    classes:\n    - name: small\n      caps: {cpu: \"4\", memory: 8Gi}\n- id: edge\npeerings:\n- consumer: edge\n  provider: hub\n  policy: open\n  tenantCondition: Drained\n  slices:\n  - name: s1\n    class: small\n    resources: {cpu: 500m, nvidia.com/gpu: \"1\"}\n    createVirtualNode: false\n"},
+		{false, "clusters: [{id: a, provider: {nonceLifetime: 5, classes: [{caps: {CPU!: 1, cpu: 2x}}]}}]\npeerings: [{consumer: a, provider: a, policy: loose, slices: [{resources: {}, x: 1}]}]"},
+		{true, "clusters: [{id: \"hub\", provider: classes: [{name: \"c\", caps: {cpu: \"1\"}}]}, {id: \"e\"}]\npeerings: [{consumer: \"e\", provider: \"hub\", slices: [{name: \"s\", resources: cpu: \"1\"}]}]"},
 		{false, "clusters: &c [{id: a}]\npeerings: [{consumer: a, provider: a}]\n"},
 		{false, `{"clusters": [{"id": "a"}, {"id": "b", "fingerprint": "` + fpBeta + `"}], "peerings": [{"consumer": "b", "provider": "a"}]}`},
 	}

@@ -114,6 +114,13 @@ func TestJSONSchemaAgreesWithParse(t *testing.T) {
 		{"missing id", "clusters: [{fingerprint: '" + fpBeta + "'}]", false, false},
 		{"missing provider", "peerings: [{consumer: a}]", false, false},
 		{"wrong type", "clusters: {id: a}", false, false},
+		{"provider terms and slices", `clusters: [{id: a, provider: {certificateLifetime: 720h, classes: [{name: small, caps: {cpu: "4", nvidia.com/gpu: "1"}}]}}, {id: b}]
+peerings: [{consumer: b, provider: a, policy: open, slices: [{name: s, class: small, resources: {cpu: 500m}}]}]`, true, false},
+		{"bad duration", "clusters: [{id: a, provider: {nonceLifetime: 1 week}}]", false, false},
+		{"bad quantity", "clusters: [{id: a, provider: {classes: [{name: c, caps: {cpu: lots}}]}}]", false, false},
+		{"bad resource name", "clusters: [{id: a, provider: {classes: [{name: c, caps: {CPU!: '1'}}]}}]", false, false},
+		{"bad policy", "peerings: [{consumer: a, provider: b, policy: loose}]", false, false},
+		{"slice without resources", "peerings: [{consumer: a, provider: b, slices: [{name: s}]}]", false, false},
 		{"unknown cluster", "peerings: [{consumer: a, provider: b}]", false, true},
 		{"duplicate cluster", "clusters: [{id: a}, {id: a}]", false, true},
 		{"self-peering", "clusters: [{id: a}]\npeerings: [{consumer: a, provider: a}]", false, true},

@@ -539,14 +539,28 @@ func (w *walker) walkStruct(doc, sch cue.Value, sels []cue.Selector) {
 		name := sel.Unquoted()
 		present[name] = true
 		child := append(slices.Clip(sels), cue.Str(name))
-		i := slices.IndexFunc(fields, func(f field) bool { return f.name == name })
-		if i < 0 {
+		var fieldSchema cue.Value
+		if i := slices.IndexFunc(fields, func(f field) bool { return f.name == name }); i >= 0 {
+			fieldSchema = fields[i].v
+		} else if sch.Allows(cue.Str(name)) {
+			// A key of a map such as {[#ResourceName]: #Quantity}: its
+			// schema is the pattern's value.
+			fieldSchema = sch.LookupPath(cue.MakePath(cue.Str(name).Optional()))
+		} else {
+			msg := fmt.Sprintf("field not allowed (allowed: %s)", strings.Join(allowed, ", "))
+			switch {
+			case len(sels) > 0 && mapFields[sels[len(sels)-1].String()]:
+				msg = fmt.Sprintf("invalid resource name %q: want a Kubernetes resource name such as cpu, memory, pods or nvidia.com/gpu", name)
+			case len(fields) == 0:
+				msg = fmt.Sprintf("field %q not allowed", name)
+			}
 			// The label is the offending token here, not the value.
-			w.flag(dit.Value().Pos(), cue.MakePath(child...).String(),
-				fmt.Sprintf("field not allowed (allowed: %s)", strings.Join(allowed, ", ")))
+			w.flag(dit.Value().Pos(), cue.MakePath(child...).String(), msg)
 			continue
 		}
-		w.walk(dit.Value(), fields[i].v, child)
+		if fieldSchema.Exists() {
+			w.walk(dit.Value(), fieldSchema, child)
+		}
 	}
 	for _, f := range fields {
 		if f.required && !present[f.name] {
@@ -584,6 +598,9 @@ var explainers = map[string]func(string) string{
 	"clusters[*].provider.classes[*].caps.*":   explainQuantity,
 	"clusters[*].provider.certificateLifetime": explainDuration,
 	"clusters[*].provider.nonceLifetime":       explainDuration,
+	"clusters[*].provider.classes[*].name":     explainDNSLabel,
+	"peerings[*].slices[*].name":               explainDNSLabel,
+	"peerings[*].slices[*].class":              explainDNSLabel,
 }
 
 // mapFields are the maps keyed by resource name; explainers see their keys as *.
@@ -615,6 +632,16 @@ func explainClusterID(id string) string {
 	}
 	if n := utf8.RuneCountInString(id); n > maxClusterIDLength {
 		return fmt.Sprintf("cluster id %q is %d characters long, more than %d: Liqo's tenant namespace \"liqo-tenant-<id>\" must fit in 63 characters", id, n, maxClusterIDLength)
+	}
+	return ""
+}
+
+func explainDNSLabel(name string) string {
+	if !clusterIDPattern.MatchString(name) {
+		return fmt.Sprintf("invalid name %q: want a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)", name)
+	}
+	if n := utf8.RuneCountInString(name); n > 63 {
+		return fmt.Sprintf("name %q is %d characters long, more than 63", name, n)
 	}
 	return ""
 }

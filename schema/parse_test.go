@@ -79,6 +79,45 @@ peerings: [{consumer: a, provider: b}, {consumer: b, provider: a}]
 			Clusters: []Cluster{{ID: "a"}, {ID: "b"}},
 			Peerings: []Peering{{Consumer: "a", Provider: "b"}, {Consumer: "b", Provider: "a"}},
 		}},
+		{"provider terms, policies and slices", "peering.yaml", `
+clusters:
+  - id: hub
+    provider:
+      certificateLifetime: 720h
+      nonceLifetime: 90m
+      classes:
+        - name: small
+          caps: {cpu: "4", memory: 8Gi, nvidia.com/gpu: "1"}
+  - id: edge
+peerings:
+  - consumer: edge
+    provider: hub
+    policy: token
+    tenantCondition: Cordoned
+    slices:
+      - name: s1
+        class: small
+        resources: {cpu: 500m, memory: 2Gi}
+        createVirtualNode: false
+      - name: s2
+        resources: {}
+`, &Spec{
+			Clusters: []Cluster{
+				{ID: "hub", Provider: &ProviderSettings{
+					CertificateLifetime: "720h",
+					NonceLifetime:       "90m",
+					Classes:             []SliceClass{{Name: "small", Caps: map[string]string{"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "1"}}},
+				}},
+				{ID: "edge"},
+			},
+			Peerings: []Peering{{
+				Consumer: "edge", Provider: "hub", Policy: PolicyToken, TenantCondition: "Cordoned",
+				Slices: []Slice{
+					{Name: "s1", Class: "small", Resources: map[string]string{"cpu": "500m", "memory": "2Gi"}, CreateVirtualNode: new(false)},
+					{Name: "s2", Resources: map[string]string{}},
+				},
+			}},
+		}},
 		{"51-character id", "peering.yaml", "clusters: [{id: " + id51 + "}]", &Spec{Clusters: []Cluster{{ID: id51}}}},
 		{"one-character and digit-only ids", "peering.yaml", "clusters: [{id: x}, {id: \"42\"}]",
 			&Spec{Clusters: []Cluster{{ID: "x"}, {ID: "42"}}}},
@@ -221,6 +260,46 @@ peerings:
 		{"unknown field next to a wrong type in the same struct", "peering.cue", `clusters: [{id: 7, extra: true}]`, []string{
 			`peering.cue:1:17: clusters[0].id: expected string, got int`,
 			`peering.cue:1:20: clusters[0].extra: field not allowed (allowed: id, fingerprint, provider)`,
+		}},
+		{"provider terms", "peering.yaml", `clusters:
+- id: hub
+  provider:
+    certificateLifetime: 30 days
+    nonceLifetime: 5
+    classes:
+    - name: Small
+      caps: {cpu: 4, memory: 8GB, CPU!: "1"}
+    - caps: {}
+`, []string{
+			`peering.yaml:4:26: clusters[0].provider.certificateLifetime: "30 days" is not a duration (e.g. "720h", "90m")`,
+			`peering.yaml:5:20: clusters[0].provider.nonceLifetime: expected string, got int: quote the value`,
+			`peering.yaml:7:13: clusters[0].provider.classes[0].name: invalid name "Small": ` + idRules,
+			`peering.yaml:8:19: clusters[0].provider.classes[0].caps.cpu: expected string, got int: quote the value`,
+			`peering.yaml:8:30: clusters[0].provider.classes[0].caps.memory: "8GB" is not a Kubernetes quantity (e.g. "4", "500m", "8Gi")`,
+			`peering.yaml:8:35: clusters[0].provider.classes[0].caps."CPU!": invalid resource name "CPU!": want a Kubernetes resource name such as cpu, memory, pods or nvidia.com/gpu`,
+			`peering.yaml:9:7: clusters[0].provider.classes[1].name: field is required but not present`,
+		}},
+		{"peering policy, condition and slices", "peering.yaml", `clusters: [{id: hub}, {id: edge}]
+peerings:
+- consumer: edge
+  provider: hub
+  policy: loose
+  tenantCondition: active
+  slices:
+  - name: s1
+    class: Small
+    resources: {cpu: 2x}
+    createVirtualNode: "yes"
+  - resources: {}
+    extra: 1
+`, []string{
+			`peering.yaml:5:11: peerings[0].policy: policy "loose" is not one of pinned, open, token`,
+			`peering.yaml:6:20: peerings[0].tenantCondition: tenantCondition "active" is not one of Active, Cordoned, Drained`,
+			`peering.yaml:9:12: peerings[0].slices[0].class: invalid name "Small": ` + idRules,
+			`peering.yaml:10:22: peerings[0].slices[0].resources.cpu: "2x" is not a Kubernetes quantity (e.g. "4", "500m", "8Gi")`,
+			`peering.yaml:11:24: peerings[0].slices[0].createVirtualNode: expected bool, got string`,
+			`peering.yaml:12:5: peerings[0].slices[1].name: field is required but not present`,
+			`peering.yaml:13:5: peerings[0].slices[1].extra: field not allowed (allowed: name, class, resources, createVirtualNode)`,
 		}},
 		{"wrong types", "peering.cue", `clusters: {id: "alpha"}
 peerings: [

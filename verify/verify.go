@@ -11,8 +11,10 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/artifact"
@@ -45,7 +47,7 @@ func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Problem {
 	v.clusters()
 	v.files()
 	for _, p := range spec.Peerings {
-		v.peering(p.Consumer, p.Provider)
+		v.peering(p)
 	}
 	sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].File < v.problems[j].File })
 	return v.problems
@@ -161,8 +163,9 @@ func (v *verifier) read(file string) ([]byte, bool) {
 
 // peering re-runs both sides' checks on whatever artifacts exist. The
 // provider's nonce is checked against the one it published (the secret it
-// derives from is not in Git).
-func (v *verifier) peering(consumer, provider string) {
+// derives from is not in Git), and a token proof cannot be checked offline.
+func (v *verifier) peering(pr schema.Peering) {
+	consumer, provider := pr.Consumer, pr.Provider
 	c, p := v.infos[consumer], v.infos[provider]
 	nonceFile := layout.InboxPath(consumer, provider, layout.NonceFile)
 	tenantFile := layout.InboxPath(provider, consumer, layout.TenantFile)
@@ -179,20 +182,37 @@ func (v *verifier) peering(consumer, provider string) {
 			hasNonce = false
 		}
 	}
-	tenantOK := false
+	// The key a Tenant must carry: the published one under "pinned", the
+	// first one accepted (the provider's rendered Tenant) under open/token.
+	var pinned []byte
+	havePin := false
+	switch {
+	case pr.AcceptPolicy() == schema.PolicyPinned && c != nil:
+		_, pinned, _ = handshake.ParsePublicKey([]byte(c.PublicKey))
+		havePin = true
+	case pr.AcceptPolicy() != schema.PolicyPinned:
+		havePin = true
+		rendered := path.Join(layout.PeerDir(provider, consumer), liqo.ObjectFileName("Tenant", consumer))
+		if data, ok := v.read(rendered); ok {
+			if t, err := artifact.DecodeTenant(rendered, data); err == nil {
+				_, pinned, _ = handshake.ParsePublicKey(t.Spec.PublicKey)
+			}
+		}
+	}
+	var tenantKey []byte
+	spec, _ := v.spec.Cluster(consumer)
 	switch {
 	case hasTenant && !hasNonce:
 		v.add(tenantFile, "", "answers no valid nonce from %s", provider)
-	case hasTenant && c == nil:
+	case hasTenant && !havePin:
 		v.add(tenantFile, "", "%s has not published a valid cluster.yaml to pin its key", consumer)
 	case hasTenant:
-		_, der, _ := handshake.ParsePublicKey([]byte(c.PublicKey))
-		t, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: der})
+		t, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: spec.Fingerprint})
 		if err != nil {
 			v.addErr(err)
 			break
 		}
-		tenantOK = true
+		_, tenantKey, _ = handshake.ParsePublicKey(t.Spec.PublicKey)
 		if e, err := artifact.TenantEpoch(tenantFile, t); err != nil {
 			v.addErr(err)
 		} else if e != nonce.Epoch {
@@ -200,24 +220,79 @@ func (v *verifier) peering(consumer, provider string) {
 		}
 		v.sameAsRendered(provider, consumer, liqo.ObjectFileName("Tenant", consumer), tenantData, "spec")
 	}
-	if !hasIdentity {
-		return
+	if hasIdentity {
+		if tenantKey == nil {
+			v.add(identityFile, "", "issued without a valid Tenant from %s", consumer)
+		}
+		if p == nil {
+			v.add(identityFile, "", "%s has not published a valid cluster.yaml", provider)
+		} else if tenantKey != nil {
+			if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
+				ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now,
+			}); err != nil {
+				v.addErr(err)
+			} else {
+				v.sameAsRendered(consumer, provider, liqo.ObjectFileName("Identity", liqo.ControlPlaneIdentityName(provider)), identityData, "spec")
+			}
+		}
 	}
-	if !tenantOK {
-		v.add(identityFile, "", "issued without a valid Tenant from %s", consumer)
+	v.slices(consumer, provider, p, tenantKey)
+}
+
+// slices checks every slice request (its CSR against the Tenant's key) and
+// every answer (an accepted one must carry a certificate of the provider's CA
+// for the consumer's key and the slice's subject, and answer a request).
+func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tenantKey []byte) {
+	reqDir := layout.ClusterPath(provider, layout.InboxDir, consumer)
+	requests := map[string]*authv1beta1.ResourceSlice{}
+	entries, _ := fs.ReadDir(v.tree, reqDir)
+	for _, e := range entries {
+		name, ok := artifact.SliceName(e.Name())
+		if !ok {
+			continue
+		}
+		file := path.Join(reqDir, e.Name())
+		data, ok := v.read(file)
+		if !ok {
+			continue
+		}
+		if tenantKey == nil {
+			v.add(file, "", "slice request without a valid Tenant from %s", consumer)
+			continue
+		}
+		rs, err := artifact.VerifySliceRequest(file, data, name, consumer, provider, tenantKey)
+		if err != nil {
+			v.addErr(err)
+			continue
+		}
+		requests[name] = rs
 	}
-	if c == nil || p == nil {
-		v.add(identityFile, "", "%s or %s has not published a valid cluster.yaml", consumer, provider)
-		return
+	ansDir := layout.ClusterPath(consumer, layout.InboxDir, provider)
+	entries, _ = fs.ReadDir(v.tree, ansDir)
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".status.yaml")
+		if !ok || !strings.HasPrefix(name, "resourceslice-") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "resourceslice-")
+		file := path.Join(ansDir, e.Name())
+		data, ok := v.read(file)
+		if !ok {
+			continue
+		}
+		req, ok := requests[name]
+		if !ok {
+			v.add(file, "", "answers no valid request of %s", consumer)
+			continue
+		}
+		if p == nil || tenantKey == nil {
+			continue
+		}
+		_, err := artifact.VerifySliceAnswer(file, data, req, artifact.IdentityCheck{ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now})
+		if err != nil && !errors.Is(err, artifact.ErrStaleAnswer) {
+			v.addErr(err)
+		}
 	}
-	_, der, _ := handshake.ParsePublicKey([]byte(c.PublicKey))
-	if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
-		ConsumerID: consumer, Provider: p, ConsumerKeyDER: der, Now: v.now,
-	}); err != nil {
-		v.addErr(err)
-		return
-	}
-	v.sameAsRendered(consumer, provider, liqo.ObjectFileName("Identity", liqo.ControlPlaneIdentityName(provider)), identityData, "spec")
 }
 
 // sameAsRendered checks that the copy a cluster rendered for itself (what

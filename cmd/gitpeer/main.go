@@ -76,6 +76,7 @@ Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		newStatusCmd(),
 		newDemoCmd(),
 		newSchemaCmd(),
+		newTokenCmd(),
 	)
 	return root
 }

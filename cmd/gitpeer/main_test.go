@@ -100,7 +100,7 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 	if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
 		t.Fatalf("status: %+v", peerings)
 	}
-	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready") {
+	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready  true   -") {
 		t.Fatalf("status table: %d\n%s", code, out)
 	}
 	if code, out, _ := gitpeer(t, "verify", work); code != 0 {

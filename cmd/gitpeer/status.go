@@ -40,9 +40,9 @@ and the conditions each side reports.`,
 				return enc.Encode(peerings)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tSTEP\tREADY\tMESSAGE")
+			fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tSTEP\tREADY\tSLICES\tMESSAGE")
 			for _, p := range peerings {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.SliceSummary(), p.Summary())
 			}
 			return tw.Flush()
 		},

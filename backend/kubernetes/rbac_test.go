@@ -1,0 +1,200 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/handshake"
+)
+
+// rbacManifests is manifests/rbac built with kustomize.
+type rbacManifests struct {
+	ServiceAccount     corev1.ServiceAccount
+	Role               rbacv1.Role
+	RoleBinding        rbacv1.RoleBinding
+	ClusterRole        rbacv1.ClusterRole
+	ClusterRoleBinding rbacv1.ClusterRoleBinding
+}
+
+func loadRBAC(t *testing.T) *rbacManifests {
+	t.Helper()
+	dir, err := filepath.Abs("../../manifests/rbac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build manifests/rbac: %v", err)
+	}
+	var m rbacManifests
+	targets := map[string]any{
+		"ServiceAccount": &m.ServiceAccount, "Role": &m.Role, "RoleBinding": &m.RoleBinding,
+		"ClusterRole": &m.ClusterRole, "ClusterRoleBinding": &m.ClusterRoleBinding,
+	}
+	for _, r := range rm.Resources() {
+		into, ok := targets[r.GetKind()]
+		if !ok {
+			t.Fatalf("manifests/rbac: unexpected %s %s", r.GetKind(), r.GetName())
+		}
+		delete(targets, r.GetKind())
+		data, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(data, into); err != nil {
+			t.Fatalf("manifests/rbac: %s: %v", r.GetKind(), err)
+		}
+	}
+	if len(targets) != 0 {
+		t.Fatalf("manifests/rbac lacks %v", targets)
+	}
+	return &m
+}
+
+func TestRBACManifestsShape(t *testing.T) {
+	m := loadRBAC(t)
+	sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "gitpeer", Namespace: "gitpeer-system"}
+	if m.ServiceAccount.Name != sa.Name || m.ServiceAccount.Namespace != sa.Namespace {
+		t.Errorf("service account %s/%s", m.ServiceAccount.Namespace, m.ServiceAccount.Name)
+	}
+	if m.Role.Namespace != DefaultLiqoNamespace || m.RoleBinding.Namespace != DefaultLiqoNamespace {
+		t.Errorf("role and binding in %q and %q, want the Liqo namespace", m.Role.Namespace, m.RoleBinding.Namespace)
+	}
+	if m.RoleBinding.RoleRef.Name != m.Role.Name || m.RoleBinding.RoleRef.Kind != "Role" || !slices.Equal(m.RoleBinding.Subjects, []rbacv1.Subject{sa}) {
+		t.Errorf("role binding: %+v", m.RoleBinding)
+	}
+	if m.ClusterRoleBinding.RoleRef.Name != m.ClusterRole.Name || m.ClusterRoleBinding.RoleRef.Kind != "ClusterRole" || !slices.Equal(m.ClusterRoleBinding.Subjects, []rbacv1.Subject{sa}) {
+		t.Errorf("cluster role binding: %+v", m.ClusterRoleBinding)
+	}
+	approve := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
+		ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}}
+	if !slices.ContainsFunc(m.ClusterRole.Rules, func(r rbacv1.PolicyRule) bool { return fmt.Sprint(r) == fmt.Sprint(approve) }) {
+		t.Errorf("cluster role lacks %+v", approve)
+	}
+	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.ClusterRole.Rules} {
+		for _, r := range rules {
+			for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs) {
+				if s == "*" {
+					t.Errorf("wildcard in %+v", r)
+				}
+			}
+			if slices.Contains(r.Verbs, "list") && slices.Contains(r.Resources, "secrets") {
+				t.Errorf("secrets may be listed: %+v", r)
+			}
+		}
+	}
+}
+
+// allows reports whether rules permit a request.
+func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+			(len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRBACCoversExactlyWhatTheBackendDoes runs every operation of the backend
+// on a fake clientset and checks each request against manifests/rbac, as
+// the RBAC authorizer would: every request is allowed, and every rule is used
+// by some request (signers/approve is checked by the API server on the
+// approval update; the real-cluster test exercises it).
+func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
+	m := loadRBAC(t)
+	ca := testCA(t)
+	cs := newClientset()
+	opts := testOptions(ca)
+	opts.ClusterID = ""
+	cs.Tracker().Add(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", true))
+	ctx := context.Background()
+
+	b, _ := initBackend(t, cs, opts)
+	if _, err := NewWithClients(ctx, opts, cs.CoreV1(), cs.CertificatesV1()); err != nil {
+		t.Fatal(err)
+	}
+	signer(t, cs, signWith(t, ca))
+	signerActions := len(cs.Actions()) // the fake signer's own watch is not the backend's
+	csrPEM, _ := handshake.ControlPlaneCSR(b.Signer(), "alpha")
+	cert, err := b.SignCSR(ctx, csrPEM, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := testIdentity(t, ca, b)
+	if _, err := b.StoreKubeconfig(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	id.Spec.AuthParams.SignedCRT = cert
+	if _, err := b.StoreKubeconfig(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RemoveKubeconfig(ctx, "beta"); err != nil {
+		t.Fatal(err)
+	}
+	// Init with the Liqo namespace missing: it is created (configmap kept).
+	cs2 := newClientset(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", false))
+	initBackend(t, cs2, opts)
+
+	type rule struct{ group, resource, verb string }
+	used := map[rule]bool{}
+	actions := slices.Concat(cs.Actions()[:signerActions-1], cs.Actions()[signerActions:], cs2.Actions())
+	for _, a := range actions {
+		if a.GetSubresource() == "status" {
+			continue // the fake signer's UpdateStatus
+		}
+		res := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			res += "/" + a.GetSubresource()
+		}
+		var name string
+		switch a := a.(type) {
+		case k8stesting.GetAction:
+			name = a.GetName()
+		case k8stesting.DeleteAction:
+			name = a.GetName()
+		case k8stesting.UpdateAction:
+			name = a.GetObject().(metav1.Object).GetName()
+		}
+		group := a.GetResource().Group
+		ok := allows(m.ClusterRole.Rules, group, res, a.GetVerb(), name) ||
+			(a.GetNamespace() == m.Role.Namespace && allows(m.Role.Rules, group, res, a.GetVerb(), name))
+		if !ok {
+			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", a.GetVerb(), res, name, a.GetNamespace())
+		}
+		used[rule{group, res, a.GetVerb()}] = true
+	}
+	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.ClusterRole.Rules} {
+		for _, r := range rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						if !used[rule{g, res, v}] && !(res == "signers" && v == "approve") {
+							t.Errorf("manifests/rbac grants %s %s (group %q) but the backend never does it", v, res, g)
+						}
+					}
+				}
+			}
+		}
+	}
+	if t.Failed() {
+		var seen []string
+		for _, a := range actions {
+			seen = append(seen, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource()+" ns="+a.GetNamespace())
+		}
+		t.Log("requests:\n" + strings.Join(seen, "\n"))
+	}
+}

@@ -1,0 +1,189 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// consume advances one peering where this cluster is the consumer.
+func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject) error {
+	provider := pr.Provider
+	ci, ok := p.peerInfo(provider, st)
+	if !ok {
+		return nil
+	}
+	nonceFile := layout.InboxPath(p.self, provider, layout.NonceFile)
+	data, found, err := p.read(nonceFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s", provider, nonceFile)
+		return nil
+	}
+	nonce, err := artifact.ParseNonce(nonceFile, data, p.self)
+	if err != nil {
+		return p.refused(st, layout.StepPending, err)
+	}
+	tenant, err := p.tenantFor(provider, nonce, pr.AcceptPolicy())
+	if err != nil {
+		return err
+	}
+	if err := p.put(layout.InboxPath(provider, p.self, layout.TenantFile), tenant); err != nil {
+		return err
+	}
+
+	identityFile := layout.InboxPath(p.self, provider, layout.IdentityFile)
+	data, found, err = p.read(identityFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s", provider, identityFile)
+		return nil
+	}
+	_, keyDER, err := handshake.ParsePublicKey([]byte(p.me.PublicKey))
+	if err != nil {
+		return err
+	}
+	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now}
+	identity, err := artifact.VerifyIdentity(identityFile, data, check)
+	if err != nil {
+		return p.refused(st, layout.StepTenantSent, err)
+	}
+	if err := p.render(provider, "Namespace", liqo.TenantNamespace(provider), liqo.Namespace(provider)); err != nil {
+		return err
+	}
+	clean := liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams)
+	if err := p.render(provider, authv1beta1.IdentityKind, clean.Name, clean); err != nil {
+		return err
+	}
+	p.out.Identities = append(p.out.Identities, clean)
+	if err := p.requestSlices(pr, check, st); err != nil {
+		return err
+	}
+	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
+	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s",
+		provider, notAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// tenantFor builds this cluster's Tenant answering nonce. Ed25519 signatures
+// and CSRs are deterministic, so the bytes are stable pass after pass; an
+// existing Tenant that still answers the same nonce is kept for keys whose
+// signatures are not.
+func (p *pass) tenantFor(provider string, nonce artifact.Nonce, pol string) (*authv1beta1.Tenant, error) {
+	signer := p.in.Backend.Signer()
+	sig, err := handshake.SignNonce(signer, nonce.Value)
+	if err != nil {
+		return nil, fmt.Errorf("sign nonce from %s: %w", provider, err)
+	}
+	csr, err := handshake.ControlPlaneCSR(signer, p.self)
+	if err != nil {
+		return nil, fmt.Errorf("csr for %s: %w", provider, err)
+	}
+	pubPEM, err := handshake.MarshalPublicKey(signer.Public())
+	if err != nil {
+		return nil, err
+	}
+	fresh := artifact.NewTenant(p.self, nonce, pubPEM, csr, sig)
+	if pol == schema.PolicyToken {
+		// Without a token the Tenant goes out without proof and the provider
+		// answers EmptyRefused, as Liqo v0.2 did.
+		if store, ok := p.in.Backend.(backend.TokenStore); ok {
+			if token, err := store.Token(provider); err == nil {
+				fresh.Annotations[artifact.AnnotationTokenProof] = artifact.TokenProof(token, nonce.Value)
+			} else if !errors.Is(err, backend.ErrNoToken) {
+				return nil, err
+			}
+		}
+	}
+	file := layout.InboxPath(provider, p.self, layout.TenantFile)
+	if data, found, _ := p.read(file); found {
+		_, der, _ := handshake.ParsePublicKey(pubPEM)
+		old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der})
+		if err == nil && old.Annotations[artifact.AnnotationTokenProof] == fresh.Annotations[artifact.AnnotationTokenProof] {
+			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
+				return old, nil
+			}
+		}
+	}
+	return fresh, nil
+}
+
+// requestSlices writes a request for every slice the spec asks of the
+// provider and, for each accepted answer, renders the ResourceSlice and its
+// "resourceslice-<name>" Identity into this cluster's kustomization.
+func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st *peeringObject) error {
+	provider := pr.Provider
+	for _, s := range pr.Slices {
+		resources, err := quantities(s.Resources)
+		if err != nil {
+			return fmt.Errorf("spec: peering %s → %s: slice %s: %w", pr.Consumer, provider, s.Name, err)
+		}
+		csr, err := handshake.ResourceSliceCSR(p.in.Backend.Signer(), s.Name, p.self)
+		if err != nil {
+			return fmt.Errorf("slice %s csr: %w", s.Name, err)
+		}
+		req := liqo.ResourceSlice(s.Name, p.self, provider, s.Class, resources, s.VirtualNode(), csr)
+		if err := p.put(layout.InboxPath(provider, p.self, artifact.SliceFile(s.Name)), req); err != nil {
+			return err
+		}
+		answerFile := layout.InboxPath(p.self, provider, artifact.SliceAnswerFile(s.Name))
+		data, found, err := p.read(answerFile)
+		if err != nil {
+			return err
+		}
+		pending := layout.SliceStatus{Name: s.Name, Authentication: "Pending", Resources: "Pending", Reason: "WaitingForDecision",
+			Message: fmt.Sprintf("waiting for %s to decide in %s", provider, answerFile)}
+		if !found {
+			st.status.Slices = append(st.status.Slices, pending)
+			continue
+		}
+		// The request must round-trip through YAML to compare with the answer.
+		reqData, err := liqo.Encode(req)
+		if err != nil {
+			return err
+		}
+		if req, err = liqo.DecodeResourceSlice(reqData); err != nil {
+			return err
+		}
+		ans, err := artifact.VerifySliceAnswer(answerFile, data, req, check)
+		if errors.Is(err, artifact.ErrStaleAnswer) {
+			st.status.Slices = append(st.status.Slices, pending)
+			continue
+		}
+		var ae *artifact.Error
+		if errors.As(err, &ae) {
+			st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: s.Name, Authentication: "Denied", Resources: "Pending",
+				Reason: ae.Reason, Message: ae.Error()})
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st.status.Slices = append(st.status.Slices, sliceStatus(ans.Slice))
+		if !ans.Accepted {
+			continue
+		}
+		if err := p.render(provider, authv1beta1.ResourceSliceKind, req.Name, req); err != nil {
+			return err
+		}
+		id := liqo.ResourceSliceIdentity(s.Name, provider, *ans.Slice.Status.AuthParams)
+		if err := p.render(provider, authv1beta1.IdentityKind, id.Name, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

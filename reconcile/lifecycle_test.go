@@ -1,0 +1,447 @@
+package reconcile_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+func (w *world) setSpec(src string) {
+	w.t.Helper()
+	spec, err := schema.Parse("peering.cue", []byte(src))
+	if err != nil {
+		w.t.Fatalf("spec: %v", err)
+	}
+	w.spec = spec
+}
+
+// converge runs alternating passes (providers first) until a full round
+// changes nothing, and returns the number of passes that committed.
+func (w *world) converge(order ...string) int {
+	w.t.Helper()
+	commits := 0
+	for round := 0; round < 10; round++ {
+		changed := false
+		for _, id := range order {
+			if _, plan := w.pass(id); !plan.Empty() {
+				commits++
+				changed = true
+			}
+		}
+		if !changed {
+			return commits
+		}
+	}
+	w.t.Fatal("no convergence in 10 rounds")
+	return commits
+}
+
+func (w *world) slice(cluster, consumer, provider, name string) *layout.SliceStatus {
+	w.t.Helper()
+	st, err := layout.ReadStatus(w.tree, cluster)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ps := st.Find(consumer, provider)
+	if ps == nil {
+		w.t.Fatalf("%s has no status for %s → %s", cluster, consumer, provider)
+	}
+	for i := range ps.Slices {
+		if ps.Slices[i].Name == name {
+			return &ps.Slices[i]
+		}
+	}
+	w.t.Fatalf("%s has no status for slice %s: %+v", cluster, name, ps.Slices)
+	return nil
+}
+
+func (w *world) status(cluster, consumer, provider string) *layout.PeeringStatus {
+	st, err := layout.ReadStatus(w.tree, cluster)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return st.Find(consumer, provider)
+}
+
+const slicesSpec = `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta", slices: [
+	{name: "pool", resources: {cpu: "2", memory: "4Gi"}},
+	{name: "huge", resources: {cpu: "16"}},
+	{name: "novn", resources: {pods: "30"}, createVirtualNode: false},
+]}]
+`
+
+func TestSlicesAreDecidedAndRendered(t *testing.T) {
+	w := newWorld(t, slicesSpec)
+	if n := w.converge("beta", "alpha"); n != 6 {
+		t.Errorf("%d committing passes, want 6 (handshake 4, answer, render)", n)
+	}
+	pool := w.slice("alpha", "alpha", "beta", "pool")
+	if pool.Authentication != "Accepted" || pool.Resources != "Accepted" {
+		t.Errorf("pool: %+v", pool)
+	}
+	huge := w.slice("alpha", "alpha", "beta", "huge")
+	if huge.Resources != "Denied" || huge.Reason != liqo.ReasonSliceResourcesDenied || !strings.Contains(huge.Message, "cpu: requested 16 exceeds the cap 4 of class default") {
+		t.Errorf("huge: %+v", huge)
+	}
+	if got := w.slice("beta", "alpha", "beta", "huge"); got.Resources != "Denied" {
+		t.Errorf("provider's view of huge: %+v", got)
+	}
+	// Only the control plane and the two granted slices were signed.
+	if got := w.backends["beta"].signed; got != 3 {
+		t.Errorf("beta signed %d CSRs, want 3", got)
+	}
+	answer, err := liqo.DecodeResourceSlice(w.tree["clusters/alpha/inbox/beta/resourceslice-huge.status.yaml"].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer.Status.AuthParams != nil {
+		t.Error("a denied slice carries a certificate")
+	}
+	rsFile := "clusters/alpha/liqo/beta/resourceslice-pool.yaml"
+	idFile := "clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml"
+	if !w.has(rsFile) || !w.has(idFile) || w.has("clusters/alpha/liqo/beta/resourceslice-huge.yaml") {
+		t.Fatalf("rendered slices wrong: %v", keys(w.tree, "clusters/alpha/liqo/"))
+	}
+	rs, _ := liqo.DecodeResourceSlice(w.tree[rsFile].Data)
+	if rs.Annotations[liqo.AnnotationCreateVirtualNode] != "true" || rs.Labels[liqo.LabelReplication] != "true" || rs.Labels[liqo.LabelRemoteID] != "beta" ||
+		string(*rs.Spec.ConsumerClusterID) != "alpha" || string(*rs.Spec.ProviderClusterID) != "beta" || rs.Namespace != "liqo-tenant-beta" {
+		t.Errorf("rendered ResourceSlice %+v", rs)
+	}
+	novn, _ := liqo.DecodeResourceSlice(w.tree["clusters/alpha/liqo/beta/resourceslice-novn.yaml"].Data)
+	if _, ok := novn.Annotations[liqo.AnnotationCreateVirtualNode]; ok {
+		t.Error("createVirtualNode: false still annotates the slice")
+	}
+	id, _ := liqo.DecodeIdentity(w.tree[idFile].Data)
+	if id.Spec.Type != authv1beta1.ResourceSliceIdentityType || id.Labels[liqo.LabelResourceSliceName] != "pool" || id.Name != "resourceslice-pool" {
+		t.Errorf("slice Identity %+v", id)
+	}
+	key, _ := handshake.MarshalPublicKey(w.files["alpha"].Signer().Public())
+	_, der, _ := handshake.ParsePublicKey(key)
+	if err := handshake.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, w.files["beta"].CABundle(), der,
+		handshake.ResourceSliceCommonName("pool", "alpha"), "alpha", w.now); err != nil {
+		t.Errorf("slice certificate: %v", err)
+	}
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Errorf("%d further commits after convergence", n)
+	}
+}
+
+func keys(tree fstest.MapFS, prefix string) []string {
+	var out []string
+	for k := range tree {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestChangingASliceReDecidesAndRemovingItWithdrawsIt(t *testing.T) {
+	w := newWorld(t, slicesSpec)
+	w.converge("beta", "alpha")
+	w.setSpec(strings.Replace(slicesSpec, `cpu: "2", memory: "4Gi"`, `cpu: "8"`, 1))
+	w.converge("beta", "alpha")
+	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Denied" {
+		t.Fatalf("pool after growing past the cap: %+v", s)
+	}
+	if w.has("clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml") {
+		t.Fatal("a denied slice keeps its Identity")
+	}
+	w.setSpec(strings.Replace(slicesSpec, `{name: "pool", resources: {cpu: "2", memory: "4Gi"}},`, "", 1))
+	w.converge("beta", "alpha")
+	for k := range w.tree {
+		if strings.Contains(k, "resourceslice-pool") {
+			t.Errorf("%s survives the slice's removal", k)
+		}
+	}
+}
+
+func TestOpenPolicyPinsTheFirstKey(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta", policy: "open"}]
+`)
+	// Under open, the provider needs no published key: it never reads one.
+	published := w.tree["clusters/alpha/cluster.yaml"]
+	delete(w.tree, "clusters/alpha/cluster.yaml")
+	w.pass("beta")
+	w.tree["clusters/alpha/cluster.yaml"] = published
+	w.pass("alpha")
+	delete(w.tree, "clusters/alpha/cluster.yaml")
+	out, _ := w.pass("beta")
+	r := condition(peering(t, out, "alpha", "beta"), meta.ReadyCondition)
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "open policy: first key sha256:") {
+		t.Fatalf("Ready %+v", r)
+	}
+	// An impostor's Tenant with another key is now refused.
+	tamperTenant(t, w, func(tn *authv1beta1.Tenant) {
+		k, _ := handshake.GenerateKey()
+		nonce, _ := w.backends["beta"].Nonce("alpha", 0)
+		tn.Spec.Signature, _ = handshake.SignNonce(k, nonce)
+		tn.Spec.CSR, _ = handshake.ControlPlaneCSR(k, "alpha")
+		tn.Spec.PublicKey, _ = handshake.MarshalPublicKey(k.Public())
+	})
+	out, _ = w.pass("beta")
+	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != artifact.ReasonKeyNotPinned {
+		t.Fatalf("impostor under open policy: %+v", st)
+	}
+}
+
+func TestTokenPolicy(t *testing.T) {
+	spec := `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta", policy: "token"}]
+`
+	cases := []struct {
+		name          string
+		providerToken string
+		consumerToken string
+		reason        string
+	}{
+		{"accepts the shared token", "s3cret", "s3cret", ""},
+		{"refuses a wrong token as Refused", "s3cret", "guess", artifact.ReasonTokenRefused},
+		{"refuses a missing token as EmptyRefused", "s3cret", "", artifact.ReasonTokenEmptyRefused},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, spec)
+			if err := w.files["beta"].SetToken("alpha", []byte(tc.providerToken)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.consumerToken != "" {
+				if err := w.files["alpha"].SetToken("beta", []byte(tc.consumerToken)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.pass("beta")
+			w.pass("alpha")
+			out, _ := w.pass("beta")
+			ps := peering(t, out, "alpha", "beta")
+			if tc.reason == "" {
+				if r := condition(ps, meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "token accepted") {
+					t.Fatalf("Ready %+v", r)
+				}
+				if strings.Contains(string(w.tree["clusters/beta/inbox/alpha/tenant.yaml"].Data), tc.providerToken) {
+					t.Fatal("the token itself is in Git")
+				}
+				return
+			}
+			if st := condition(ps, meta.StalledCondition); st == nil || st.Reason != tc.reason {
+				t.Fatalf("Stalled %+v, want %s", st, tc.reason)
+			}
+			if w.has("clusters/alpha/inbox/beta/identity.yaml") || w.backends["beta"].signed != 0 {
+				t.Fatal("signed for a refused token")
+			}
+		})
+	}
+}
+
+func TestCordonKeepsSlicesAndDrainUnbinds(t *testing.T) {
+	w := newWorld(t, slicesSpec)
+	w.converge("beta", "alpha")
+	cordoned := strings.Replace(slicesSpec, `provider: "beta",`, `provider: "beta", tenantCondition: "Cordoned",`, 1)
+	w.setSpec(strings.Replace(cordoned, `{name: "novn"`, `{name: "late", resources: {cpu: "1"}}, {name: "novn"`, 1))
+	w.converge("beta", "alpha")
+	tn, _ := liqo.DecodeTenant(w.tree["clusters/beta/liqo/alpha/tenant-alpha.yaml"].Data)
+	if tn.Spec.TenantCondition != authv1beta1.TenantConditionCordoned {
+		t.Fatalf("tenant condition %q", tn.Spec.TenantCondition)
+	}
+	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Accepted" {
+		t.Errorf("cordon dropped an existing slice: %+v", s)
+	}
+	if s := w.slice("alpha", "alpha", "beta", "late"); s.Resources != "Denied" || !strings.Contains(s.Message, "cordoned") {
+		t.Errorf("cordon accepted a new slice: %+v", s)
+	}
+	w.setSpec(strings.Replace(slicesSpec, `provider: "beta",`, `provider: "beta", tenantCondition: "Drained",`, 1))
+	w.converge("beta", "alpha")
+	if w.has("clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml") ||
+		w.has("clusters/beta/liqo/alpha/clusterrolebinding-liqo-binding-liqo-virtual-kubelet-remote-clusterwide-alpha.yaml") {
+		t.Error("a drained tenant keeps its bindings")
+	}
+	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Denied" || !strings.Contains(s.Message, "drained") {
+		t.Errorf("drain kept a slice: %+v", s)
+	}
+	if w.has("clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml") {
+		t.Error("a drained slice keeps its Identity")
+	}
+}
+
+func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
+	w := newWorld(t, slicesSpec)
+	w.converge("beta", "alpha")
+	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}]`)
+
+	_, plan := w.pass("beta")
+	tn, err := liqo.DecodeTenant(w.tree["clusters/beta/liqo/alpha/tenant-alpha.yaml"].Data)
+	if err != nil || tn.Spec.TenantCondition != authv1beta1.TenantConditionDrained {
+		t.Fatalf("first revocation pass: tenant %v %v", tn, err)
+	}
+	for k := range w.tree {
+		if strings.Contains(k, "binding") {
+			t.Errorf("first revocation pass leaves %s", k)
+		}
+	}
+	if ps := w.status("beta", "alpha", "beta"); ps == nil || ps.Step != layout.StepRevoking {
+		t.Errorf("provider status while revoking: %+v", ps)
+	}
+	if !strings.Contains(plan.Message, "beta: ") {
+		t.Errorf("message %q", plan.Message)
+	}
+
+	out, _ := w.pass("alpha")
+	if len(out.Revoked) != 1 || out.Revoked[0] != "beta" {
+		t.Errorf("alpha does not drop its kubeconfig for beta: %v", out.Revoked)
+	}
+	w.pass("beta")
+	for k := range w.tree {
+		if strings.Contains(k, "/inbox/") || strings.Contains(k, "/liqo/") {
+			t.Errorf("%s survives the revocation", k)
+		}
+	}
+	if ps := w.status("beta", "alpha", "beta"); ps != nil {
+		t.Errorf("provider still reports the revoked peering: %+v", ps)
+	}
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Errorf("%d commits after revocation settled", n)
+	}
+}
+
+func TestAnExpiredNonceIsReplacedAndItsTenantRefused(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta", provider: {nonceLifetime: "1h"}}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`)
+	w.pass("beta")
+	w.now = w.now.Add(2 * time.Hour)
+	w.pass("alpha") // answers epoch 0, which expired
+	out, _ := w.pass("beta")
+	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != artifact.ReasonNonceExpired {
+		t.Fatalf("Stalled %+v", st)
+	}
+	n, err := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
+	if err != nil || n.Epoch != 1 {
+		t.Fatalf("fresh nonce: %+v %v", n, err)
+	}
+	if w.backends["beta"].signed != 0 {
+		t.Fatal("signed a Tenant over an expired nonce")
+	}
+	w.converge("beta", "alpha")
+	if ps := w.status("alpha", "alpha", "beta"); ps.Step != layout.StepReady {
+		t.Fatalf("after a fresh nonce: %+v", ps)
+	}
+	// Once settled, the nonce expiring changes nothing.
+	w.now = w.now.Add(48 * time.Hour)
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Errorf("%d commits once the settled nonce expired", n)
+	}
+}
+
+func TestReHandshakeAfterKeyLossNeedsNoCleanup(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta", provider: {nonceLifetime: "1h"}}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`)
+	w.converge("beta", "alpha")
+	// alpha loses its state dir: a new key, republished through review.
+	b, _, err := file.Init(t.TempDir()+"/state", file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.example:6443", Now: w.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Now = func() time.Time { return w.now }
+	w.files["alpha"], w.backends["alpha"] = b, &countingBackend{Backend: b}
+	w.publish("alpha")
+	w.now = w.now.Add(2 * time.Hour)
+	w.converge("beta", "alpha")
+	ps := w.status("alpha", "alpha", "beta")
+	if ps == nil || ps.Step != layout.StepReady {
+		t.Fatalf("after key loss: %+v", ps)
+	}
+	id, _ := liqo.DecodeIdentity(w.tree["clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"].Data)
+	key, _ := handshake.MarshalPublicKey(b.Signer().Public())
+	_, der, _ := handshake.ParsePublicKey(key)
+	if err := handshake.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, w.files["beta"].CABundle(), der, "alpha", "liqo.io", w.now); err != nil {
+		t.Fatalf("identity is not for the new key: %v", err)
+	}
+}
+
+func TestCertificatesAreRenewedWithAThirdOfTheirLifetimeLeft(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta", provider: {certificateLifetime: "300h"}}]
+peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resources: {cpu: "1"}}]}]
+`)
+	w.converge("beta", "alpha")
+	first := string(w.tree["clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"].Data)
+	_, notAfter, _ := handshake.CertificateValidity(mustIdentityCert(t, first))
+	if life := notAfter.Sub(w.now); life < 299*time.Hour || life > 301*time.Hour {
+		t.Fatalf("certificate lifetime %s, want the provider's 300h", life)
+	}
+	// Halfway: nothing to do.
+	w.now = w.now.Add(150 * time.Hour)
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Fatalf("%d commits at half the lifetime", n)
+	}
+	// Past two thirds (and any jitter): both certificates are re-signed, from
+	// the same CSRs, and the consumer takes them up.
+	w.now = w.now.Add(60 * time.Hour)
+	csr := string(w.tree["clusters/beta/inbox/alpha/tenant.yaml"].Data)
+	_, plan := w.pass("beta")
+	if !strings.Contains(plan.Message, "renew identity of alpha") {
+		t.Fatalf("renewal pass: %q", plan.Message)
+	}
+	w.converge("beta", "alpha")
+	second := string(w.tree["clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"].Data)
+	if second == first {
+		t.Fatal("consumer kept the old certificate")
+	}
+	if string(w.tree["clusters/beta/inbox/alpha/tenant.yaml"].Data) != csr {
+		t.Fatal("renewal changed the Tenant (Liqo requires a stable CSR)")
+	}
+	if w.backends["beta"].signed != 4 {
+		t.Errorf("signed %d, want 4 (two certificates, twice)", w.backends["beta"].signed)
+	}
+}
+
+func mustIdentityCert(t *testing.T, data string) []byte {
+	id, err := liqo.DecodeIdentity([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.Spec.AuthParams.SignedCRT
+}
+
+func TestLiqoClusterRolesAreRenderedOnlyWhenAsked(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	out, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends["beta"], Now: w.now, LiqoClusterRoles: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := out.Files["clusters/beta/liqo/_shared/clusterrole-liqo-remote-controlplane.yaml"]
+	if !strings.Contains(string(cr), "app.kubernetes.io/name: remote-controlplane") || !strings.Contains(string(cr), "resourceslices/status") {
+		t.Fatalf("ClusterRole:\n%s", cr)
+	}
+	if !strings.Contains(string(out.Files["clusters/beta/kustomization.yaml"]), "liqo/_shared/clusterrole-liqo-remote-controlplane.yaml") {
+		t.Error("ClusterRole not in the kustomization")
+	}
+	plain, _ := w.pass("beta")
+	for f := range plain.Files {
+		if strings.Contains(f, "clusterrole-") {
+			t.Errorf("%s rendered without asking", f)
+		}
+	}
+}

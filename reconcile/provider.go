@@ -1,0 +1,431 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"sort"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Reasons of the provider side.
+const (
+	ReasonRevoking      = "Revoking"
+	ReasonTokenAccepted = "Accepted" // Liqo v0.2's word for a matching token
+)
+
+// provide advances one peering where this cluster is the provider.
+func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject) error {
+	consumer := pr.Consumer
+	pol := pr.AcceptPolicy()
+	accepted := p.acceptedTenant(consumer) // our own verified copy from earlier passes
+	var pinned []byte
+	if pol == schema.PolicyPinned {
+		ci, ok := p.peerInfo(consumer, st)
+		if !ok {
+			return nil
+		}
+		_, pinned, _ = handshake.ParsePublicKey([]byte(ci.PublicKey))
+	} else if accepted != nil {
+		_, pinned, _ = handshake.ParsePublicKey(accepted.Spec.PublicKey)
+	}
+
+	tenantFile := layout.InboxPath(p.self, consumer, layout.TenantFile)
+	tenantData, found, err := p.read(tenantFile)
+	if err != nil {
+		return err
+	}
+	// A Tenant equal to the one accepted before is settled: its nonce may
+	// have expired since, that is no reason to refuse it now.
+	settled := found && accepted != nil && sameTenant(tenantFile, tenantData, accepted)
+	nonce, err := p.nonceFor(consumer, settled)
+	if err != nil {
+		return err
+	}
+	secret := artifact.NonceSecret(consumer, nonce)
+	if err := p.put(layout.InboxPath(consumer, p.self, layout.NonceFile), secret); err != nil {
+		return err
+	}
+	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
+		return err
+	}
+	if err := p.render(consumer, "Secret", liqo.NonceSecretName, liqo.NonceSecret(consumer, nonce.Value)); err != nil {
+		return err
+	}
+	if !found {
+		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s", consumer, tenantFile)
+		return nil
+	}
+
+	c, _ := p.in.Spec.Cluster(consumer)
+	tenant, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{
+		ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
+	})
+	if err == nil {
+		err = p.checkEpoch(tenantFile, tenant, nonce)
+	}
+	if err == nil && pol == schema.PolicyToken {
+		err = p.checkToken(tenantFile, tenant, consumer, nonce)
+	}
+	if err != nil {
+		var ae *artifact.Error
+		if errors.As(err, &ae) && ae.Reason == artifact.ReasonSignatureMismatch {
+			if e, eerr := artifact.TenantEpoch(tenantFile, mustDecodeTenant(tenantFile, tenantData)); eerr == nil && e != nonce.Epoch {
+				err = &artifact.Error{File: tenantFile, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
+					Err: fmt.Errorf("answers nonce epoch %d; the nonce of that epoch expired and epoch %d was issued", e, nonce.Epoch)}
+			}
+		}
+		return p.refused(st, layout.StepNonceSent, err)
+	}
+	_, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
+
+	identity, err := p.identityFor(ctx, consumer, tenant, keyDER)
+	if err != nil {
+		return err
+	}
+	if err := p.put(layout.InboxPath(consumer, p.self, layout.IdentityFile), identity); err != nil {
+		return err
+	}
+	condition := authv1beta1.TenantCondition(pr.Condition())
+	clean := artifact.NewTenant(consumer, nonce, tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
+	if condition != authv1beta1.TenantConditionActive {
+		clean.Spec.TenantCondition = condition
+	}
+	if err := p.render(consumer, authv1beta1.TenantKind, consumer, clean); err != nil {
+		return err
+	}
+	if condition != authv1beta1.TenantConditionDrained {
+		// Liqo unbinds a drained tenant's roles: so does the kustomization.
+		if err := p.render(consumer, "RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(consumer)); err != nil {
+			return err
+		}
+		if err := p.render(consumer, "ClusterRoleBinding", liqo.ClusterWideBindingName(consumer), liqo.ClusterWideBinding(consumer)); err != nil {
+			return err
+		}
+	}
+	if err := p.answerSlices(ctx, consumer, keyDER, condition, st); err != nil {
+		return err
+	}
+
+	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
+	msg := fmt.Sprintf("identity issued to %s; certificate valid until %s", consumer, notAfter.UTC().Format(time.RFC3339))
+	switch {
+	case pol == schema.PolicyToken:
+		msg += "; token accepted"
+	case pol == schema.PolicyOpen && accepted == nil:
+		fp, _ := handshake.Fingerprint(mustKey(tenant.Spec.PublicKey))
+		msg += fmt.Sprintf("; open policy: first key %s accepted and pinned", fp)
+	}
+	if condition != authv1beta1.TenantConditionActive {
+		msg += fmt.Sprintf("; tenant %s", condition)
+	}
+	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
+	return nil
+}
+
+func mustKey(b []byte) any {
+	k, _, _ := handshake.ParsePublicKey(b)
+	return k
+}
+
+func mustDecodeTenant(file string, data []byte) *authv1beta1.Tenant {
+	t, err := artifact.DecodeTenant(file, data)
+	if err != nil {
+		return &authv1beta1.Tenant{}
+	}
+	return t
+}
+
+// acceptedTenant is the Tenant of consumer this cluster verified and
+// rendered in an earlier pass, or nil.
+func (p *pass) acceptedTenant(consumer string) *authv1beta1.Tenant {
+	file := path.Join(layout.PeerDir(p.self, consumer), liqo.ObjectFileName(authv1beta1.TenantKind, consumer))
+	data, found, err := p.read(file)
+	if err != nil || !found {
+		return nil
+	}
+	t, err := artifact.DecodeTenant(file, data)
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+func sameTenant(file string, data []byte, accepted *authv1beta1.Tenant) bool {
+	t, err := artifact.DecodeTenant(file, data)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(t.Spec.PublicKey, accepted.Spec.PublicKey) && bytes.Equal(t.Spec.CSR, accepted.Spec.CSR) &&
+		bytes.Equal(t.Spec.Signature, accepted.Spec.Signature)
+}
+
+// nonceFor is the nonce consumer must answer: the current epoch's, carried
+// over from the nonce.yaml of earlier passes, or the next epoch's once the
+// current one expired without a settled Tenant.
+func (p *pass) nonceFor(consumer string, settled bool) (artifact.Nonce, error) {
+	file := layout.InboxPath(consumer, p.self, layout.NonceFile)
+	n := artifact.Nonce{Expires: p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)}
+	if data, found, err := p.read(file); err != nil {
+		return n, err
+	} else if found {
+		if old, err := artifact.ParseNonce(file, data, consumer); err == nil {
+			n.Epoch, n.Expires = old.Epoch, old.Expires
+			if !settled && !old.Expires.IsZero() && !p.in.Now.Before(old.Expires) {
+				n.Epoch = old.Epoch + 1
+				n.Expires = p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)
+			}
+		}
+	}
+	value, err := p.in.Backend.Nonce(consumer, n.Epoch)
+	if err != nil {
+		return n, fmt.Errorf("nonce for %s: %w", consumer, err)
+	}
+	n.Value = value
+	return n, nil
+}
+
+func (p *pass) checkEpoch(file string, t *authv1beta1.Tenant, n artifact.Nonce) error {
+	e, err := artifact.TenantEpoch(file, t)
+	if err != nil {
+		return err
+	}
+	if e != n.Epoch {
+		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
+			Err: fmt.Errorf("answers nonce epoch %d, the current one is %d", e, n.Epoch)}
+	}
+	return nil
+}
+
+// checkToken applies the token policy: the Tenant proves it holds the token
+// shared out of band (Liqo v0.2's Refused / EmptyRefused otherwise).
+func (p *pass) checkToken(file string, t *authv1beta1.Tenant, consumer string, n artifact.Nonce) error {
+	store, ok := p.in.Backend.(backend.TokenStore)
+	if !ok {
+		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: errors.New("this cluster's backend keeps no tokens")}
+	}
+	token, err := store.Token(consumer)
+	if err != nil {
+		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: fmt.Errorf("no token shared with %s: %w", consumer, err)}
+	}
+	if reason := artifact.CheckTokenProof(t.Annotations[artifact.AnnotationTokenProof], token, n.Value); reason != "" {
+		what := "wrong token proof"
+		if reason == artifact.ReasonTokenEmptyRefused {
+			what = "no token proof"
+		}
+		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: reason, Err: fmt.Errorf("%s (%s)", what, artifact.AnnotationTokenProof)}
+	}
+	return nil
+}
+
+// identityFor returns the Identity for a verified Tenant: the one already in
+// the repo while its certificate still verifies and is not due for renewal
+// (re-signing every pass would commit every pass), else a freshly signed one.
+func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, keyDER []byte) (*authv1beta1.Identity, error) {
+	params := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
+	file := layout.InboxPath(consumer, p.self, layout.IdentityFile)
+	if data, found, err := p.read(file); err != nil {
+		return nil, err
+	} else if found {
+		old, err := artifact.DecodeIdentity(file, data)
+		want := liqo.ControlPlaneIdentity(consumer, p.self, params)
+		if err == nil && old.Name == want.Name && old.Namespace == want.Namespace &&
+			p.reusable(old.Spec.AuthParams, params, keyDER, consumer, handshake.ControlPlaneOrganization) {
+			return old, nil
+		}
+	}
+	cert, err := p.in.Backend.SignCSR(ctx, tenant.Spec.CSR, p.terms.certificateLifetime)
+	if err != nil {
+		return nil, fmt.Errorf("sign CSR of %s: %w", consumer, err)
+	}
+	params.SignedCRT = cert
+	return liqo.ControlPlaneIdentity(consumer, p.self, params), nil
+}
+
+// reusable reports whether a certificate signed earlier still serves: same
+// API server and CA, verifies for the key and subject, not due for renewal.
+func (p *pass) reusable(old, want authv1beta1.AuthParams, keyDER []byte, cn, org string) bool {
+	if old.APIServer != want.APIServer || !bytes.Equal(old.CA, want.CA) {
+		return false
+	}
+	if handshake.VerifyClientCertificate(old.SignedCRT, want.CA, keyDER, cn, org, p.in.Now) != nil {
+		return false
+	}
+	block, _ := pem.Decode(old.SignedCRT)
+	if block == nil {
+		return false
+	}
+	crt, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false
+	}
+	return p.in.Now.Before(renewAt(crt.NotBefore, crt.NotAfter, cn, crt.SerialNumber.String()))
+}
+
+// answerSlices decides every slice request consumer put in this cluster's
+// inbox and writes each answer (the ResourceSlice with Liqo's status) into
+// the consumer's inbox.
+func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) error {
+	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
+	entries, err := fs.ReadDir(p.in.Tree, dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := artifact.SliceName(e.Name()); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		file := path.Join(dir, artifact.SliceFile(name))
+		data, _, err := p.read(file)
+		if err != nil {
+			return err
+		}
+		answerFile := layout.InboxPath(consumer, p.self, artifact.SliceAnswerFile(name))
+		prev := p.previousAnswer(answerFile)
+		req, err := artifact.VerifySliceRequest(file, data, name, consumer, p.self, keyDER)
+		if err != nil {
+			var ae *artifact.Error
+			if !errors.As(err, &ae) {
+				return err
+			}
+			decoded, derr := artifact.DecodeSlice(file, data)
+			if derr != nil || ae.Reason == artifact.ReasonMalformed {
+				// Nothing Liqo could answer: say so in the status only.
+				st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
+					Reason: liqo.ReasonSliceAuthDenied, Message: ae.Error()})
+				continue
+			}
+			ans := decoded.DeepCopy()
+			ans.Status = authv1beta1.ResourceSliceStatus{Conditions: p.sliceConditions(prev,
+				sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, liqo.ReasonSliceAuthDenied, ae.Error()),
+				sliceCond(authv1beta1.ResourceSliceConditionTypeResources, false, liqo.ReasonSliceResourcesDenied, "authentication denied"))}
+			if err := p.put(answerFile, ans); err != nil {
+				return err
+			}
+			st.status.Slices = append(st.status.Slices, sliceStatus(ans))
+			continue
+		}
+		wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev)
+		d := policy.Decide(p.terms.classes, condition, policy.Request{Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted})
+		ans := req.DeepCopy()
+		ans.Status.Conditions = p.sliceConditions(prev,
+			sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, liqo.ReasonSliceAuthAccepted, "ResourceSlice authentication accepted"),
+			sliceCond(authv1beta1.ResourceSliceConditionTypeResources, d.Accepted, d.Reason, d.Message))
+		if d.Accepted {
+			// Only a granted slice gets a certificate: nothing is signed that
+			// would not be honoured.
+			params, err := p.sliceParams(ctx, prev, req, consumer, keyDER)
+			if err != nil {
+				return err
+			}
+			ans.Status.Resources = d.Granted
+			ans.Status.AuthParams = params
+		}
+		if err := p.put(answerFile, ans); err != nil {
+			return err
+		}
+		st.status.Slices = append(st.status.Slices, sliceStatus(ans))
+	}
+	return nil
+}
+
+func (p *pass) previousAnswer(file string) *authv1beta1.ResourceSlice {
+	data, found, err := p.read(file)
+	if err != nil || !found {
+		return nil
+	}
+	rs, err := artifact.DecodeSlice(file, data)
+	if err != nil {
+		return nil
+	}
+	return rs
+}
+
+func accepted(rs *authv1beta1.ResourceSlice) bool {
+	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
+		c := artifact.SliceCondition(rs, t)
+		if c == nil || c.Status != authv1beta1.ResourceSliceConditionAccepted {
+			return false
+		}
+	}
+	return true
+}
+
+func sliceCond(t authv1beta1.ResourceSliceConditionType, ok bool, reason, message string) authv1beta1.ResourceSliceCondition {
+	s := authv1beta1.ResourceSliceConditionDenied
+	if ok {
+		s = authv1beta1.ResourceSliceConditionAccepted
+	}
+	return authv1beta1.ResourceSliceCondition{Type: t, Status: s, Reason: reason, Message: message}
+}
+
+// sliceConditions stamps conditions with a transition time: the previous
+// answer's while the condition holds, now when it changes.
+func (p *pass) sliceConditions(prev *authv1beta1.ResourceSlice, conds ...authv1beta1.ResourceSliceCondition) []authv1beta1.ResourceSliceCondition {
+	now := metav1.NewTime(p.in.Now.UTC().Truncate(time.Second))
+	for i := range conds {
+		conds[i].LastTransitionTime = now
+		if prev == nil {
+			continue
+		}
+		if old := artifact.SliceCondition(prev, conds[i].Type); old != nil && old.Status == conds[i].Status &&
+			old.Reason == conds[i].Reason && old.Message == conds[i].Message {
+			conds[i].LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	return conds
+}
+
+// sliceParams returns the authParams of a granted slice, keeping the
+// certificate of the previous answer while it serves.
+func (p *pass) sliceParams(ctx context.Context, prev, req *authv1beta1.ResourceSlice, consumer string, keyDER []byte) (*authv1beta1.AuthParams, error) {
+	want := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
+	cn := handshake.ResourceSliceCommonName(req.Name, consumer)
+	if prev != nil && prev.Status.AuthParams != nil && p.reusable(*prev.Status.AuthParams, want, keyDER, cn, consumer) {
+		return prev.Status.AuthParams, nil
+	}
+	cert, err := p.in.Backend.SignCSR(ctx, req.Spec.CSR, p.terms.certificateLifetime)
+	if err != nil {
+		return nil, fmt.Errorf("sign CSR of slice %s of %s: %w", req.Name, consumer, err)
+	}
+	want.SignedCRT = cert
+	return &want, nil
+}
+
+func sliceStatus(rs *authv1beta1.ResourceSlice) layout.SliceStatus {
+	s := layout.SliceStatus{Name: rs.Name, Authentication: "Pending", Resources: "Pending"}
+	if c := artifact.SliceCondition(rs, authv1beta1.ResourceSliceConditionTypeAuthentication); c != nil {
+		s.Authentication = string(c.Status)
+		if c.Status == authv1beta1.ResourceSliceConditionDenied {
+			s.Reason, s.Message = c.Reason, c.Message
+		}
+	}
+	if c := artifact.SliceCondition(rs, authv1beta1.ResourceSliceConditionTypeResources); c != nil {
+		s.Resources = string(c.Status)
+		if s.Reason == "" {
+			s.Reason, s.Message = c.Reason, c.Message
+		}
+	}
+	return s
+}

@@ -1,0 +1,76 @@
+package reconcile
+
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gitpeer/gitpeer/policy"
+)
+
+// DefaultNonceLifetime is how long a nonce may go unanswered when the spec
+// sets no nonceLifetime.
+const DefaultNonceLifetime = 7 * 24 * time.Hour
+
+// terms are this cluster's terms as a provider, from the spec.
+type terms struct {
+	certificateLifetime time.Duration
+	nonceLifetime       time.Duration
+	classes             []policy.Class
+}
+
+func providerTerms(in Input, self string) (terms, error) {
+	t := terms{certificateLifetime: in.CertificateLifetime, nonceLifetime: DefaultNonceLifetime}
+	c, _ := in.Spec.Cluster(self)
+	if c.Provider == nil {
+		return t, nil
+	}
+	var err error
+	if s := c.Provider.CertificateLifetime; s != "" {
+		if t.certificateLifetime, err = time.ParseDuration(s); err != nil || t.certificateLifetime <= 0 {
+			return t, fmt.Errorf("spec: clusters %s: provider.certificateLifetime: %q is not a positive duration", self, s)
+		}
+	}
+	if s := c.Provider.NonceLifetime; s != "" {
+		if t.nonceLifetime, err = time.ParseDuration(s); err != nil || t.nonceLifetime <= 0 {
+			return t, fmt.Errorf("spec: clusters %s: provider.nonceLifetime: %q is not a positive duration", self, s)
+		}
+	}
+	for _, cl := range c.Provider.Classes {
+		caps, err := quantities(cl.Caps)
+		if err != nil {
+			return t, fmt.Errorf("spec: clusters %s: provider.classes %s: caps: %w", self, cl.Name, err)
+		}
+		t.classes = append(t.classes, policy.Class{Name: cl.Name, Caps: caps})
+	}
+	return t, nil
+}
+
+// quantities parses a spec's resource map.
+func quantities(m map[string]string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, v := range m {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a quantity", name, v)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
+}
+
+// renewAt is when a certificate valid over [notBefore, notAfter] is re-signed:
+// once a third of its lifetime is left, as Liqo's ShouldRenewCertificate,
+// brought forward by up to a tenth of the lifetime. The jitter derives from
+// the subject and serial, so it is stable pass after pass yet differs across a
+// mesh whose certificates were all signed at once.
+func renewAt(notBefore, notAfter time.Time, subject, serial string) time.Time {
+	life := notAfter.Sub(notBefore)
+	h := fnv.New64a()
+	h.Write([]byte(subject + "\x00" + serial))
+	jitter := time.Duration(h.Sum64()%1000) * (life / 10) / 1000
+	return notAfter.Add(-life/3 - jitter)
+}
