@@ -147,3 +147,49 @@ func TestDemoRefusesAnUnknownExample(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestThreeClustersWithSlicesAndADenial(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: dir, Example: "three-clusters"}, &out)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	if len(rep.Peerings) != 3 {
+		t.Fatalf("%d peerings", len(rep.Peerings))
+	}
+	slices := map[string]string{}
+	for _, p := range rep.Peerings {
+		if !p.Ready {
+			t.Errorf("%s → %s not Ready", p.Consumer, p.Provider)
+		}
+		for _, s := range p.Slices {
+			slices[p.Consumer+"/"+p.Provider+"/"+s.Name] = s.Resources + " " + s.Message
+		}
+	}
+	want := map[string]string{
+		"alpha/beta/web":       "Accepted",
+		"alpha/gamma/training": "Accepted",
+		"delta/gamma/batch":    "Accepted",
+		"delta/gamma/bigbatch": "Denied cpu: requested 32 exceeds the cap 8 of class default",
+	}
+	for k, v := range want {
+		if !strings.HasPrefix(slices[k], v) {
+			t.Errorf("slice %s: %q, want %q", k, slices[k], v)
+		}
+	}
+	if !strings.Contains(out.String(), "ResourceSliceResourcesDenied: cpu: requested 32 exceeds the cap 8") {
+		t.Errorf("the demo does not print the denial's reason:\n%s", out.String())
+	}
+	if len(rep.Kubeconfigs) != 3 {
+		t.Errorf("kubeconfigs %v", rep.Kubeconfigs)
+	}
+	git(t, "-C", filepath.Join(dir, "remote.git"), "fsck", "--strict")
+	findings, err := guard.ScanHistory(filepath.Join(dir, "remote.git"))
+	if err != nil || len(findings) > 0 {
+		t.Fatalf("history scan: %v %+v", err, findings)
+	}
+}

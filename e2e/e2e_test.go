@@ -126,12 +126,12 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []*cluster{alpha, beta} {
-			out, err := s.gitpeerCmd(ctx, "init", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig,
+			_, report, err := s.runBoth(ctx, "", nil, s.gitpeer, "init", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig,
 				"--cluster", c.id, "--api-server", c.apiServer, "--repo", work)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Log(out)
+			t.Log(strings.TrimSpace(report))
 			for _, f := range []string{"cluster.yaml", "kustomization.yaml"} {
 				if _, err := os.Stat(filepath.Join(work, "clusters", c.id, f)); err != nil {
 					t.Fatalf("gitpeer init for %s: %v", c.id, err)
@@ -275,6 +275,28 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 					t.Error(err)
 				} else if strings.TrimSpace(out) != "" {
 					t.Errorf("still on beta: %s", strings.TrimSpace(out))
+				}
+			}
+		})
+
+		check(t, "beta prunes alpha's Tenant and tenant namespace, alpha prunes beta's Identity and tenant namespace", func(t *testing.T) {
+			for _, o := range []struct {
+				c    *cluster
+				args []string
+			}{
+				{beta, []string{"tenants.authentication.liqo.io", consumerID, "-n", providerTenantNS}},
+				{beta, []string{"namespace", providerTenantNS}},
+				{alpha, []string{"identities.authentication.liqo.io", identityName, "-n", consumerTenantNS}},
+				{alpha, []string{"namespace", consumerTenantNS}},
+			} {
+				// Gone, or being deleted: a namespace's deletion finishes
+				// seconds later, in the namespace controller.
+				out, err := s.kube(ctx, o.c, nil, append([]string{"get", "--ignore-not-found",
+					"-o", "jsonpath={.kind}/{.metadata.name} {.metadata.deletionTimestamp}"}, o.args...)...)
+				if err != nil {
+					t.Errorf("on %s: %v", o.c.id, err)
+				} else if out = strings.TrimSpace(out); out != "" && !strings.Contains(out, " ") {
+					t.Errorf("%s still on %s", out, o.c.id)
 				}
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +65,7 @@ type suite struct {
 	reconcileFlags []string
 
 	stopOnce sync.Once
+	stopping atomic.Bool
 	mu       sync.Mutex
 	// consumerKubeconfig is alpha's kubeconfig for beta, read from the Secret
 	// the backend wrote, once a step has fetched it.
@@ -299,6 +301,7 @@ func (s *suite) startGitServer(ctx context.Context) error {
 // files unless GITPEER_E2E_KEEP is set. It is safe to call more than once
 // and from a signal handler.
 func (s *suite) stop() {
+	s.stopping.Store(true)
 	s.stopOnce.Do(func() {
 		if s.gitserve != nil && s.gitserve.Process != nil {
 			_ = s.gitserve.Process.Signal(syscall.SIGTERM)
@@ -310,13 +313,19 @@ func (s *suite) stop() {
 				_ = s.gitserve.Process.Kill()
 			}
 		}
+		var wg sync.WaitGroup
 		for _, id := range s.started {
-			cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
-			cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
+				cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
+				}
+			}()
 		}
+		wg.Wait()
 		if s.tmp == "" {
 			return
 		}
@@ -345,6 +354,9 @@ func (s *suite) stopOnSignal(timeout time.Duration) {
 	if timeout > 0 {
 		margin := min(30*time.Second, timeout/10)
 		time.AfterFunc(timeout-margin, func() {
+			if s.stopping.Load() {
+				return // the run is over and already cleaning up
+			}
 			fmt.Fprintf(os.Stderr, "e2e: -timeout %v is near: stopping clusters\n", timeout)
 			s.stop()
 		})
@@ -354,6 +366,12 @@ func (s *suite) stopOnSignal(timeout time.Duration) {
 // run runs a command and returns its stdout; the error carries the command
 // line and its stderr.
 func (s *suite) run(ctx context.Context, dir string, stdin []byte, name string, args ...string) (string, error) {
+	stdout, _, err := s.runBoth(ctx, dir, stdin, name, args...)
+	return stdout, err
+}
+
+// runBoth is run returning stderr as well, for commands that report there.
+func (s *suite) runBoth(ctx context.Context, dir string, stdin []byte, name string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -370,9 +388,9 @@ func (s *suite) run(ctx context.Context, dir string, stdin []byte, name string, 
 		if msg == "" {
 			msg = strings.TrimSpace(stdout.String())
 		}
-		return stdout.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, msg)
+		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, msg)
 	}
-	return stdout.String(), nil
+	return stdout.String(), stderr.String(), nil
 }
 
 // gitEnv keeps git and go-git away from the user's configuration and gives
@@ -440,6 +458,11 @@ func (s *suite) pull(ctx context.Context) error {
 func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned []objRef, err error) {
 	build, err := s.kube(ctx, c, nil, "kustomize", filepath.Join(s.flux, "clusters", c.id))
 	if err != nil {
+		if strings.Contains(err.Error(), "kustomization.yaml is empty") {
+			// kustomize >= v5.3 refuses a kustomization with no field but
+			// apiVersion/kind; `resources: []` is accepted (and Flux copes since fluxcd/pkg#757).
+			err = fmt.Errorf("%w\n(hint: an empty clusters/%s/kustomization.yaml must say `resources: []`)", err, c.id)
+		}
 		return nil, nil, err
 	}
 	objs, err := parseObjects([]byte(build))
@@ -543,14 +566,18 @@ var results struct {
 // check runs one assertion as a subtest and records its outcome.
 func check(t *testing.T, name string, fn func(t *testing.T)) bool {
 	t.Helper()
-	ok := t.Run(name, fn)
+	full := t.Name() + "/" + name
+	ok := t.Run(name, func(t *testing.T) {
+		full = t.Name()
+		fn(t)
+	})
 	results.Lock()
 	defer results.Unlock()
 	if ok {
 		results.passed++
 	} else {
 		results.failed++
-		results.failures = append(results.failures, t.Name()+"/"+name)
+		results.failures = append(results.failures, full)
 	}
 	return ok
 }

@@ -93,14 +93,24 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 			add("renew identity of " + to)
 		case from == self && rest == layout.IdentityFile:
 			add("issue identity to " + to)
+		case from == self && strings.HasSuffix(rest, ".status.yaml"):
+			add(fmt.Sprintf("answer slice %s of %s", sliceOf(rest), to))
+		case from == self && strings.HasPrefix(rest, "resourceslice-"):
+			add(fmt.Sprintf("request slice %s from %s", sliceOf(rest), to))
 		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
 			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
 			base := path.Base(f)
 			switch {
+			case strings.HasPrefix(base, "identity-resourceslice-"):
+				add(fmt.Sprintf("accept slice %s of %s", strings.TrimSuffix(strings.TrimPrefix(base, "identity-resourceslice-"), ".yaml"), peer))
 			case strings.HasPrefix(base, "identity-"):
 				add("accept identity of " + peer)
+			case strings.HasPrefix(base, "tenant-") && existed(f):
+				add("update tenant of " + peer)
 			case strings.HasPrefix(base, "tenant-"):
 				add("accept tenant of " + peer)
+			case strings.HasPrefix(base, "clusterrole-"):
+				add("render Liqo cluster roles")
 			}
 		}
 	}
@@ -118,6 +128,13 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 		add("update status")
 	}
 	return out
+}
+
+// sliceOf is the slice name of a "resourceslice-<name>[.status].yaml" file.
+func sliceOf(file string) string {
+	name := strings.TrimPrefix(path.Base(file), "resourceslice-")
+	name = strings.TrimSuffix(name, ".yaml")
+	return strings.TrimSuffix(name, ".status")
 }
 
 // message is the commit message: a subject naming the cluster and its steps,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -709,5 +711,45 @@ func TestClusterInfoAndCABundleDefaults(t *testing.T) {
 	}
 	if _, err := layout.ParseClusterInfo("cluster.yaml", "alpha", data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAPIServerAndCABundleFromTheRestConfig(t *testing.T) {
+	ca := testCA(t)
+	caFile := t.TempDir() + "/ca.crt"
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		opts    Options
+		wantErr string
+	}{
+		"CA data":      {Options{Config: &rest.Config{Host: "https://10.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM}}}, ""},
+		"CA file":      {Options{Config: &rest.Config{Host: "https://10.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CAFile: caFile}}}, ""},
+		"no CA":        {Options{Config: &rest.Config{Host: "https://10.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}}, "no CA bundle: the kubeconfig has no certificate authority"},
+		"missing file": {Options{Config: &rest.Config{Host: "https://x", TLSClientConfig: rest.TLSClientConfig{CAFile: caFile + ".nope"}}}, "ca.crt.nope: no such file"},
+		"not PEM":      {Options{Config: &rest.Config{Host: "https://x"}, CABundle: []byte("nope")}, "CA bundle from the CA bundle override holds no PEM certificate"},
+		"nil config":   {Options{}, "no CA bundle"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := newClientset()
+			tc.opts.ClusterID = "alpha"
+			b, _, err := InitWithClients(context.Background(), tc.opts, cs.CoreV1(), cs.CertificatesV1())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.APIServer() != "https://10.0.0.1:6443" || !bytes.Equal(b.CABundle(), ca.CertPEM) {
+				t.Fatalf("api server %q, CA %q", b.APIServer(), b.CABundle())
+			}
+		})
+	}
+	if _, err := New(context.Background(), Options{}); err == nil || !strings.Contains(err.Error(), "no rest config") {
+		t.Fatalf("New without a config: %v", err)
 	}
 }

@@ -16,12 +16,21 @@ func newInitCmd() *cobra.Command {
 		bf                       backendFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "init --cluster ID --api-server URL --state-dir DIR [--repo PATH]",
+		Use:   "init --cluster ID --api-server URL (--state-dir DIR | --backend kubernetes) [--repo PATH]",
 		Short: "Create a cluster's private state and publish its public identity",
-		Long: `init creates the cluster's Ed25519 key, a CA for signing client certificates
-(or imports one with --ca-cert/--ca-key) and the secret nonces derive from, in
---state-dir (mode 0700, files 0600). Running it again for the same cluster
-reuses the state: keys are never rotated silently.
+		Long: `init creates the cluster's private material where its backend keeps it, and
+running it again for the same cluster reuses it: keys are never rotated
+silently.
+
+  --backend file (default): an Ed25519 key, a CA for signing client
+  certificates (or one imported with --ca-cert/--ca-key) and the secret nonces
+  derive from, in --state-dir (mode 0700, files 0600).
+  --backend kubernetes: the key in Secret authentication-keys of the Liqo
+  namespace, in Liqo's format (a cluster running Liqo keeps one identity);
+  certificates are later signed through the certificates.k8s.io API. The
+  cluster ID comes from Liqo's liqo-clusterid-configmap when Liqo is
+  installed, else from --cluster; the CA bundle from the kubeconfig (or
+  --ca-file).
 
 With --repo, it writes clusters/<id>/cluster.yaml (public facts only: cluster
 ID, public key and its fingerprint, API server, CA bundle) and an empty
@@ -29,8 +38,13 @@ kustomization.yaml into that working tree, for you to commit and propose.
 Without it, it prints cluster.yaml.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := layout.CheckClusterID(cluster); err != nil {
-				return fmt.Errorf("--cluster: %w", err)
+			if cluster == "" && bf.kind != "kubernetes" {
+				return fmt.Errorf("--cluster is required with --backend %s", bf.kind)
+			}
+			if cluster != "" {
+				if err := layout.CheckClusterID(cluster); err != nil {
+					return fmt.Errorf("--cluster: %w", err)
+				}
 			}
 			if err := layout.CheckAPIServer(apiServer); err != nil {
 				return fmt.Errorf("--api-server: %w", err)
@@ -39,6 +53,7 @@ Without it, it prints cluster.yaml.`,
 			if err != nil {
 				return err
 			}
+			cluster = b.ClusterID()
 			info, err := b.ClusterInfo()
 			if err != nil {
 				return err
@@ -79,7 +94,7 @@ Without it, it prints cluster.yaml.`,
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
 	bf.register(f, true)
-	for _, name := range []string{"cluster", "api-server"} {
+	for _, name := range []string{"api-server"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd

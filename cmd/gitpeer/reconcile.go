@@ -23,7 +23,7 @@ func newReconcileCmd() *cobra.Command {
 		interval, lifetime                 time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "reconcile --cluster ID --repo URL --state-dir DIR [--once | --interval D]",
+		Use:   "reconcile --cluster ID --repo URL (--state-dir DIR | --backend kubernetes) [--once | --interval D]",
 		Short: "Run this cluster's reconciler against the peering repo",
 		Long: `reconcile runs passes of one cluster's reconciler. A pass fetches the repo,
 computes every file this cluster owns from the spec, the repo and its state
@@ -32,7 +32,11 @@ and the peers, then pushes. A rejected push is retried on the new tip (the
 pass is recomputed; never a merge, never a force push). A pass with nothing
 to do makes no commit. The provider signs only after the consumer's Tenant
 passes every check; the consumer trusts an Identity only after its checks.
-Kubeconfigs obtained as a consumer are written to the state dir, never to Git.
+Kubeconfigs obtained as a consumer never go to Git: the file backend writes
+them to <state-dir>/kubeconfigs/, the kubernetes backend to the Secret Liqo
+would write (kubeconfig-controlplane-<provider> in liqo-tenant-<provider>).
+When a peering is removed from the spec, the provider first drains the
+Tenant and unbinds its RBAC, then both sides withdraw every artifact.
 
 --repo is a URL (https://, ssh://, file://) or a local path. --once runs one
 pass and exits; otherwise passes repeat every --interval until interrupted.`,
