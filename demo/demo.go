@@ -34,6 +34,9 @@ type Options struct {
 	MaxRounds int
 	// Now is the clock of every pass; time.Now by default.
 	Now func() time.Time
+	// Files, when set, seed the repo instead of the example (tests use it
+	// for specs of their own).
+	Files map[string][]byte
 }
 
 // Cluster is one demo cluster.
@@ -45,6 +48,9 @@ type Cluster struct {
 
 // Report is what a demo did.
 type Report struct {
+	maxRounds int
+	now       func() time.Time
+
 	Remote      string
 	Clusters    []*Cluster
 	Commits     []Commit
@@ -71,9 +77,12 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	seed, err := examples.Get(opts.Example)
-	if err != nil {
-		return nil, err
+	seed := opts.Files
+	if seed == nil {
+		var err error
+		if seed, err = examples.Get(opts.Example); err != nil {
+			return nil, err
+		}
 	}
 	if entries, err := os.ReadDir(opts.Dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("demo dir %s is not empty", opts.Dir)
@@ -120,33 +129,16 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	}
 	fmt.Fprintln(w)
 
-	for round := 1; round <= opts.MaxRounds; round++ {
-		changed := false
-		for _, c := range rep.Clusters {
-			res, err := c.Runner.Pass(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if res.Commit != "" {
-				changed = true
-				rep.note(w, c.ID, res.Result, "")
-			}
-			for provider, where := range res.Kubeconfigs {
-				rep.Kubeconfigs[c.ID+"/"+provider] = where
-			}
-		}
-		if !changed {
-			break
-		}
-		if round == opts.MaxRounds {
-			return nil, fmt.Errorf("no convergence after %d rounds", opts.MaxRounds)
-		}
+	rep.maxRounds = opts.MaxRounds
+	if err := rep.Converge(ctx, w); err != nil {
+		return nil, err
 	}
 
 	tree := layout.NewTree(rep.Clusters[0].Runner.Repo.Dir())
 	if rep.Peerings, err = peerstatus.Collect(tree, spec); err != nil {
 		return nil, err
 	}
+	rep.now = opts.Now
 	fmt.Fprintln(w, "\nstatus:")
 	for _, p := range rep.Peerings {
 		fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
@@ -183,6 +175,32 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// Converge runs rounds (each cluster one pass, providers first) until a whole
+// round commits nothing, narrating each commit to w. It fails after the
+// demo's MaxRounds rounds without convergence.
+func (r *Report) Converge(ctx context.Context, w io.Writer) error {
+	for round := 1; round <= r.maxRounds; round++ {
+		changed := false
+		for _, c := range r.Clusters {
+			res, err := c.Runner.Pass(ctx)
+			if err != nil {
+				return err
+			}
+			if res.Commit != "" {
+				changed = true
+				r.note(w, c.ID, res.Result, "")
+			}
+			for provider, where := range res.Kubeconfigs {
+				r.Kubeconfigs[c.ID+"/"+provider] = where
+			}
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return fmt.Errorf("no convergence after %d rounds", r.maxRounds)
 }
 
 func (r *Report) note(w io.Writer, cluster string, res gitsync.Result, extra string) {

@@ -81,14 +81,15 @@ type cluster struct {
 	apiServer  string
 	// inventory is the set of objects of the last successful apply of
 	// clusters/<id>/: what a later apply prunes when they leave the build,
-	// as Flux's kustomize-controller does with its inventory.
-	inventory map[objRef]bool
+	// as Flux's kustomize-controller does with its inventory. Values are the
+	// apiVersion each object was applied with, for deleting it.
+	inventory map[objRef]string
 }
 
-// objRef identifies an applied object across apiVersion changes.
+// objRef identifies an applied object across apiVersion changes: an object
+// whose manifest moves to a new version of its group is the same object.
 type objRef struct {
 	Group, Kind, Namespace, Name string
-	apiVersion                   string
 }
 
 func (r objRef) String() string {
@@ -162,6 +163,8 @@ func (s *suite) setUp(ctx context.Context) error {
 		}
 	} else if s.gitpeer, err = filepath.Abs(s.gitpeer); err != nil {
 		return err
+	} else if _, err := os.Stat(s.gitpeer); err != nil {
+		return fmt.Errorf("GITPEER_E2E_BIN: %w (make build writes bin/gitpeer)", err)
 	}
 	gitserve := filepath.Join(s.tmp, "bin", "gitserve")
 	if _, err := s.run(ctx, s.root, nil, "go", "build", "-o", gitserve, "./hack/gitserve"); err != nil {
@@ -178,7 +181,7 @@ func (s *suite) setUp(ctx context.Context) error {
 	errs := make([]error, len(clusterSpecs))
 	var wg sync.WaitGroup
 	for i, cs := range clusterSpecs {
-		c := &cluster{id: cs.id, idx: cs.idx, dir: filepath.Join(s.tmp, "clusters", cs.id), inventory: map[objRef]bool{}}
+		c := &cluster{id: cs.id, idx: cs.idx, dir: filepath.Join(s.tmp, "clusters", cs.id), inventory: map[objRef]string{}}
 		c.kubeconfig = filepath.Join(c.dir, "admin.kubeconfig")
 		s.clusters[c.id] = c
 		s.started = append(s.started, c.id)
@@ -455,7 +458,7 @@ func (s *suite) pull(ctx context.Context) error {
 // validation (an unknown or misspelt field is an error, not silently
 // dropped), then delete the objects of the previous build that are no longer
 // in this one. Pruning happens only after a successful apply.
-func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned []objRef, err error) {
+func (s *suite) apply(ctx context.Context, c *cluster) (applied []object, pruned []objRef, err error) {
 	build, err := s.kube(ctx, c, nil, "kustomize", filepath.Join(s.flux, "clusters", c.id))
 	if err != nil {
 		if strings.Contains(err.Error(), "kustomization.yaml is empty") {
@@ -475,12 +478,12 @@ func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned
 			return nil, nil, err
 		}
 	}
-	next := map[objRef]bool{}
+	next := map[objRef]string{}
 	for _, o := range objs {
-		next[o] = true
+		next[o.objRef] = o.apiVersion
 	}
 	for o := range c.inventory {
-		if !next[o] {
+		if _, ok := next[o]; !ok {
 			pruned = append(pruned, o)
 		}
 	}
@@ -492,7 +495,7 @@ func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned
 			if o.Namespace != "" {
 				meta["namespace"] = o.Namespace
 			}
-			doc, err := yaml.Marshal(map[string]any{"apiVersion": o.apiVersion, "kind": o.Kind, "metadata": meta})
+			doc, err := yaml.Marshal(map[string]any{"apiVersion": c.inventory[o], "kind": o.Kind, "metadata": meta})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -509,10 +512,16 @@ func (s *suite) apply(ctx context.Context, c *cluster) (applied []objRef, pruned
 	return objs, pruned, nil
 }
 
+// object is one object of a kustomize build.
+type object struct {
+	objRef
+	apiVersion string
+}
+
 // parseObjects lists the objects of a multi-document YAML stream.
-func parseObjects(stream []byte) ([]objRef, error) {
+func parseObjects(stream []byte) ([]object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	var out []objRef
+	var out []object
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -539,7 +548,7 @@ func parseObjects(stream []byte) ([]objRef, error) {
 		if i := strings.LastIndex(o.APIVersion, "/"); i >= 0 {
 			group = o.APIVersion[:i]
 		}
-		out = append(out, objRef{Group: group, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name, apiVersion: o.APIVersion})
+		out = append(out, object{objRef{group, o.Kind, o.Metadata.Namespace, o.Metadata.Name}, o.APIVersion})
 	}
 }
 

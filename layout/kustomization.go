@@ -26,10 +26,17 @@ func Kustomization(resources []string) ([]byte, error) {
 
 // ParseKustomization reads the resources of a kustomization.yaml, refusing any
 // that points outside the cluster's own tree or into its inbox: the apply rule
-// lets an artifact reach a cluster only through its own verified copy.
+// lets an artifact reach a cluster only through its own verified copy. Any
+// field but apiVersion, kind and resources is refused too: gitpeer's
+// kustomizations carry nothing else, and components, bases, patches and
+// generators name files just as resources do.
 func ParseKustomization(file string, data []byte) ([]string, error) {
-	var k types.Kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
+	var k struct {
+		APIVersion string   `json:"apiVersion,omitempty"`
+		Kind       string   `json:"kind,omitempty"`
+		Resources  []string `json:"resources,omitempty"`
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		return nil, &FieldError{File: file, Reason: err.Error()}
 	}
 	for i, r := range k.Resources {

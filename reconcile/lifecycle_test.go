@@ -192,8 +192,8 @@ peerings: [{consumer: "alpha", provider: "beta", policy: "open"}]
 	// An impostor's Tenant with another key is now refused.
 	tamperTenant(t, w, func(tn *authv1beta1.Tenant) {
 		k, _ := handshake.GenerateKey()
-		nonce, _ := w.backends["beta"].Nonce("alpha", 0)
-		tn.Spec.Signature, _ = handshake.SignNonce(k, nonce)
+		n, _ := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
+		tn.Spec.Signature, _ = handshake.SignNonce(k, n.Value)
 		tn.Spec.CSR, _ = handshake.ControlPlaneCSR(k, "alpha")
 		tn.Spec.PublicKey, _ = handshake.MarshalPublicKey(k.Public())
 	})
@@ -328,15 +328,16 @@ clusters: [{id: "alpha"}, {id: "beta", provider: {nonceLifetime: "1h"}}]
 peerings: [{consumer: "alpha", provider: "beta"}]
 `)
 	w.pass("beta")
+	first, _ := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
 	w.now = w.now.Add(2 * time.Hour)
-	w.pass("alpha") // answers epoch 0, which expired
+	w.pass("alpha") // answers the first epoch, which expired
 	out, _ := w.pass("beta")
 	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != artifact.ReasonNonceExpired {
 		t.Fatalf("Stalled %+v", st)
 	}
 	n, err := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
-	if err != nil || n.Epoch != 1 {
-		t.Fatalf("fresh nonce: %+v %v", n, err)
+	if err != nil || n.Epoch <= first.Epoch || n.Value == first.Value {
+		t.Fatalf("fresh nonce: %+v after %+v, %v", n, first, err)
 	}
 	if w.backends["beta"].signed != 0 {
 		t.Fatal("signed a Tenant over an expired nonce")

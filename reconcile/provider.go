@@ -178,19 +178,28 @@ func sameTenant(file string, data []byte, accepted *authv1beta1.Tenant) bool {
 }
 
 // nonceFor is the nonce consumer must answer: the current epoch's, carried
-// over from the nonce.yaml of earlier passes, or the next epoch's once the
-// current one expired without a settled Tenant.
+// over from the nonce.yaml of earlier passes, or a new epoch's once the
+// current one expired without a settled Tenant. An epoch is the Unix second
+// it was issued at, so epochs never repeat, not even after a revocation
+// deleted every artifact: a Tenant from the repo's history never answers a
+// later nonce.
 func (p *pass) nonceFor(consumer string, settled bool) (artifact.Nonce, error) {
 	file := layout.InboxPath(consumer, p.self, layout.NonceFile)
-	n := artifact.Nonce{Expires: p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)}
+	fresh := func(after uint64) artifact.Nonce {
+		epoch := uint64(max(p.in.Now.Unix(), 0))
+		if epoch <= after {
+			epoch = after + 1
+		}
+		return artifact.Nonce{Epoch: epoch, Expires: p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)}
+	}
+	n := fresh(0)
 	if data, found, err := p.read(file); err != nil {
 		return n, err
 	} else if found {
 		if old, err := artifact.ParseNonce(file, data, consumer); err == nil {
 			n.Epoch, n.Expires = old.Epoch, old.Expires
 			if !settled && !old.Expires.IsZero() && !p.in.Now.Before(old.Expires) {
-				n.Epoch = old.Epoch + 1
-				n.Expires = p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)
+				n = fresh(old.Epoch)
 			}
 		}
 	}

@@ -280,8 +280,8 @@ func TestRefusedTenantGetsNothingSigned(t *testing.T) {
 		{"key not the pinned one", func(t *testing.T, w *world, tn *authv1beta1.Tenant) {
 			// A consistent Tenant from an impostor: its own key signs the nonce and the CSR.
 			k, _ := handshake.GenerateKey()
-			nonce, _ := w.backends["beta"].Nonce("alpha", 0)
-			tn.Spec.Signature, _ = handshake.SignNonce(k, nonce)
+			n, _ := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
+			tn.Spec.Signature, _ = handshake.SignNonce(k, n.Value)
 			tn.Spec.CSR, _ = handshake.ControlPlaneCSR(k, "alpha")
 			tn.Spec.PublicKey, _ = handshake.MarshalPublicKey(k.Public())
 		}, artifact.ReasonKeyNotPinned, "spec.publicKey"},

@@ -1,0 +1,249 @@
+package demo_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/demo"
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+// clock is the controllable time every pass of a lifecycle test runs at.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+// lifecycle drives a real peering repo: humans edit peering.cue through a
+// clone with the git CLI; the clusters' runners converge on the remote.
+type lifecycle struct {
+	t     *testing.T
+	rep   *demo.Report
+	clock *clock
+	human string
+}
+
+func (l *lifecycle) editSpec(spec, message string) {
+	l.t.Helper()
+	if err := os.WriteFile(filepath.Join(l.human, "peering.cue"), []byte(spec), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	git(l.t, "-C", l.human, "pull", "-q", "--ff-only")
+	git(l.t, "-C", l.human, "-c", "user.name=admin", "-c", "user.email=admin@example.com", "commit", "-qam", message)
+	git(l.t, "-C", l.human, "push", "-q", "origin", "main")
+}
+
+func (l *lifecycle) converge() []string {
+	l.t.Helper()
+	before := len(l.rep.Commits)
+	if err := l.rep.Converge(context.Background(), io.Discard); err != nil {
+		l.t.Fatal(err)
+	}
+	var subjects []string
+	for _, c := range l.rep.Commits[before:] {
+		subjects = append(subjects, c.Subject)
+	}
+	return subjects
+}
+
+func (l *lifecycle) pass(id string) {
+	l.t.Helper()
+	for _, c := range l.rep.Clusters {
+		if c.ID == id {
+			if _, err := c.Runner.Pass(context.Background()); err != nil {
+				l.t.Fatal(err)
+			}
+			return
+		}
+	}
+	l.t.Fatalf("no cluster %s", id)
+}
+
+// show reads a file at the remote's tip; "" when absent.
+func (l *lifecycle) show(path string) string {
+	out, err := exec.Command("git", "-C", l.rep.Remote, "show", "main:"+path).Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+func (l *lifecycle) peering(cluster string) layout.PeeringStatus {
+	l.t.Helper()
+	var st layout.ClusterStatus
+	if err := yaml.Unmarshal([]byte(l.show("clusters/"+cluster+"/status.yaml")), &st); err != nil {
+		l.t.Fatal(err)
+	}
+	if p := st.Find("alpha", "beta"); p != nil {
+		return *p
+	}
+	return layout.PeeringStatus{}
+}
+
+func (l *lifecycle) slice(name string) layout.SliceStatus {
+	for _, s := range l.peering("alpha").Slices {
+		if s.Name == name {
+			return s
+		}
+	}
+	return layout.SliceStatus{}
+}
+
+func lifecycleSpec(peering string) string {
+	return `clusters: [{id: "alpha"}, {id: "beta", provider: {certificateLifetime: "300h", nonceLifetime: "1h"}}]
+peerings: [` + peering + `]
+`
+}
+
+const (
+	active   = `{consumer: "alpha", provider: "beta", slices: [{name: "pool", resources: {cpu: "2"}}]}`
+	cordoned = `{consumer: "alpha", provider: "beta", tenantCondition: "Cordoned", slices: [{name: "pool", resources: {cpu: "2"}}, {name: "late", resources: {cpu: "1"}}]}`
+	drained  = `{consumer: "alpha", provider: "beta", tenantCondition: "Drained", slices: [{name: "pool", resources: {cpu: "2"}}]}`
+)
+
+func TestLifecycleThroughARealRepo(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	dir := t.TempDir()
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: dir, Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	human := filepath.Join(t.TempDir(), "human")
+	git(t, "clone", "-q", rep.Remote, human)
+	l := &lifecycle{t: t, rep: rep, clock: clk, human: human}
+	kubeconfig := rep.Kubeconfigs["alpha/beta"]
+	if s := l.slice("pool"); s.Resources != "Accepted" {
+		t.Fatalf("pool after the handshake: %+v", s)
+	}
+
+	t.Run("cordoning keeps existing slices and refuses new ones", func(t *testing.T) {
+		l.editSpec(lifecycleSpec(cordoned), "cordon alpha")
+		l.converge()
+		if !strings.Contains(l.show("clusters/beta/liqo/alpha/tenant-alpha.yaml"), "tenantCondition: Cordoned") {
+			t.Error("rendered Tenant is not Cordoned")
+		}
+		if s := l.slice("pool"); s.Resources != "Accepted" {
+			t.Errorf("pool: %+v", s)
+		}
+		if s := l.slice("late"); s.Resources != "Denied" || !strings.Contains(s.Message, "cordoned") {
+			t.Errorf("late: %+v", s)
+		}
+	})
+
+	t.Run("draining denies slices and unbinds RBAC", func(t *testing.T) {
+		l.editSpec(lifecycleSpec(drained), "drain alpha")
+		l.converge()
+		if l.show("clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml") != "" {
+			t.Error("RoleBinding survives the drain")
+		}
+		if s := l.slice("pool"); s.Resources != "Denied" {
+			t.Errorf("pool: %+v", s)
+		}
+		if l.show("clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml") != "" {
+			t.Error("a drained slice keeps its Identity")
+		}
+	})
+
+	t.Run("certificates are renewed with a third of their lifetime left", func(t *testing.T) {
+		l.editSpec(lifecycleSpec(active), "reactivate alpha")
+		l.converge()
+		before, _ := os.ReadFile(kubeconfig)
+		clk.now = clk.now.Add(150 * time.Hour)
+		if got := l.converge(); len(got) != 0 {
+			t.Fatalf("commits at half the lifetime: %v", got)
+		}
+		clk.now = clk.now.Add(90 * time.Hour) // 240h of 300h: past 2/3 plus any jitter
+		got := strings.Join(l.converge(), "\n")
+		if !strings.Contains(got, "beta: renew identity of alpha") {
+			t.Fatalf("renewal commits:\n%s", got)
+		}
+		after, _ := os.ReadFile(kubeconfig)
+		if string(after) == string(before) {
+			t.Error("the consumer's kubeconfig kept the old certificate")
+		}
+	})
+
+	oldTenant := l.show("clusters/beta/inbox/alpha/tenant.yaml")
+
+	t.Run("removing the peering drains, then withdraws everything", func(t *testing.T) {
+		l.editSpec(lifecycleSpec(""), "revoke alpha")
+		got := strings.Join(l.converge(), "\n")
+		if !strings.Contains(got, "beta: update tenant of alpha") || !strings.Contains(got, "withdraw") {
+			t.Errorf("revocation commits:\n%s", got)
+		}
+		tree := git(t, "-C", rep.Remote, "ls-tree", "-r", "--name-only", "main")
+		if strings.Contains(tree, "/inbox/") || strings.Contains(tree, "/liqo/") {
+			t.Errorf("artifacts survive the revocation:\n%s", tree)
+		}
+		if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+			t.Errorf("alpha's kubeconfig for beta survives: %v", err)
+		}
+	})
+
+	t.Run("a Tenant from before the revocation does not answer a new nonce", func(t *testing.T) {
+		clk.now = clk.now.Add(time.Minute)
+		l.editSpec(lifecycleSpec(active), "peer alpha with beta again")
+		l.pass("beta")
+		// Replay the old Tenant from history as if it were alpha's answer.
+		replay := filepath.Join(human, "clusters/beta/inbox/alpha/tenant.yaml")
+		git(t, "-C", human, "pull", "-q", "--ff-only")
+		if err := os.MkdirAll(filepath.Dir(replay), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(replay, []byte(oldTenant), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		git(t, "-C", human, "add", "-A")
+		git(t, "-C", human, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "-qm", "replay")
+		git(t, "-C", human, "push", "-q", "origin", "main")
+		l.pass("beta")
+		if p := l.peering("beta"); p.Step == layout.StepIdentityIssued || l.show("clusters/alpha/inbox/beta/identity.yaml") != "" {
+			t.Fatalf("a replayed Tenant got an identity: %+v", p)
+		}
+	})
+
+	t.Run("a re-handshake after revocation needs no cleanup", func(t *testing.T) {
+		l.converge()
+		if p := l.peering("alpha"); p.Step != layout.StepReady {
+			t.Fatalf("after re-adding: %+v", p)
+		}
+		if _, err := os.Stat(kubeconfig); err != nil {
+			t.Errorf("kubeconfig: %v", err)
+		}
+	})
+
+	t.Run("an expired nonce is replaced and its Tenant refused", func(t *testing.T) {
+		l.editSpec(lifecycleSpec(""), "revoke alpha again")
+		l.converge()
+		clk.now = clk.now.Add(time.Minute)
+		l.editSpec(lifecycleSpec(active), "peer once more")
+		l.pass("beta")
+		firstNonce := l.show("clusters/alpha/inbox/beta/nonce.yaml")
+		clk.now = clk.now.Add(2 * time.Hour)
+		l.pass("alpha")
+		l.pass("beta")
+		p := l.peering("beta")
+		stalled := false
+		for _, c := range p.Conditions {
+			stalled = stalled || (c.Type == "Stalled" && c.Reason == "NonceExpired")
+		}
+		if !stalled || l.show("clusters/alpha/inbox/beta/nonce.yaml") == firstNonce {
+			t.Fatalf("after the nonce expired: %+v", p)
+		}
+		l.converge()
+		if p := l.peering("alpha"); p.Step != layout.StepReady {
+			t.Fatalf("after a fresh nonce: %+v", p)
+		}
+	})
+}
