@@ -21,7 +21,17 @@ func Kustomization(resources []string) ([]byte, error) {
 		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources: rs,
 	}
-	return yaml.Marshal(&k)
+	out, err := yaml.Marshal(&k)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		// types.Kustomization omits an empty list, and kustomize >= v5.3
+		// (kubectl, Argo CD) refuses a kustomization with no field but its
+		// kind: "kustomization.yaml is empty". An explicit empty list builds.
+		out = append(out, "resources: []\n"...)
+	}
+	return out, nil
 }
 
 // ParseKustomization reads the resources of a kustomization.yaml, refusing any

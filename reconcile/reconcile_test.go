@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -15,6 +16,8 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/backend"
@@ -442,5 +445,37 @@ func TestPassRefusesAClusterWhoseStateIsNotPublished(t *testing.T) {
 	delete(w.tree, "clusters/alpha/cluster.yaml")
 	if _, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends["alpha"], Now: now}); err == nil {
 		t.Fatal("pass ran without the cluster's own cluster.yaml")
+	}
+}
+
+// TestEveryKustomizationBuilds builds each cluster's tree with kustomize's
+// API after every pass, the empty one of a fresh cluster included: what Flux
+// or Argo CD applies must always build.
+func TestEveryKustomizationBuilds(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	build := func(stage string) {
+		t.Helper()
+		fsys := filesys.MakeFsInMemory()
+		for p, f := range w.tree {
+			if err := fsys.WriteFile("/"+p, f.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"alpha", "beta"} {
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/clusters/"+id)
+			if err != nil {
+				t.Fatalf("%s: kustomize build clusters/%s: %v", stage, id, err)
+			}
+			for _, r := range rm.Resources() {
+				if r.GetKind() == "Secret" && r.GetName() != "liqo-nonce" {
+					t.Errorf("%s: clusters/%s applies Secret %s", stage, id, r.GetName())
+				}
+			}
+		}
+	}
+	build("after init")
+	for i, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		w.pass(id)
+		build(fmt.Sprintf("after pass %d", i+1))
 	}
 }
