@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitpeer runs the CLI in-process and returns its exit code and output.
@@ -182,5 +183,57 @@ func TestInitKeepsKeysAndRefusesAnotherCluster(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", f, fi, err)
 		}
+	}
+}
+
+// TestWatchRunsAPassWhenTheBranchMoves: with --watch and an hour's interval,
+// the provider answers the consumer's push at once.
+func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "--bare", "--initial-branch=main", remote)
+	git(t, root, "clone", remote, work)
+	write(t, filepath.Join(work, "peering.cue"), spec)
+	for _, id := range []string{"alpha", "beta"} {
+		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
+			"--state-dir", filepath.Join(root, "state", id), "--repo", work); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-m", "peer")
+	git(t, work, "push", "origin", "main")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errw bytes.Buffer
+		done <- run(ctx, []string{"reconcile", "--watch", "--interval", "1h", "--cluster", "beta", "--repo", remote,
+			"--state-dir", filepath.Join(root, "state", "beta")}, &out, &errw)
+	}()
+	identity := func() bool {
+		return exec.Command("git", "-C", remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/identity.yaml").Run() == nil
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if ok() {
+				return
+			}
+		}
+		cancel()
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	waitFor("beta's first pass", func() bool {
+		return exec.Command("git", "-C", remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/nonce.yaml").Run() == nil
+	})
+	if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", remote, "--state-dir", filepath.Join(root, "state", "alpha")); code != 0 {
+		t.Fatal(stderr)
+	}
+	waitFor("beta to answer alpha's push", identity)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("reconcile --watch exited %d", code)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,7 +21,7 @@ func newReconcileCmd() *cobra.Command {
 	var (
 		cluster, repoURL, checkout, branch string
 		bf                                 backendFlags
-		once, clusterRoles                 bool
+		once, clusterRoles, watch          bool
 		interval, lifetime                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -65,7 +67,17 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if once {
 				return passOnce(cmd.Context(), r, cmd.OutOrStdout())
 			}
-			return loop(cmd.Context(), r, interval, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			var pushed <-chan struct{}
+			if watch {
+				refs, err := localRefs(repoURL)
+				if err != nil {
+					return fmt.Errorf("--watch: %w", err)
+				}
+				if pushed, err = gitsync.Watch(cmd.Context(), refs, 200*time.Millisecond); err != nil {
+					return fmt.Errorf("--watch: %w", err)
+				}
+			}
+			return loop(cmd.Context(), r, interval, pushed, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -75,6 +87,7 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
+	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
@@ -115,7 +128,7 @@ func passOnce(ctx context.Context, r *runner.Runner, w io.Writer) error {
 
 // loop runs passes until ctx ends. A failed pass is reported and retried at
 // the next tick: the repo or a peer may be fixed meanwhile.
-func loop(ctx context.Context, r *runner.Runner, interval time.Duration, w, errw io.Writer) error {
+func loop(ctx context.Context, r *runner.Runner, interval time.Duration, pushed <-chan struct{}, w, errw io.Writer) error {
 	if interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", interval)
 	}
@@ -132,6 +145,22 @@ func loop(ctx context.Context, r *runner.Runner, interval time.Duration, w, errw
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-pushed: // nil without --watch: never ready
 		}
 	}
+}
+
+// localRefs is the refs directory of a repository on this machine (bare or
+// not) that --watch observes: a push renames a file into it.
+func localRefs(repoURL string) (string, error) {
+	dir := strings.TrimPrefix(repoURL, "file://")
+	if strings.Contains(dir, "://") || strings.Contains(dir, "@") && strings.Contains(dir, ":") {
+		return "", fmt.Errorf("%s is not a repository on this machine's filesystem", repoURL)
+	}
+	for _, refs := range []string{filepath.Join(dir, "refs"), filepath.Join(dir, ".git", "refs")} {
+		if fi, err := os.Stat(refs); err == nil && fi.IsDir() {
+			return refs, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no refs directory: not a Git repository", dir)
 }
