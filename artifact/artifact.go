@@ -18,6 +18,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -189,13 +190,10 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 		return nil, err
 	}
 	id := c.ConsumerID
+	if err := checkMeta(file, t, id, liqo.TenantNamespace(id), id); err != nil {
+		return nil, err
+	}
 	switch {
-	case t.Name != id:
-		return nil, refuse(file, "metadata.name", ReasonMalformed, "is %q, want the consumer ID %q", t.Name, id)
-	case t.Namespace != liqo.TenantNamespace(id):
-		return nil, refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", t.Namespace, liqo.TenantNamespace(id))
-	case t.Labels[liqo.LabelRemoteClusterID] != id:
-		return nil, refuse(file, "metadata.labels", ReasonMalformed, "%s is %q, want %q", liqo.LabelRemoteClusterID, t.Labels[liqo.LabelRemoteClusterID], id)
 	case string(t.Spec.ClusterID) != id:
 		return nil, refuse(file, "spec.clusterID", ReasonMalformed, "is %q, want %q", t.Spec.ClusterID, id)
 	case t.Spec.AuthzPolicy != nil && *t.Spec.AuthzPolicy != authv1beta1.KeysExchange:
@@ -221,6 +219,20 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 		return nil, refuse(file, "spec.csr", ReasonInvalidCSR, "%v", err)
 	}
 	return t, nil
+}
+
+// checkMeta checks the name, namespace and remote-cluster-id label every
+// Liqo artifact is looked up by.
+func checkMeta(file string, obj metav1.Object, name, namespace, remoteID string) error {
+	switch {
+	case obj.GetName() != name:
+		return refuse(file, "metadata.name", ReasonMalformed, "is %q, want %q", obj.GetName(), name)
+	case obj.GetNamespace() != namespace:
+		return refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", obj.GetNamespace(), namespace)
+	case obj.GetLabels()[liqo.LabelRemoteClusterID] != remoteID:
+		return refuse(file, "metadata.labels", ReasonMalformed, "%s is %q, want %q", liqo.LabelRemoteClusterID, obj.GetLabels()[liqo.LabelRemoteClusterID], remoteID)
+	}
+	return nil
 }
 
 // IdentityCheck is what a consumer knows when it checks a provider's Identity.
@@ -252,13 +264,10 @@ func VerifyIdentity(file string, data []byte, c IdentityCheck) (*authv1beta1.Ide
 		return nil, err
 	}
 	p := c.Provider.ClusterID
+	if err := checkMeta(file, id, liqo.ControlPlaneIdentityName(p), liqo.TenantNamespace(p), p); err != nil {
+		return nil, err
+	}
 	switch {
-	case id.Name != liqo.ControlPlaneIdentityName(p):
-		return nil, refuse(file, "metadata.name", ReasonMalformed, "is %q, want %q", id.Name, liqo.ControlPlaneIdentityName(p))
-	case id.Namespace != liqo.TenantNamespace(p):
-		return nil, refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", id.Namespace, liqo.TenantNamespace(p))
-	case id.Labels[liqo.LabelRemoteClusterID] != p:
-		return nil, refuse(file, "metadata.labels", ReasonMalformed, "%s is %q, want %q", liqo.LabelRemoteClusterID, id.Labels[liqo.LabelRemoteClusterID], p)
 	case string(id.Spec.ClusterID) != p:
 		return nil, refuse(file, "spec.clusterID", ReasonMalformed, "is %q, want %q", id.Spec.ClusterID, p)
 	case id.Spec.Type != authv1beta1.ControlPlaneIdentityType:

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"bytes"
+	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -157,4 +158,26 @@ func CheckAPIServer(s string) error {
 		return fmt.Errorf("%q is not an https URL", s)
 	}
 	return nil
+}
+
+// NewClusterInfo builds the cluster.yaml of a cluster from its public facts:
+// its public key (PEM PKIX and fingerprint), API server URL and CA bundle.
+func NewClusterInfo(clusterID string, pub crypto.PublicKey, apiServer string, caPEM []byte) (*ClusterInfo, error) {
+	pubPEM, err := handshake.MarshalPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := handshake.Fingerprint(pub)
+	if err != nil {
+		return nil, err
+	}
+	return &ClusterInfo{
+		APIVersion:  APIVersion,
+		Kind:        ClusterKind,
+		ClusterID:   clusterID,
+		PublicKey:   string(pubPEM),
+		Fingerprint: fp,
+		APIServer:   apiServer,
+		CA:          string(caPEM),
+	}, nil
 }

@@ -285,23 +285,7 @@ func (b *Backend) StoreKubeconfig(_ context.Context, identity *authv1beta1.Ident
 
 // ClusterInfo is the cluster.yaml this cluster publishes: public facts only.
 func (b *Backend) ClusterInfo() (*layout.ClusterInfo, error) {
-	pubPEM, err := handshake.MarshalPublicKey(b.key.Public())
-	if err != nil {
-		return nil, err
-	}
-	fp, err := handshake.Fingerprint(b.key.Public())
-	if err != nil {
-		return nil, err
-	}
-	return &layout.ClusterInfo{
-		APIVersion:  layout.APIVersion,
-		Kind:        layout.ClusterKind,
-		ClusterID:   b.cfg.ClusterID,
-		PublicKey:   string(pubPEM),
-		Fingerprint: fp,
-		APIServer:   b.cfg.APIServer,
-		CA:          string(b.ca.CertPEM),
-	}, nil
+	return layout.NewClusterInfo(b.cfg.ClusterID, b.key.Public(), b.cfg.APIServer, b.ca.CertPEM)
 }
 
 // TokenDir holds the tokens shared with peers: <dir>/tokens/<peer>.token.

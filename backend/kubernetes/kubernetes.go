@@ -783,21 +783,5 @@ func mergeInto(m *map[string]string, want map[string]string) bool {
 // ClusterInfo implements backend.Backend: the cluster ID, the public key and
 // its fingerprint, the API server and the CA bundle.
 func (b *Backend) ClusterInfo() (*layout.ClusterInfo, error) {
-	pub, err := handshake.MarshalPublicKey(b.key.Public())
-	if err != nil {
-		return nil, err
-	}
-	fp, err := handshake.Fingerprint(b.key.Public())
-	if err != nil {
-		return nil, err
-	}
-	return &layout.ClusterInfo{
-		APIVersion:  layout.APIVersion,
-		Kind:        layout.ClusterKind,
-		ClusterID:   b.clusterID,
-		PublicKey:   string(pub),
-		Fingerprint: fp,
-		APIServer:   b.apiServer,
-		CA:          string(b.caBundle),
-	}, nil
+	return layout.NewClusterInfo(b.clusterID, b.key.Public(), b.apiServer, b.caBundle)
 }

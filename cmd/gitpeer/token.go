@@ -27,6 +27,14 @@ live in the state directories only.`,
 	return cmd
 }
 
+// openTokens checks --peer and opens the state dir keeping the tokens.
+func openTokens(peer, stateDir string) (*file.Backend, error) {
+	if err := layout.CheckClusterID(peer); err != nil {
+		return nil, fmt.Errorf("--peer: %w", err)
+	}
+	return file.Open(stateDir)
+}
+
 func tokenFlags(cmd *cobra.Command, peer, stateDir *string) {
 	cmd.Flags().StringVar(peer, "peer", "", "the cluster ID the token is shared with")
 	cmd.Flags().StringVar(stateDir, "state-dir", "", "this cluster's state dir (file backend)")
@@ -41,10 +49,7 @@ func newTokenGenerateCmd() *cobra.Command {
 		Short: "Create a token for a consumer, store it and print it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := layout.CheckClusterID(peer); err != nil {
-				return fmt.Errorf("--peer: %w", err)
-			}
-			b, err := file.Open(stateDir)
+			b, err := openTokens(peer, stateDir)
 			if err != nil {
 				return err
 			}
@@ -67,10 +72,7 @@ func newTokenSetCmd() *cobra.Command {
 		Short: "Store the token a provider's admin handed over (read from standard input)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := layout.CheckClusterID(peer); err != nil {
-				return fmt.Errorf("--peer: %w", err)
-			}
-			b, err := file.Open(stateDir)
+			b, err := openTokens(peer, stateDir)
 			if err != nil {
 				return err
 			}
