@@ -124,6 +124,20 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 	if code, out, _ := gitpeer(t, "verify", work); code != 1 || !strings.Contains(out, "clusters/beta/liqo/alpha/oops.yaml: ") {
 		t.Fatalf("verify of a leaked key: %d\n%s", code, out)
 	}
+	if err := os.Remove(filepath.Join(work, "clusters/beta/liqo/alpha/oops.yaml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A commit claiming to be alpha's reconciler that writes beta's tree
+	// breaks the ownership rule: verify reads it from history.
+	status := filepath.Join(work, "clusters/beta/status.yaml")
+	data, _ = os.ReadFile(status)
+	write(t, status, string(data)+"# edited\n")
+	git(t, work, "commit", "-qam", "alpha: update status\n\nGitpeer-Cluster: alpha\n")
+	code, out, _ = gitpeer(t, "verify", work)
+	if code != 1 || !strings.Contains(out, "clusters/beta/status.yaml: commit ") || !strings.Contains(out, "written by alpha's reconciler") {
+		t.Fatalf("verify of a commit outside alpha's paths: %d\n%s", code, out)
+	}
 }
 
 func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {

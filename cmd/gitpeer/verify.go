@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +23,9 @@ its key against the one pinned in clusters/<consumer>/cluster.yaml (and the
 spec's fingerprint); each Identity's CA and API server against the provider's
 cluster.yaml and its certificate against the consumer's key and subject; that
 no Identity exists without a valid Tenant; that kustomizations apply only a
-cluster's own rendered files; and that no file holds private key material.
+cluster's own rendered files; that no file holds private key material; and,
+in a Git checkout, that no commit of a reconciler (Gitpeer-Cluster trailer)
+touched a path outside what that cluster may write.
 
 One line per problem (file: field: reason). Exit status: 0 when every check
 holds, 1 otherwise.`,
@@ -33,6 +37,13 @@ holds, 1 otherwise.`,
 				return err
 			}
 			problems := verify.Tree(layout.NewTree(dir), spec, time.Now())
+			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+				history, err := verify.History(dir)
+				if err != nil {
+					return err
+				}
+				problems = append(problems, history...)
+			}
 			for _, p := range problems {
 				fmt.Fprintln(cmd.OutOrStdout(), p.String())
 			}
