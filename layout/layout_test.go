@@ -23,10 +23,10 @@ func TestPathsAreBuiltUnderClusters(t *testing.T) {
 
 func TestSplitNamesTheOwningTreeAndTheSender(t *testing.T) {
 	cases := []struct {
-		name                  string
-		path                  string
-		cluster, from, rest   string
-		ok                    bool
+		name                string
+		path                string
+		cluster, from, rest string
+		ok                  bool
 	}{
 		{"a file of the cluster's own tree", "clusters/alpha/cluster.yaml", "alpha", "", "cluster.yaml", true},
 		{"a rendered object", "clusters/alpha/liqo/beta/tenant-beta.yaml", "alpha", "", "liqo/beta/tenant-beta.yaml", true},
