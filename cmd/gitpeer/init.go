@@ -46,8 +46,13 @@ Without it, it prints cluster.yaml.`,
 					return fmt.Errorf("--cluster: %w", err)
 				}
 			}
-			if err := layout.CheckAPIServer(apiServer); err != nil {
-				return fmt.Errorf("--api-server: %w", err)
+			if apiServer == "" && bf.kind != "kubernetes" {
+				return fmt.Errorf("--api-server is required with --backend %s", bf.kind)
+			}
+			if apiServer != "" {
+				if err := layout.CheckAPIServer(apiServer); err != nil {
+					return fmt.Errorf("--api-server: %w", err)
+				}
 			}
 			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
 			if err != nil {
@@ -91,11 +96,8 @@ Without it, it prints cluster.yaml.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
-	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at")
+	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
 	bf.register(f, true)
-	for _, name := range []string{"api-server"} {
-		_ = cmd.MarkFlagRequired(name)
-	}
 	return cmd
 }
