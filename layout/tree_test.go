@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gitpeer/gitpeer/layout"
 )
@@ -192,5 +194,28 @@ func TestTreeReadsOrdinaryFilesAndRefusesInvalidPaths(t *testing.T) {
 		if _, err := tree.Open(bad); !errors.Is(err, fs.ErrInvalid) {
 			t.Errorf("Open(%q) = %v, want fs.ErrInvalid", bad, err)
 		}
+	}
+}
+
+func TestTreeRefusesToReadAFifo(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "clusters/x/inbox/y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "clusters/x/inbox/y/nonce.yaml"), 0o644); err != nil {
+		t.Skipf("no fifos: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := layout.NewTree(root).ReadFile("clusters/x/inbox/y/nonce.yaml")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("ReadFile of a fifo: %v, want a refusal", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFile blocks on a fifo a peer could make the reconciler wait on")
 	}
 }

@@ -60,11 +60,15 @@ func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
 			if len(ps.Slices) > 0 && (side == p.Consumer || pr.Slices == nil) {
 				pr.Slices = ps.Slices
 			}
+			sideReady := false
 			for _, c := range ps.Conditions {
 				pr.Conditions = append(pr.Conditions, Condition{Cluster: side, Condition: c})
 				if c.Type == meta.ReadyCondition && c.Status == metav1.ConditionTrue {
-					readySides++
+					sideReady = true // a side counts once, however often it says so
 				}
+			}
+			if sideReady {
+				readySides++
 			}
 		}
 		pr.Ready = readySides == 2 && pr.Step == layout.StepReady
