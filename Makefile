@@ -36,7 +36,7 @@ test: deps fmt-check vet ## Unit, fuzz-seed and end-to-end tests (real Git repos
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s; \
 	  done; done
 
 .PHONY: bench

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // clock is the controllable time every pass of a lifecycle test runs at.
@@ -246,4 +248,56 @@ func TestLifecycleThroughARealRepo(t *testing.T) {
 			t.Fatalf("after a fresh nonce: %+v", p)
 		}
 	})
+}
+
+// TestVerifyHoldsAtEveryStepOfARevocation runs gitpeer verify's checks after
+// every single pass while a peering is revoked: intermediate states a
+// reviewer may see must verify too.
+func TestVerifyHoldsAtEveryStepOfARevocation(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	human := filepath.Join(t.TempDir(), "human")
+	git(t, "clone", "-q", rep.Remote, human)
+	l := &lifecycle{t: t, rep: rep, clock: clk, human: human}
+	l.editSpec(lifecycleSpec(""), "revoke alpha")
+
+	// Leftovers of a removed peering are tolerated only in gitpeer's exact
+	// forms: a RoleBinding bent to cluster-admin is still reported.
+	rb := filepath.Join(human, "clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml")
+	orig, err := os.ReadFile(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rb, []byte(strings.Replace(string(orig), "name: liqo-remote-controlplane", "name: cluster-admin", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, err := schema.Load(human)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := verify.Tree(layout.NewTree(human), spec, clk.Now()); len(problems) != 1 || !strings.Contains(problems[0].File, "rolebinding") {
+		t.Fatalf("a tampered leftover RoleBinding: %v", problems)
+	}
+	if err := os.WriteFile(rb, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		l.pass(id)
+		git(t, "-C", human, "pull", "-q", "--ff-only")
+		spec, _, err := schema.Load(human)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems := verify.Tree(layout.NewTree(human), spec, clk.Now()); len(problems) > 0 {
+			t.Fatalf("after pass %d (%s): %v", i+1, id, problems)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package layout
 import (
 	"bytes"
 	"crypto"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -95,8 +97,8 @@ func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
 	if err := CheckAPIServer(c.APIServer); err != nil {
 		return nil, fe("apiServer", "%v", err)
 	}
-	if !bytes.Contains([]byte(c.CA), []byte("-----BEGIN CERTIFICATE-----")) {
-		return nil, fe("ca", "no PEM certificate")
+	if err := checkCABundle([]byte(c.CA)); err != nil {
+		return nil, fe("ca", "%v", err)
 	}
 	return &c, nil
 }
@@ -180,4 +182,31 @@ func NewClusterInfo(clusterID string, pub crypto.PublicKey, apiServer string, ca
 		APIServer:   apiServer,
 		CA:          string(caPEM),
 	}, nil
+}
+
+// checkCABundle requires one or more PEM certificates that parse, and nothing
+// else: consumers trust exactly this bundle.
+func checkCABundle(bundle []byte) error {
+	rest, n := bundle, 0
+	for {
+		block, r := pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		rest = r
+		if block.Type != "CERTIFICATE" {
+			return fmt.Errorf("holds a %s block; want only certificates", block.Type)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return fmt.Errorf("certificate %d does not parse: %v", n+1, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no PEM certificate")
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return errors.New("trailing data after the certificates")
+	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 // Encode renders a Kubernetes object as YAML with sorted keys, dropping the
 // fields the API types serialise although nobody set them
-// (metadata.creationTimestamp: null, status: {}), so the same object always
+// (metadata.creationTimestamp: null, an empty spec or status), so the same object always
 // gives the same bytes and a manifest carries only what its author meant.
 func Encode(obj any) ([]byte, error) {
 	raw, err := json.Marshal(obj)
@@ -28,8 +28,10 @@ func Encode(obj any) ([]byte, error) {
 			delete(meta, "creationTimestamp")
 		}
 	}
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-		delete(m, "status")
+	for _, k := range []string{"spec", "status"} {
+		if v, ok := m[k].(map[string]any); ok && len(v) == 0 {
+			delete(m, k)
+		}
 	}
 	return yaml.Marshal(m)
 }

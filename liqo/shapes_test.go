@@ -59,7 +59,6 @@ metadata:
     pod-security.kubernetes.io/enforce: privileged
     pod-security.kubernetes.io/warn: privileged
   name: liqo-tenant-cl-consumer
-spec: {}
 `},
 		{"the nonce secret is liqo-nonce with the nonce labels and data.nonce", liqo.NonceSecret("cl-consumer", "NONCE"), `apiVersion: v1
 data:

@@ -9,13 +9,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/guard"
@@ -43,17 +41,24 @@ func (p Problem) String() string {
 // Tree checks the checkout tree (spec at its root) at time now and returns
 // every problem found, sorted by file. A nil slice means every check holds.
 func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Problem {
-	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}}
+	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}}
 	v.clusters()
+	v.findRemoved()
 	v.files()
 	for _, p := range spec.Peerings {
 		v.peering(p)
 	}
+
+	v.rendered()
 	sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].File < v.problems[j].File })
 	return v.problems
 }
 
 type verifier struct {
+	// removed are (consumer, provider) pairs no longer in the spec whose
+	// handshake artifacts are still in the tree: the reconcilers withdraw
+	// them in their next passes.
+	removed  map[[2]string]bool
 	tree     fs.FS
 	spec     *schema.Spec
 	now      time.Time
@@ -116,8 +121,8 @@ func (v *verifier) files() {
 			v.add(p, "", "%v", err)
 			return nil
 		}
-		if err := guard.Check(p, data); err != nil {
-			v.add(p, "", "%v", err)
+		if reason, found := guard.Inspect(data); found {
+			v.add(p, "", "private material: %s", reason)
 		}
 		cluster, from, rest, ok := layout.Split(p)
 		switch {
@@ -125,7 +130,7 @@ func (v *verifier) files() {
 			v.add(p, "", "not in a cluster's tree")
 		case !v.declared(cluster):
 			v.add(p, "", "cluster %q is not declared in the spec", cluster)
-		case from != "" && !v.spec.HasPeering(cluster, from) && !v.spec.HasPeering(from, cluster):
+		case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
 			v.add(p, "", "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
 		case from == "" && rest == layout.KustomizationFile:
 			v.kustomization(p, cluster, data)
@@ -135,6 +140,29 @@ func (v *verifier) files() {
 }
 
 func (v *verifier) declared(id string) bool { _, ok := v.spec.Cluster(id); return ok }
+
+// peers reports whether consumer and provider peer, or did and are being
+// withdrawn.
+func (v *verifier) peers(consumer, provider string) bool {
+	return v.spec.HasPeering(consumer, provider) || v.removed[[2]string{consumer, provider}]
+}
+
+// findRemoved finds peerings gone from the spec that left a nonce or a
+// Tenant behind, between declared clusters.
+func (v *verifier) findRemoved() {
+	for _, c := range v.spec.Clusters {
+		for _, p := range v.spec.Clusters {
+			if c.ID == p.ID || v.spec.HasPeering(c.ID, p.ID) {
+				continue
+			}
+			for _, f := range []string{layout.InboxPath(c.ID, p.ID, layout.NonceFile), layout.InboxPath(p.ID, c.ID, layout.TenantFile)} {
+				if _, err := fs.Stat(v.tree, f); err == nil {
+					v.removed[[2]string{c.ID, p.ID}] = true
+				}
+			}
+		}
+	}
+}
 
 func (v *verifier) kustomization(file, cluster string, data []byte) {
 	resources, err := layout.ParseKustomization(file, data)
@@ -218,7 +246,6 @@ func (v *verifier) peering(pr schema.Peering) {
 		} else if e != nonce.Epoch {
 			v.add(tenantFile, "metadata.annotations", "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
 		}
-		v.sameAsRendered(provider, consumer, liqo.ObjectFileName("Tenant", consumer), tenantData, "spec")
 	}
 	if hasIdentity {
 		if tenantKey == nil {
@@ -231,8 +258,6 @@ func (v *verifier) peering(pr schema.Peering) {
 				ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now,
 			}); err != nil {
 				v.addErr(err)
-			} else {
-				v.sameAsRendered(consumer, provider, liqo.ObjectFileName("Identity", liqo.ControlPlaneIdentityName(provider)), identityData, "spec")
 			}
 		}
 	}
@@ -293,31 +318,4 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 			v.addErr(err)
 		}
 	}
-}
-
-// sameAsRendered checks that the copy a cluster rendered for itself (what
-// Flux applies) carries the same spec as the verified inbox artifact.
-func (v *verifier) sameAsRendered(self, peer, name string, inbox []byte, field string) {
-	file := path.Join(layout.PeerDir(self, peer), name)
-	rendered, ok := v.read(file)
-	if !ok {
-		return // not rendered yet: the cluster has not run its pass
-	}
-	a, errA := specOf(inbox)
-	b, errB := specOf(rendered)
-	if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
-		v.add(file, field, "differs from the verified artifact it was rendered from")
-	}
-}
-
-func specOf(data []byte) (any, error) {
-	var obj map[string]any
-	if err := yaml.Unmarshal(data, &obj); err != nil {
-		return nil, err
-	}
-	spec, ok := obj["spec"]
-	if !ok {
-		return nil, errors.New("no spec")
-	}
-	return spec, nil
 }

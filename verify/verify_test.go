@@ -204,7 +204,21 @@ func TestTamperingIsReportedWithFileAndField(t *testing.T) {
 
 		{"a rendered identity that is not the verified one", editFile("clusters/alpha/liqo/beta/identity-controlplane-beta.yaml", func(t *testing.T, data []byte) []byte {
 			return bytes.Replace(data, []byte("https://beta.gitpeer.test:6443"), []byte("https://evil.example:6443"), 1)
-		}), "clusters/alpha/liqo/beta/identity-controlplane-beta.yaml", "spec", "differs from the verified artifact"},
+		}), "clusters/alpha/liqo/beta/identity-controlplane-beta.yaml", "", "differs from the object gitpeer renders"},
+
+		{"a rendered RoleBinding bound to another ClusterRole", editFile("clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml", func(t *testing.T, data []byte) []byte {
+			return bytes.Replace(data, []byte("name: liqo-remote-controlplane"), []byte("name: cluster-admin"), 1)
+		}), "clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml", "", "differs from the object gitpeer renders"},
+
+		{"an extra binding among the rendered objects", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml"),
+				"apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: evil}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: User, name: alpha}]\n")
+			appendTo(t, filepath.Join(dir, "clusters/beta/kustomization.yaml"), "- liqo/alpha/clusterrolebinding-evil.yaml\n")
+		}, "clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", "", "renders no such object"},
+
+		{"a rendered slice Identity pointing at another API server", editFile("clusters/alpha/liqo/beta/identity-resourceslice-web.yaml", func(t *testing.T, data []byte) []byte {
+			return bytes.Replace(data, []byte("https://beta.gitpeer.test:6443"), []byte("https://evil.example:6443"), 1)
+		}), "clusters/alpha/liqo/beta/identity-resourceslice-web.yaml", "", "differs from the object gitpeer renders"},
 
 		{"a kustomization listing an inbox file", func(t *testing.T, dir string) {
 			appendTo(t, filepath.Join(dir, "clusters/alpha/kustomization.yaml"), "- inbox/beta/identity.yaml\n")
@@ -219,8 +233,8 @@ func TestTamperingIsReportedWithFileAndField(t *testing.T) {
 		}, "clusters/alpha/kustomization.yaml", "", "components"},
 
 		{"a file in the inbox of a cluster that does not peer with its sender", func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, "clusters/delta/inbox/beta/nonce.yaml"), "kind: Secret\n")
-		}, "clusters/delta/inbox/beta/nonce.yaml", "", "do not peer"},
+			writeFile(t, filepath.Join(dir, "clusters/delta/inbox/beta/identity.yaml"), "kind: Secret\n")
+		}, "clusters/delta/inbox/beta/identity.yaml", "", "do not peer"},
 
 		{"a file in the tree of an undeclared cluster", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/mallory/cluster.yaml"), "kind: Cluster\n")

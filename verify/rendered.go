@@ -1,0 +1,210 @@
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"path"
+	"sort"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/reconcile"
+)
+
+// rendered checks every file under clusters/<id>/liqo/: what Flux applies to
+// a cluster must be exactly an object gitpeer renders from the verified
+// artifacts of a declared peering (byte for byte: reconcile writes
+// liqo.Encode of each object). A RoleBinding pointing elsewhere, an extra
+// binding, an Identity with another API server: each is named.
+func (v *verifier) rendered() {
+	clusters, err := fs.ReadDir(v.tree, layout.ClustersDir)
+	if err != nil {
+		return
+	}
+	for _, c := range clusters {
+		if !c.IsDir() || !v.declared(c.Name()) {
+			continue
+		}
+		self := c.Name()
+		peers, err := fs.ReadDir(v.tree, layout.ClusterPath(self, layout.LiqoDir))
+		if err != nil {
+			continue
+		}
+		for _, p := range peers {
+			dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
+			if !p.IsDir() {
+				v.add(dir, "", "gitpeer renders objects only in per-peer directories")
+				continue
+			}
+			allowed := v.expected(self, p.Name())
+			files, _ := fs.ReadDir(v.tree, dir)
+			for _, f := range files {
+				file := path.Join(dir, f.Name())
+				data, ok := v.read(file)
+				if !ok {
+					continue
+				}
+				forms, known := allowed[f.Name()]
+				if !known {
+					v.add(file, "", "gitpeer renders no such object for this peering: it would be applied unverified")
+					continue
+				}
+				if !matchesAny(data, forms) {
+					v.add(file, "", "differs from the object gitpeer renders from the verified artifacts")
+				}
+			}
+		}
+	}
+}
+
+func matchesAny(data []byte, forms [][]byte) bool {
+	for _, f := range forms {
+		if bytes.Equal(data, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// expected lists, by file name, the encodings a rendered object of self for
+// peer may have.
+func (v *verifier) expected(self, peer string) map[string][][]byte {
+	out := map[string][][]byte{}
+	add := func(kind, name string, obj any) {
+		data, err := liqo.Encode(obj)
+		if err == nil {
+			file := liqo.ObjectFileName(kind, name)
+			out[file] = append(out[file], data)
+		}
+	}
+	if peer == reconcile.SharedDir {
+		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
+			add("ClusterRole", cr.Name, cr)
+		}
+		return out
+	}
+	add("Namespace", liqo.TenantNamespace(peer), liqo.Namespace(peer))
+
+	// self provides to peer, or did until the peering was removed (a drained
+	// Tenant is what the first revocation pass leaves).
+	if v.peers(peer, self) || !v.peers(self, peer) {
+		if data, ok := v.readQuiet(layout.InboxPath(peer, self, layout.NonceFile)); ok {
+			if n, err := artifact.ParseNonce("", data, peer); err == nil {
+				add("Secret", liqo.NonceSecretName, liqo.NonceSecret(peer, n.Value))
+			}
+		}
+		if data, ok := v.readQuiet(layout.InboxPath(self, peer, layout.TenantFile)); ok {
+			if t, err := artifact.DecodeTenant("", data); err == nil {
+				if e, err := artifact.TenantEpoch("", t); err == nil {
+					for _, cond := range []authv1beta1.TenantCondition{"", authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained} {
+						clean := artifact.NewTenant(peer, artifact.Nonce{Epoch: e}, t.Spec.PublicKey, t.Spec.CSR, t.Spec.Signature)
+						clean.Spec.TenantCondition = cond
+						add(authv1beta1.TenantKind, peer, clean)
+					}
+				}
+			}
+		}
+		add("RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(peer))
+		add("ClusterRoleBinding", liqo.ClusterWideBindingName(peer), liqo.ClusterWideBinding(peer))
+	}
+	if !v.spec.HasPeering(self, peer) && !v.spec.HasPeering(peer, self) {
+		v.leftovers(self, peer, add)
+	}
+	// self consumes from peer.
+	if v.peers(self, peer) {
+		if data, ok := v.readQuiet(layout.InboxPath(self, peer, layout.IdentityFile)); ok {
+			if id, err := artifact.DecodeIdentity("", data); err == nil {
+				clean := liqo.ControlPlaneIdentity(self, peer, id.Spec.AuthParams)
+				add(authv1beta1.IdentityKind, clean.Name, clean)
+			}
+		}
+		for _, name := range v.sliceRequests(peer, self) {
+			reqData, _ := v.readQuiet(layout.InboxPath(peer, self, artifact.SliceFile(name)))
+			req, err := artifact.DecodeSlice("", reqData)
+			if err != nil {
+				continue
+			}
+			add(authv1beta1.ResourceSliceKind, name, req)
+			ansData, ok := v.readQuiet(layout.InboxPath(self, peer, artifact.SliceAnswerFile(name)))
+			if !ok {
+				continue
+			}
+			if ans, err := artifact.DecodeSlice("", ansData); err == nil && ans.Status.AuthParams != nil {
+				id := liqo.ResourceSliceIdentity(name, peer, *ans.Status.AuthParams)
+				add(authv1beta1.IdentityKind, id.Name, id)
+			}
+		}
+	}
+	return out
+}
+
+// leftovers allows what a removed peering may still hold until the
+// reconcilers withdraw it: each Tenant, Identity, ResourceSlice or nonce
+// Secret only in the clean form gitpeer renders (a re-encoding of its own
+// fields, so nothing extra rides along); RBAC and namespaces only in Liqo's
+// exact form, added by the caller.
+func (v *verifier) leftovers(self, peer string, add func(kind, name string, obj any)) {
+	dir := layout.PeerDir(self, peer)
+	files, _ := fs.ReadDir(v.tree, dir)
+	for _, f := range files {
+		data, ok := v.readQuiet(path.Join(dir, f.Name()))
+		if !ok {
+			continue
+		}
+		if t, err := artifact.DecodeTenant("", data); err == nil && t.Name == peer {
+			if e, err := artifact.TenantEpoch("", t); err == nil {
+				clean := artifact.NewTenant(peer, artifact.Nonce{Epoch: e}, t.Spec.PublicKey, t.Spec.CSR, t.Spec.Signature)
+				clean.Spec.TenantCondition = t.Spec.TenantCondition
+				add(authv1beta1.TenantKind, peer, clean)
+			}
+		}
+		if id, err := artifact.DecodeIdentity("", data); err == nil {
+			if id.Spec.Type == authv1beta1.ControlPlaneIdentityType {
+				clean := liqo.ControlPlaneIdentity(self, peer, id.Spec.AuthParams)
+				add(authv1beta1.IdentityKind, clean.Name, clean)
+			} else if name := id.Labels[liqo.LabelResourceSliceName]; name != "" {
+				clean := liqo.ResourceSliceIdentity(name, peer, id.Spec.AuthParams)
+				add(authv1beta1.IdentityKind, clean.Name, clean)
+			}
+		}
+		if rs, err := artifact.DecodeSlice("", data); err == nil && rs.Spec.ConsumerClusterID != nil && string(*rs.Spec.ConsumerClusterID) == self {
+			clean := liqo.ResourceSlice(rs.Name, self, peer, string(rs.Spec.Class), rs.Spec.Resources,
+				rs.Annotations[liqo.AnnotationCreateVirtualNode] == "true", rs.Spec.CSR)
+			add(authv1beta1.ResourceSliceKind, rs.Name, clean)
+		}
+		if _, n, err := liqo.DecodeNonceSecret(data); err == nil {
+			add("Secret", liqo.NonceSecretName, liqo.NonceSecret(peer, n))
+		}
+	}
+}
+
+// sliceRequests lists the slice names consumer requested of provider.
+func (v *verifier) sliceRequests(provider, consumer string) []string {
+	entries, err := fs.ReadDir(v.tree, layout.ClusterPath(provider, layout.InboxDir, consumer))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := artifact.SliceName(e.Name()); ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// readQuiet reads a file that may be absent, reporting nothing: its own
+// checks report it.
+func (v *verifier) readQuiet(file string) ([]byte, bool) {
+	data, err := fs.ReadFile(v.tree, file)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, false
+	}
+	return data, err == nil
+}
