@@ -7,6 +7,8 @@ package backend
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -49,7 +51,19 @@ var ErrNoToken = errors.New("no token for this peer")
 // Git: only a proof bound to the nonce does.
 type TokenStore interface {
 	// Token returns the token shared with peer, or an error wrapping ErrNoToken.
-	Token(peer string) ([]byte, error)
+	Token(ctx context.Context, peer string) ([]byte, error)
+	// SetToken stores the token shared with peer, replacing any other.
+	SetToken(ctx context.Context, peer string, token []byte) error
+}
+
+// NewToken returns a random token: 32 bytes in hex (the shape of Liqo
+// v0.2's auth-token, shorter), for an admin to hand to a peer's admin.
+func NewToken() (string, error) {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(raw), nil
 }
 
 // KubeconfigRemover is implemented by backends that can delete what

@@ -36,7 +36,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return p.refused(st, layout.StepPending, err)
 	}
-	tenant, err := p.tenantFor(provider, nonce, pr.AcceptPolicy())
+	tenant, err := p.tenantFor(ctx, provider, nonce, pr.AcceptPolicy())
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 // and CSRs are deterministic, so the bytes are stable pass after pass; an
 // existing Tenant that still answers the same nonce is kept for keys whose
 // signatures are not.
-func (p *pass) tenantFor(provider string, nonce artifact.Nonce, pol string) (*authv1beta1.Tenant, error) {
+func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.Nonce, pol string) (*authv1beta1.Tenant, error) {
 	signer := p.in.Backend.Signer()
 	sig, err := handshake.SignNonce(signer, nonce.Value)
 	if err != nil {
@@ -102,7 +102,7 @@ func (p *pass) tenantFor(provider string, nonce artifact.Nonce, pol string) (*au
 		// Without a token the Tenant goes out without proof and the provider
 		// answers EmptyRefused, as Liqo v0.2 did.
 		if store, ok := p.in.Backend.(backend.TokenStore); ok {
-			if token, err := store.Token(provider); err == nil {
+			if token, err := store.Token(ctx, provider); err == nil {
 				fresh.Annotations[artifact.AnnotationTokenProof] = artifact.TokenProof(token, nonce.Value)
 			} else if !errors.Is(err, backend.ErrNoToken) {
 				return nil, err

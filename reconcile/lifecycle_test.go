@@ -221,11 +221,11 @@ peerings: [{consumer: "alpha", provider: "beta", policy: "token"}]
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, spec)
-			if err := w.files["beta"].SetToken("alpha", []byte(tc.providerToken)); err != nil {
+			if err := w.files["beta"].SetToken(context.Background(), "alpha", []byte(tc.providerToken)); err != nil {
 				t.Fatal(err)
 			}
 			if tc.consumerToken != "" {
-				if err := w.files["alpha"].SetToken("beta", []byte(tc.consumerToken)); err != nil {
+				if err := w.files["alpha"].SetToken(context.Background(), "beta", []byte(tc.consumerToken)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -82,7 +82,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		err = p.checkEpoch(tenantFile, tenant, nonce)
 	}
 	if err == nil && pol == schema.PolicyToken {
-		err = p.checkToken(tenantFile, tenant, consumer, nonce)
+		err = p.checkToken(ctx, tenantFile, tenant, consumer, nonce)
 	}
 	if err != nil {
 		var ae *artifact.Error
@@ -225,12 +225,12 @@ func (p *pass) checkEpoch(file string, t *authv1beta1.Tenant, n artifact.Nonce) 
 
 // checkToken applies the token policy: the Tenant proves it holds the token
 // shared out of band (Liqo v0.2's Refused / EmptyRefused otherwise).
-func (p *pass) checkToken(file string, t *authv1beta1.Tenant, consumer string, n artifact.Nonce) error {
+func (p *pass) checkToken(ctx context.Context, file string, t *authv1beta1.Tenant, consumer string, n artifact.Nonce) error {
 	store, ok := p.in.Backend.(backend.TokenStore)
 	if !ok {
 		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: errors.New("this cluster's backend keeps no tokens")}
 	}
-	token, err := store.Token(consumer)
+	token, err := store.Token(ctx, consumer)
 	if err != nil {
 		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: fmt.Errorf("no token shared with %s: %w", consumer, err)}
 	}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -296,7 +295,7 @@ func (b *Backend) tokenPath(peer string) string {
 }
 
 // Token implements backend.TokenStore.
-func (b *Backend) Token(peer string) ([]byte, error) {
+func (b *Backend) Token(_ context.Context, peer string) ([]byte, error) {
 	data, err := os.ReadFile(b.tokenPath(peer))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", b.tokenPath(peer), backend.ErrNoToken)
@@ -311,23 +310,12 @@ func (b *Backend) Token(peer string) ([]byte, error) {
 	return tok, nil
 }
 
-// SetToken stores the token shared with peer (0600), replacing any other.
-func (b *Backend) SetToken(peer string, token []byte) error {
+// SetToken implements backend.TokenStore: <dir>/tokens/<peer>.token, 0600.
+func (b *Backend) SetToken(_ context.Context, peer string, token []byte) error {
 	if len(bytes.TrimSpace(token)) == 0 {
 		return errors.New("empty token")
 	}
 	return writePrivate(b.tokenPath(peer), append(bytes.TrimSpace(token), '\n'))
-}
-
-// GenerateToken creates a random token for peer (32 bytes, hex: the shape of
-// Liqo v0.2's auth-token, shorter), stores it and returns it.
-func (b *Backend) GenerateToken(peer string) (string, error) {
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(raw)
-	return tok, b.SetToken(peer, []byte(tok))
 }
 
 // RemoveKubeconfig implements backend.KubeconfigRemover.

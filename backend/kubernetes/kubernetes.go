@@ -785,3 +785,64 @@ func mergeInto(m *map[string]string, want map[string]string) bool {
 func (b *Backend) ClusterInfo() (*layout.ClusterInfo, error) {
 	return layout.NewClusterInfo(b.clusterID, b.key.Public(), b.apiServer, b.caBundle)
 }
+
+// TokensSecretName is gitpeer's Secret in the Liqo namespace holding the
+// tokens of the token acceptance policy, one data key per peer cluster ID.
+const TokensSecretName = "gitpeer-tokens"
+
+// Token implements backend.TokenStore: data[peer] of Secret gitpeer-tokens.
+func (b *Backend) Token(ctx context.Context, peer string) ([]byte, error) {
+	where := b.ref("secret", TokensSecretName)
+	s, err := b.core.Secrets(b.ns()).Get(ctx, TokensSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%s: %w", where, backend.ErrNoToken)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", where, err)
+	}
+	tok := bytes.TrimSpace(s.Data[peer])
+	if len(tok) == 0 {
+		return nil, fmt.Errorf("%s: no key %q: %w", where, peer, backend.ErrNoToken)
+	}
+	return tok, nil
+}
+
+// SetToken implements backend.TokenStore, creating Secret gitpeer-tokens
+// when missing.
+func (b *Backend) SetToken(ctx context.Context, peer string, token []byte) error {
+	tok := bytes.TrimSpace(token)
+	if len(tok) == 0 {
+		return errors.New("empty token")
+	}
+	where := b.ref("secret", TokensSecretName)
+	secrets := b.core.Secrets(b.ns())
+	s, err := secrets.Get(ctx, TokensSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: TokensSecretName, Namespace: b.ns(), Labels: map[string]string{"app.kubernetes.io/managed-by": "gitpeer"}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{peer: tok},
+		}
+		got, err := b.createOnce(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got.Data[peer], tok) {
+			return b.SetToken(ctx, peer, tok) // someone created it first: add ours
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get %s: %w", where, err)
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[peer] = tok
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update %s: %w", where, err)
+	}
+	return nil
+}
+
+var _ backend.TokenStore = (*Backend)(nil)

@@ -145,6 +145,14 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	if err := b.RemoveKubeconfig(ctx, "beta"); err != nil {
 		t.Fatal(err)
 	}
+	for _, tok := range []string{"first", "second"} { // create, then update
+		if err := b.SetToken(ctx, "beta", []byte(tok)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok, err := b.Token(ctx, "beta"); err != nil || string(tok) != "second" {
+		t.Fatalf("token %q, %v", tok, err)
+	}
 	// Init with the Liqo namespace missing: it is created (configmap kept).
 	cs2 := newClientset(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", false))
 	initBackend(t, cs2, opts)

@@ -251,3 +251,47 @@ func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
 		t.Fatalf("reconcile --watch exited %d", code)
 	}
 }
+
+// TestTokenPolicyWithTheCLI: the provider's admin generates a token, the
+// consumer's admin stores it from standard input, and the peering completes;
+// the token itself never reaches Git.
+func TestTokenPolicyWithTheCLI(t *testing.T) {
+	root := t.TempDir()
+	remote := filepath.Join(root, "remote.git")
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "--bare", "--initial-branch=main", remote)
+	git(t, root, "clone", remote, work)
+	write(t, filepath.Join(work, "peering.cue"), strings.Replace(spec, `provider: "beta"}`, `provider: "beta", policy: "token"}`, 1))
+	state := func(id string) string { return filepath.Join(root, "state", id) }
+	for _, id := range []string{"alpha", "beta"} {
+		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443", "--state-dir", state(id), "--repo", work); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-m", "peer with a token")
+	git(t, work, "push", "origin", "main")
+
+	code, token, stderr := gitpeer(t, "token", "generate", "--cluster", "beta", "--peer", "alpha", "--state-dir", state("beta"))
+	if code != 0 || len(strings.TrimSpace(token)) != 64 {
+		t.Fatalf("token generate: %d %q %s", code, token, stderr)
+	}
+	set := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
+	set.SetIn(strings.NewReader(token))
+	set.SetArgs([]string{"token", "set", "--cluster", "alpha", "--peer", "beta", "--state-dir", state("alpha")})
+	if err := set.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("token set: %v", err)
+	}
+	for _, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", state(id)); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	git(t, work, "pull", "-q", "--ff-only")
+	if code, out, _ := gitpeer(t, "status", work, "-o", "json"); code != 0 || !strings.Contains(out, `"ready": true`) || !strings.Contains(out, "token accepted") {
+		t.Fatalf("status: %s", out)
+	}
+	if out := git(t, work, "log", "-p", "--all", "-S", strings.TrimSpace(token)); out != "" {
+		t.Fatalf("the token is in Git:\n%s", out)
+	}
+}

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -19,60 +20,80 @@ func newTokenCmd() *cobra.Command {
 		Long: `Under policy "token", a provider accepts a consumer's Tenant only if it carries
 proof (an HMAC bound to the nonce) of a token the two admins shared out of band,
 as Liqo v0.2's token authentication did. The provider's admin runs
-"gitpeer token generate --peer <consumer>" and hands the printed token over; the
-consumer's admin stores it with "gitpeer token set --peer <provider>". Tokens
-live in the state directories only.`,
+"gitpeer token generate --cluster <provider> --peer <consumer> ..." and hands the
+printed token over; the consumer's admin stores it with
+"gitpeer token set --cluster <consumer> --peer <provider> ... < token". Tokens live
+only in the backends: <state-dir>/tokens/ or Secret gitpeer-tokens of the Liqo
+namespace.`,
 	}
 	cmd.AddCommand(newTokenGenerateCmd(), newTokenSetCmd())
 	return cmd
 }
 
-// openTokens checks --peer and opens the state dir keeping the tokens.
-func openTokens(peer, stateDir string) (*file.Backend, error) {
-	if err := layout.CheckClusterID(peer); err != nil {
-		return nil, fmt.Errorf("--peer: %w", err)
-	}
-	return file.Open(stateDir)
+// tokenCommand is what both token subcommands share: flags, and opening the
+// backend of --cluster as a token store.
+type tokenCommand struct {
+	cluster, peer string
+	bf            backendFlags
 }
 
-func tokenFlags(cmd *cobra.Command, peer, stateDir *string) {
-	cmd.Flags().StringVar(peer, "peer", "", "the cluster ID the token is shared with")
-	cmd.Flags().StringVar(stateDir, "state-dir", "", "this cluster's state dir (file backend)")
+func (tc *tokenCommand) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&tc.cluster, "cluster", "", "this cluster's ID")
+	cmd.Flags().StringVar(&tc.peer, "peer", "", "the cluster ID the token is shared with")
+	tc.bf.register(cmd.Flags(), false)
+	_ = cmd.MarkFlagRequired("cluster")
 	_ = cmd.MarkFlagRequired("peer")
-	_ = cmd.MarkFlagRequired("state-dir")
+}
+
+func (tc *tokenCommand) store(ctx context.Context) (backend.TokenStore, error) {
+	if err := layout.CheckClusterID(tc.peer); err != nil {
+		return nil, fmt.Errorf("--peer: %w", err)
+	}
+	b, err := tc.bf.open(ctx, tc.cluster)
+	if err != nil {
+		return nil, err
+	}
+	store, ok := b.(backend.TokenStore)
+	if !ok {
+		return nil, fmt.Errorf("--backend %s keeps no tokens", tc.bf.kind)
+	}
+	return store, nil
 }
 
 func newTokenGenerateCmd() *cobra.Command {
-	var peer, stateDir string
+	var tc tokenCommand
 	cmd := &cobra.Command{
-		Use:   "generate --peer ID --state-dir DIR",
+		Use:   "generate --cluster ID --peer ID (--state-dir DIR | --backend kubernetes)",
 		Short: "Create a token for a consumer, store it and print it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := openTokens(peer, stateDir)
+			store, err := tc.store(cmd.Context())
 			if err != nil {
 				return err
 			}
-			tok, err := b.GenerateToken(peer)
+			tok, err := backend.NewToken()
 			if err != nil {
+				return err
+			}
+			if err := store.SetToken(cmd.Context(), tc.peer, []byte(tok)); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), tok)
 			return nil
 		},
 	}
-	tokenFlags(cmd, &peer, &stateDir)
+	tc.register(cmd)
 	return cmd
 }
 
 func newTokenSetCmd() *cobra.Command {
-	var peer, stateDir string
+	var tc tokenCommand
 	cmd := &cobra.Command{
-		Use:   "set --peer ID --state-dir DIR < token",
+		Use:   "set --cluster ID --peer ID (--state-dir DIR | --backend kubernetes) < token",
 		Short: "Store the token a provider's admin handed over (read from standard input)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := openTokens(peer, stateDir)
+			store, err := tc.store(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -83,9 +104,9 @@ func newTokenSetCmd() *cobra.Command {
 				}
 				return fmt.Errorf("read token from standard input: %w", err)
 			}
-			return b.SetToken(peer, []byte(strings.TrimSpace(line)))
+			return store.SetToken(cmd.Context(), tc.peer, []byte(strings.TrimSpace(line)))
 		},
 	}
-	tokenFlags(cmd, &peer, &stateDir)
+	tc.register(cmd)
 	return cmd
 }
