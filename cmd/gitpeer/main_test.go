@@ -46,15 +46,17 @@ const spec = `clusters: [{id: "alpha"}, {id: "beta"}]
 peerings: [{consumer: "alpha", provider: "beta"}]
 `
 
-// TestPeeringByHandWithTheCLI is what an admin does: init both clusters into
-// a working tree, push it, then run each reconciler once in turn.
-func TestPeeringByHandWithTheCLI(t *testing.T) {
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	work := filepath.Join(root, "work")
+// peeringRepo is a bare remote and a working clone holding specSrc and both
+// clusters' published identities (state dirs under root/state/<id>),
+// committed and pushed: where an admin is after the first pull request.
+func peeringRepo(t *testing.T, specSrc string) (root, remote, work string) {
+	t.Helper()
+	root = t.TempDir()
+	remote = filepath.Join(root, "remote.git")
+	work = filepath.Join(root, "work")
 	git(t, root, "init", "--bare", "--initial-branch=main", remote)
 	git(t, root, "clone", remote, work)
-	write(t, filepath.Join(work, "peering.cue"), spec)
+	write(t, filepath.Join(work, "peering.cue"), specSrc)
 	for _, id := range []string{"alpha", "beta"} {
 		code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
 			"--state-dir", filepath.Join(root, "state", id), "--repo", work)
@@ -65,12 +67,19 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 			t.Errorf("init does not print the fingerprint: %s", stderr)
 		}
 	}
-	if code, out, _ := gitpeer(t, "validate", work); code != 0 || !strings.Contains(out, "valid (2 clusters, 1 peerings)") {
-		t.Fatalf("validate: %d %s", code, out)
-	}
 	git(t, work, "add", "-A")
 	git(t, work, "commit", "-m", "peer alpha with beta")
 	git(t, work, "push", "origin", "main")
+	return root, remote, work
+}
+
+// TestPeeringByHandWithTheCLI is what an admin does: init both clusters into
+// a working tree, push it, then run each reconciler once in turn.
+func TestPeeringByHandWithTheCLI(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	if code, out, _ := gitpeer(t, "validate", work); code != 0 || !strings.Contains(out, "valid (2 clusters, 1 peerings)") {
+		t.Fatalf("validate: %d %s", code, out)
+	}
 
 	for i, id := range []string{"beta", "alpha", "beta", "alpha", "beta", "alpha"} {
 		code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id))
@@ -203,21 +212,7 @@ func TestInitKeepsKeysAndRefusesAnotherCluster(t *testing.T) {
 // TestWatchRunsAPassWhenTheBranchMoves: with --watch and an hour's interval,
 // the provider answers the consumer's push at once.
 func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	work := filepath.Join(root, "work")
-	git(t, root, "init", "--bare", "--initial-branch=main", remote)
-	git(t, root, "clone", remote, work)
-	write(t, filepath.Join(work, "peering.cue"), spec)
-	for _, id := range []string{"alpha", "beta"} {
-		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
-			"--state-dir", filepath.Join(root, "state", id), "--repo", work); code != 0 {
-			t.Fatal(stderr)
-		}
-	}
-	git(t, work, "add", "-A")
-	git(t, work, "commit", "-m", "peer")
-	git(t, work, "push", "origin", "main")
+	root, remote, _ := peeringRepo(t, spec)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -256,21 +251,8 @@ func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
 // consumer's admin stores it from standard input, and the peering completes;
 // the token itself never reaches Git.
 func TestTokenPolicyWithTheCLI(t *testing.T) {
-	root := t.TempDir()
-	remote := filepath.Join(root, "remote.git")
-	work := filepath.Join(root, "work")
-	git(t, root, "init", "--bare", "--initial-branch=main", remote)
-	git(t, root, "clone", remote, work)
-	write(t, filepath.Join(work, "peering.cue"), strings.Replace(spec, `provider: "beta"}`, `provider: "beta", policy: "token"}`, 1))
+	root, remote, work := peeringRepo(t, strings.Replace(spec, `provider: "beta"}`, `provider: "beta", policy: "token"}`, 1))
 	state := func(id string) string { return filepath.Join(root, "state", id) }
-	for _, id := range []string{"alpha", "beta"} {
-		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443", "--state-dir", state(id), "--repo", work); code != 0 {
-			t.Fatal(stderr)
-		}
-	}
-	git(t, work, "add", "-A")
-	git(t, work, "commit", "-m", "peer with a token")
-	git(t, work, "push", "origin", "main")
 
 	code, token, stderr := gitpeer(t, "token", "generate", "--cluster", "beta", "--peer", "alpha", "--state-dir", state("beta"))
 	if code != 0 || len(strings.TrimSpace(token)) != 64 {
