@@ -149,7 +149,7 @@ func TestCheck(t *testing.T) {
 		{"refuses an Ed25519 PKCS#8 key", string(m.edPKCS8), `PEM block "PRIVATE KEY"`},
 		{"refuses an OpenSSH key", string(m.openSSH), `PEM block "OPENSSH PRIVATE KEY"`},
 		{"refuses an encrypted PKCS#8 key", string(m.encrypted), `PEM block "ENCRYPTED PRIVATE KEY"`},
-		{"refuses a truncated key (armour only)", "notes:\n-----BEGIN EC PRIVATE KEY-----\nMHcC", `line 2: PEM block "EC PRIVATE KEY"`},
+		{"refuses a truncated key (armour only)", "notes:\n-----BEGIN EC " + "PRIVATE KEY-----\nMHcC", `line 2: PEM block "EC PRIVATE KEY"`},
 		{"refuses a raw DER key", string(m.edDER), "DER private key (PKCS#8)"},
 
 		// Private keys, wrapped.

