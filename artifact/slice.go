@@ -98,7 +98,7 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 	}
 	ans := &SliceAnswer{Slice: rs, Accepted: true}
 	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
-		cond := sliceCondition(rs, t)
+		cond := SliceCondition(rs, t)
 		if cond == nil {
 			return nil, refuse(file, "status.conditions", ReasonMalformed, "no %s condition", t)
 		}
@@ -134,16 +134,12 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 	return ans, nil
 }
 
-func sliceCondition(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) *authv1beta1.ResourceSliceCondition {
+// SliceCondition returns the condition of type t of a slice, or nil.
+func SliceCondition(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) *authv1beta1.ResourceSliceCondition {
 	for i := range rs.Status.Conditions {
 		if rs.Status.Conditions[i].Type == t {
 			return &rs.Status.Conditions[i]
 		}
 	}
 	return nil
-}
-
-// SliceCondition returns the condition of type t of a slice, or nil.
-func SliceCondition(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) *authv1beta1.ResourceSliceCondition {
-	return sliceCondition(rs, t)
 }

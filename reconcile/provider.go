@@ -25,11 +25,8 @@ import (
 	"github.com/gitpeer/gitpeer/schema"
 )
 
-// Reasons of the provider side.
-const (
-	ReasonRevoking      = "Revoking"
-	ReasonTokenAccepted = "Accepted" // Liqo v0.2's word for a matching token
-)
+// ReasonRevoking marks a peering removed from the spec while its Tenant is drained.
+const ReasonRevoking = "Revoking"
 
 // provide advances one peering where this cluster is the provider.
 func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject) error {
@@ -74,24 +71,20 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		return nil
 	}
 
-	c, _ := p.in.Spec.Cluster(consumer)
-	tenant, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{
-		ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
-	})
+	// The epoch first: a Tenant over an expired nonce is refused as such,
+	// not as a signature that happens not to match the current nonce.
+	err = p.checkEpoch(tenantFile, tenantData, nonce)
+	var tenant *authv1beta1.Tenant
 	if err == nil {
-		err = p.checkEpoch(tenantFile, tenant, nonce)
+		c, _ := p.in.Spec.Cluster(consumer)
+		tenant, err = artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{
+			ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
+		})
 	}
 	if err == nil && pol == schema.PolicyToken {
 		err = p.checkToken(ctx, tenantFile, tenant, consumer, nonce)
 	}
 	if err != nil {
-		var ae *artifact.Error
-		if errors.As(err, &ae) && ae.Reason == artifact.ReasonSignatureMismatch {
-			if e, eerr := artifact.TenantEpoch(tenantFile, mustDecodeTenant(tenantFile, tenantData)); eerr == nil && e != nonce.Epoch {
-				err = &artifact.Error{File: tenantFile, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
-					Err: fmt.Errorf("answers nonce epoch %d; the nonce of that epoch expired and epoch %d was issued", e, nonce.Epoch)}
-			}
-		}
 		return p.refused(st, layout.StepNonceSent, err)
 	}
 	_, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
@@ -143,14 +136,6 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 func mustKey(b []byte) any {
 	k, _, _ := handshake.ParsePublicKey(b)
 	return k
-}
-
-func mustDecodeTenant(file string, data []byte) *authv1beta1.Tenant {
-	t, err := artifact.DecodeTenant(file, data)
-	if err != nil {
-		return &authv1beta1.Tenant{}
-	}
-	return t
 }
 
 // acceptedTenant is the Tenant of consumer this cluster verified and
@@ -211,14 +196,20 @@ func (p *pass) nonceFor(consumer string, settled bool) (artifact.Nonce, error) {
 	return n, nil
 }
 
-func (p *pass) checkEpoch(file string, t *authv1beta1.Tenant, n artifact.Nonce) error {
+// checkEpoch refuses a Tenant answering another nonce epoch than n's: the
+// nonce it signed expired and was replaced.
+func (p *pass) checkEpoch(file string, data []byte, n artifact.Nonce) error {
+	t, err := artifact.DecodeTenant(file, data)
+	if err != nil {
+		return err
+	}
 	e, err := artifact.TenantEpoch(file, t)
 	if err != nil {
 		return err
 	}
 	if e != n.Epoch {
 		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
-			Err: fmt.Errorf("answers nonce epoch %d, the current one is %d", e, n.Epoch)}
+			Err: fmt.Errorf("answers nonce epoch %d; that nonce expired and epoch %d was issued", e, n.Epoch)}
 	}
 	return nil
 }
