@@ -189,6 +189,13 @@ peerings: [{consumer: "alpha", provider: "beta", policy: "open"}]
 	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "open policy: first key sha256:") {
 		t.Fatalf("Ready %+v", r)
 	}
+	w.tree["clusters/alpha/cluster.yaml"] = published
+	if n := w.converge("beta", "alpha"); n != 1 {
+		t.Fatalf("%d commits to settle the open peering, want 1 (alpha accepts the identity)", n)
+	}
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Fatalf("%d commits after the open peering settled", n)
+	}
 	// An impostor's Tenant with another key is now refused.
 	tamperTenant(t, w, func(tn *authv1beta1.Tenant) {
 		k, _ := handshake.GenerateKey()

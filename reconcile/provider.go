@@ -87,7 +87,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return p.refused(st, layout.StepNonceSent, err)
 	}
-	_, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
+	pub, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
 
 	identity, err := p.identityFor(ctx, consumer, tenant, keyDER)
 	if err != nil {
@@ -119,11 +119,13 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
 	msg := fmt.Sprintf("identity issued to %s; certificate valid until %s", consumer, notAfter.UTC().Format(time.RFC3339))
-	switch {
-	case pol == schema.PolicyToken:
+	// The same words every pass, first or later: a status that changes with
+	// nothing else would commit every pass.
+	switch pol {
+	case schema.PolicyToken:
 		msg += "; token accepted"
-	case pol == schema.PolicyOpen && accepted == nil:
-		fp, _ := handshake.Fingerprint(mustKey(tenant.Spec.PublicKey))
+	case schema.PolicyOpen:
+		fp, _ := handshake.Fingerprint(pub)
 		msg += fmt.Sprintf("; open policy: first key %s accepted and pinned", fp)
 	}
 	if condition != authv1beta1.TenantConditionActive {
@@ -131,11 +133,6 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	}
 	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
 	return nil
-}
-
-func mustKey(b []byte) any {
-	k, _, _ := handshake.ParsePublicKey(b)
-	return k
 }
 
 // acceptedTenant is the Tenant of consumer this cluster verified and
