@@ -453,3 +453,42 @@ func TestLiqoClusterRolesAreRenderedOnlyWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestEverySettledPeeringMakesNoFurtherCommit is invariant 3 across the
+// spec's knobs: once converged, passes change nothing.
+func TestEverySettledPeeringMakesNoFurtherCommit(t *testing.T) {
+	peerings := map[string]string{
+		"pinned":            `{consumer: "alpha", provider: "beta"}`,
+		"open":              `{consumer: "alpha", provider: "beta", policy: "open"}`,
+		"token":             `{consumer: "alpha", provider: "beta", policy: "token"}`,
+		"cordoned":          `{consumer: "alpha", provider: "beta", tenantCondition: "Cordoned", slices: [{name: "a", resources: {cpu: "1"}}]}`,
+		"drained":           `{consumer: "alpha", provider: "beta", tenantCondition: "Drained", slices: [{name: "a", resources: {cpu: "1"}}]}`,
+		"slices and denial": `{consumer: "alpha", provider: "beta", slices: [{name: "a", resources: {cpu: "1"}}, {name: "b", resources: {cpu: "99"}}]}`,
+		"both directions":   `{consumer: "alpha", provider: "beta", slices: [{name: "a", resources: {cpu: "1"}}]}, {consumer: "beta", provider: "alpha", slices: [{name: "a", resources: {cpu: "1"}}]}`,
+	}
+	for name, pr := range peerings {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, "clusters: [{id: \"alpha\"}, {id: \"beta\"}]\npeerings: ["+pr+"]\n")
+			for _, id := range []string{"alpha", "beta"} {
+				if err := w.files[id].SetToken(context.Background(), map[string]string{"alpha": "beta", "beta": "alpha"}[id], []byte("shared")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := w.converge("beta", "alpha"); n == 0 {
+				t.Fatal("nothing happened")
+			}
+			for _, p := range w.spec.Peerings {
+				if ps := w.status(p.Consumer, p.Consumer, p.Provider); ps == nil || ps.Step != layout.StepReady {
+					t.Errorf("%s → %s did not get Ready: %+v", p.Consumer, p.Provider, ps)
+				}
+			}
+			if n := w.converge("beta", "alpha"); n != 0 {
+				t.Fatalf("%d commits after convergence", n)
+			}
+			w.now = w.now.Add(time.Hour)
+			if n := w.converge("beta", "alpha"); n != 0 {
+				t.Fatalf("%d commits an hour later", n)
+			}
+		})
+	}
+}
