@@ -32,6 +32,16 @@ func SliceName(file string) (string, bool) {
 	return name, name != "" && !strings.Contains(name, ".")
 }
 
+// SliceAnswerName returns the slice name of an answer's inbox file name
+// (SliceAnswerFile), or false.
+func SliceAnswerName(file string) (string, bool) {
+	base, ok := strings.CutSuffix(file, ".status.yaml")
+	if !ok {
+		return "", false
+	}
+	return SliceName(base + ".yaml")
+}
+
 // DecodeSlice parses a ResourceSlice file without checking it.
 func DecodeSlice(file string, data []byte) (*authv1beta1.ResourceSlice, error) {
 	rs, err := liqo.DecodeResourceSlice(data)

@@ -238,3 +238,25 @@ func TestSliceConditionFindsByType(t *testing.T) {
 		t.Errorf("a request has condition %+v", c)
 	}
 }
+
+func TestSliceFileNamesRoundTrip(t *testing.T) {
+	for _, name := range []string{"web", "gpu-pool", "a"} {
+		if got, ok := artifact.SliceName(artifact.SliceFile(name)); !ok || got != name {
+			t.Errorf("SliceName(SliceFile(%q)) = %q, %t", name, got, ok)
+		}
+		if got, ok := artifact.SliceAnswerName(artifact.SliceAnswerFile(name)); !ok || got != name {
+			t.Errorf("SliceAnswerName(SliceAnswerFile(%q)) = %q, %t", name, got, ok)
+		}
+		if _, ok := artifact.SliceName(artifact.SliceAnswerFile(name)); ok {
+			t.Errorf("an answer file %q reads as a request", artifact.SliceAnswerFile(name))
+		}
+		if _, ok := artifact.SliceAnswerName(artifact.SliceFile(name)); ok {
+			t.Errorf("a request file %q reads as an answer", artifact.SliceFile(name))
+		}
+	}
+	for _, f := range []string{"nonce.yaml", "resourceslice-.status.yaml", "resourceslice-a.b.status.yaml", "identity.yaml"} {
+		if _, ok := artifact.SliceAnswerName(f); ok {
+			t.Errorf("%q reads as an answer", f)
+		}
+	}
+}

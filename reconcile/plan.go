@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -93,10 +94,12 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 			add("renew identity of " + to)
 		case from == self && rest == layout.IdentityFile:
 			add("issue identity to " + to)
-		case from == self && strings.HasSuffix(rest, ".status.yaml"):
-			add(fmt.Sprintf("answer slice %s of %s", sliceOf(rest), to))
-		case from == self && strings.HasPrefix(rest, "resourceslice-"):
-			add(fmt.Sprintf("request slice %s from %s", sliceOf(rest), to))
+		case from == self && isAnswer(rest):
+			name, _ := artifact.SliceAnswerName(rest)
+			add(fmt.Sprintf("answer slice %s of %s", name, to))
+		case from == self && isRequest(rest):
+			name, _ := artifact.SliceName(rest)
+			add(fmt.Sprintf("request slice %s from %s", name, to))
 		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
 			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
 			base := path.Base(f)
@@ -130,12 +133,8 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 	return out
 }
 
-// sliceOf is the slice name of a "resourceslice-<name>[.status].yaml" file.
-func sliceOf(file string) string {
-	name := strings.TrimPrefix(path.Base(file), "resourceslice-")
-	name = strings.TrimSuffix(name, ".yaml")
-	return strings.TrimSuffix(name, ".status")
-}
+func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }
+func isRequest(file string) bool { _, ok := artifact.SliceName(file); return ok }
 
 // message is the commit message: a subject naming the cluster and its steps,
 // and trailers a machine can read back.

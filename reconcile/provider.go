@@ -236,24 +236,36 @@ func (p *pass) checkToken(ctx context.Context, file string, t *authv1beta1.Tenan
 // the repo while its certificate still verifies and is not due for renewal
 // (re-signing every pass would commit every pass), else a freshly signed one.
 func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1beta1.Tenant, keyDER []byte) (*authv1beta1.Identity, error) {
-	params := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
 	file := layout.InboxPath(consumer, p.self, layout.IdentityFile)
+	var prev *authv1beta1.AuthParams
 	if data, found, err := p.read(file); err != nil {
 		return nil, err
 	} else if found {
-		old, err := artifact.DecodeIdentity(file, data)
-		want := liqo.ControlPlaneIdentity(consumer, p.self, params)
-		if err == nil && old.Name == want.Name && old.Namespace == want.Namespace &&
-			p.reusable(old.Spec.AuthParams, params, keyDER, consumer, handshake.ControlPlaneOrganization) {
-			return old, nil
+		if old, err := artifact.DecodeIdentity(file, data); err == nil {
+			prev = &old.Spec.AuthParams
 		}
 	}
-	cert, err := p.in.Backend.SignCSR(ctx, tenant.Spec.CSR, p.terms.certificateLifetime)
+	params, err := p.authParams(ctx, prev, tenant.Spec.CSR, keyDER, consumer, handshake.ControlPlaneOrganization)
 	if err != nil {
 		return nil, fmt.Errorf("sign CSR of %s: %w", consumer, err)
 	}
-	params.SignedCRT = cert
-	return liqo.ControlPlaneIdentity(consumer, p.self, params), nil
+	return liqo.ControlPlaneIdentity(consumer, p.self, *params), nil
+}
+
+// authParams are the authParams of a certificate for csr with subject cn/org:
+// prev's while its certificate still serves (re-signing every pass would
+// commit every pass), else a freshly signed one.
+func (p *pass) authParams(ctx context.Context, prev *authv1beta1.AuthParams, csr, keyDER []byte, cn, org string) (*authv1beta1.AuthParams, error) {
+	want := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
+	if prev != nil && p.reusable(*prev, want, keyDER, cn, org) {
+		return prev, nil
+	}
+	cert, err := p.in.Backend.SignCSR(ctx, csr, p.terms.certificateLifetime)
+	if err != nil {
+		return nil, err
+	}
+	want.SignedCRT = cert
+	return &want, nil
 }
 
 // reusable reports whether a certificate signed earlier still serves: same
@@ -332,9 +344,13 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 		if d.Accepted {
 			// Only a granted slice gets a certificate: nothing is signed that
 			// would not be honoured.
-			params, err := p.sliceParams(ctx, prev, req, consumer, keyDER)
+			var prevParams *authv1beta1.AuthParams
+			if prev != nil {
+				prevParams = prev.Status.AuthParams
+			}
+			params, err := p.authParams(ctx, prevParams, req.Spec.CSR, keyDER, handshake.ResourceSliceCommonName(req.Name, consumer), consumer)
 			if err != nil {
-				return err
+				return fmt.Errorf("sign CSR of slice %s of %s: %w", req.Name, consumer, err)
 			}
 			ans.Status.Resources = d.Granted
 			ans.Status.AuthParams = params
@@ -392,22 +408,6 @@ func (p *pass) sliceConditions(prev *authv1beta1.ResourceSlice, conds ...authv1b
 		}
 	}
 	return conds
-}
-
-// sliceParams returns the authParams of a granted slice, keeping the
-// certificate of the previous answer while it serves.
-func (p *pass) sliceParams(ctx context.Context, prev, req *authv1beta1.ResourceSlice, consumer string, keyDER []byte) (*authv1beta1.AuthParams, error) {
-	want := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
-	cn := handshake.ResourceSliceCommonName(req.Name, consumer)
-	if prev != nil && prev.Status.AuthParams != nil && p.reusable(*prev.Status.AuthParams, want, keyDER, cn, consumer) {
-		return prev.Status.AuthParams, nil
-	}
-	cert, err := p.in.Backend.SignCSR(ctx, req.Spec.CSR, p.terms.certificateLifetime)
-	if err != nil {
-		return nil, fmt.Errorf("sign CSR of slice %s of %s: %w", req.Name, consumer, err)
-	}
-	want.SignedCRT = cert
-	return &want, nil
 }
 
 func sliceStatus(rs *authv1beta1.ResourceSlice) layout.SliceStatus {

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"path"
 	"sort"
-	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -295,11 +294,10 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 	ansDir := layout.ClusterPath(consumer, layout.InboxDir, provider)
 	entries, _ = fs.ReadDir(v.tree, ansDir)
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".status.yaml")
-		if !ok || !strings.HasPrefix(name, "resourceslice-") {
+		name, ok := artifact.SliceAnswerName(e.Name())
+		if !ok {
 			continue
 		}
-		name = strings.TrimPrefix(name, "resourceslice-")
 		file := path.Join(ansDir, e.Name())
 		data, ok := v.read(file)
 		if !ok {
