@@ -15,6 +15,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pins"
 )
 
 // Backend is one cluster's private side of the handshake.
@@ -72,4 +73,15 @@ type KubeconfigRemover interface {
 	// RemoveKubeconfig deletes the kubeconfig obtained from providerID; a
 	// missing one is not an error.
 	RemoveKubeconfig(ctx context.Context, providerID string) error
+}
+
+// PinKeeper is implemented by every backend: it keeps the cluster's trust
+// anchors (package pins) beside its private material, out of Git.
+type PinKeeper interface {
+	// LoadPins returns the stored pins, or an empty store for this cluster
+	// when none were saved yet. A store that exists but does not parse is an
+	// error, never silently replaced: it would re-trust every peer.
+	LoadPins(ctx context.Context) (*pins.Store, error)
+	// SavePins replaces the stored pins atomically.
+	SavePins(ctx context.Context, s *pins.Store) error
 }

@@ -2,12 +2,8 @@ package handshake
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"fmt"
@@ -106,22 +102,7 @@ func SignNonce(key crypto.Signer, nonce string) ([]byte, error) {
 	if err := CheckNonce(nonce); err != nil {
 		return nil, err
 	}
-	key, err := checkSigner(key)
-	if err != nil {
-		return nil, err
-	}
-	msg := []byte(nonce)
-	var sig []byte
-	switch key.Public().(type) {
-	case ed25519.PublicKey:
-		// crypto.Hash(0) asks for pure Ed25519 over the whole message.
-		sig, err = key.Sign(rand.Reader, msg, crypto.Hash(0))
-	case *rsa.PublicKey, *ecdsa.PublicKey:
-		// With a plain crypto.Hash, RSA signers use PKCS#1 v1.5 and ECDSA
-		// signers return ASN.1, the encodings Liqo verifies.
-		digest := sha256.Sum256(msg)
-		sig, err = key.Sign(rand.Reader, digest[:], crypto.SHA256)
-	}
+	sig, err := signMessage(key, []byte(nonce))
 	if err != nil {
 		return nil, fmt.Errorf("sign nonce: %w", err)
 	}
@@ -143,19 +124,7 @@ func VerifyNonce(pub crypto.PublicKey, nonce string, sig []byte) error {
 	if err := CheckNonce(nonce); err != nil {
 		return err
 	}
-	msg := []byte(nonce)
-	ok := false
-	switch k := pub.(type) {
-	case ed25519.PublicKey:
-		ok = ed25519.Verify(k, msg, sig)
-	case *rsa.PublicKey:
-		digest := sha256.Sum256(msg)
-		ok = rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig) == nil
-	case *ecdsa.PublicKey:
-		digest := sha256.Sum256(msg)
-		ok = ecdsa.VerifyASN1(k, digest[:], sig)
-	}
-	if !ok {
+	if !verifyMessage(pub, []byte(nonce), sig) {
 		return fmt.Errorf("nonce signature: does not verify with key %s: %w", fingerprintDER(der), ErrSignatureMismatch)
 	}
 	return nil

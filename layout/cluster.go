@@ -37,6 +37,10 @@ type ClusterInfo struct {
 	// CA is the PEM bundle that signs this cluster's client certificates and
 	// serves its API server: consumers trust exactly this.
 	CA string `json:"ca"`
+	// Rotation, when present, is the previous key's statement that this
+	// cluster.yaml (key, API server and CA) succeeds it: peers that pinned the
+	// previous key accept the change without an admin re-pinning.
+	Rotation *Rotation `json:"rotation,omitempty"`
 }
 
 // ClusterKind is the kind of cluster.yaml.

@@ -26,6 +26,7 @@ import (
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/liqo"
 )
 
@@ -346,3 +347,35 @@ func writePrivate(path string, data []byte) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// PinsFile is the pin store's file in the state directory.
+const PinsFile = "pins.yaml"
+
+// LoadPins implements backend.PinKeeper: <state-dir>/pins.yaml.
+func (b *Backend) LoadPins(_ context.Context) (*pins.Store, error) {
+	p := filepath.Join(b.dir, PinsFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pins.New(b.cfg.ClusterID), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := pins.Parse(p, data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (restore it from a backup, or remove it to trust every peer anew)", err)
+	}
+	return s, nil
+}
+
+// SavePins implements backend.PinKeeper: written to a temporary file and
+// renamed, so a crash leaves the old store or the new one, never half.
+func (b *Backend) SavePins(_ context.Context, s *pins.Store) error {
+	data, err := s.Encode()
+	if err != nil {
+		return err
+	}
+	return writePrivate(filepath.Join(b.dir, PinsFile), data)
+}
+
+var _ backend.PinKeeper = (*Backend)(nil)

@@ -45,6 +45,7 @@ import (
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/liqo"
 )
 
@@ -846,3 +847,60 @@ func (b *Backend) SetToken(ctx context.Context, peer string, token []byte) error
 }
 
 var _ backend.TokenStore = (*Backend)(nil)
+
+// PinsSecretName is gitpeer's Secret in the Liqo namespace holding the pin
+// store (data key pins.yaml), next to Liqo's authentication-keys.
+const PinsSecretName = "gitpeer-pins"
+
+const pinsKey = "pins.yaml"
+
+// LoadPins implements backend.PinKeeper: data["pins.yaml"] of Secret gitpeer-pins.
+func (b *Backend) LoadPins(ctx context.Context) (*pins.Store, error) {
+	where := b.ref("secret", PinsSecretName)
+	s, err := b.core.Secrets(b.ns()).Get(ctx, PinsSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return pins.New(b.clusterID), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", where, err)
+	}
+	return pins.Parse(where, s.Data[pinsKey])
+}
+
+// SavePins implements backend.PinKeeper, creating Secret gitpeer-pins when
+// missing. An update conflicts (and fails) if someone else changed the
+// Secret since it was read, as Kubernetes' optimistic concurrency does.
+func (b *Backend) SavePins(ctx context.Context, st *pins.Store) error {
+	data, err := st.Encode()
+	if err != nil {
+		return err
+	}
+	where := b.ref("secret", PinsSecretName)
+	secrets := b.core.Secrets(b.ns())
+	s, err := secrets.Get(ctx, PinsSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: PinsSecretName, Namespace: b.ns(), Labels: map[string]string{"app.kubernetes.io/managed-by": "gitpeer"}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{pinsKey: data},
+		}
+		_, err := b.createOnce(ctx, s)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("get %s: %w", where, err)
+	}
+	if bytes.Equal(s.Data[pinsKey], data) {
+		return nil
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[pinsKey] = data
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update %s: %w", where, err)
+	}
+	return nil
+}
+
+var _ backend.PinKeeper = (*Backend)(nil)
