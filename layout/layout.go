@@ -67,6 +67,10 @@ func Split(p string) (cluster, from, rest string, ok bool) {
 
 // Writable reports whether cluster self may write p under the ownership rule:
 // its own tree except its inbox, and its own folder in every other inbox.
+// A reconciler recomputes every such path each pass and deletes those it
+// does not want: a file nobody signed there (a human's README included) is
+// removed, so the tree Flux applies is exactly what the reconciler vouched
+// for. cluster.yaml is carried over as gitpeer init published it.
 func Writable(self, p string) bool {
 	cluster, from, _, ok := Split(p)
 	if !ok {
@@ -76,20 +80,4 @@ func Writable(self, p string) bool {
 		return from == self && cluster != self
 	}
 	return cluster == self
-}
-
-// Managed reports whether p is one of the paths a reconciler of self
-// recomputes every pass (and may therefore delete): its kustomization,
-// status, rendered objects and outgoing inbox artifacts. cluster.yaml and
-// anything else a human put in clusters/<self>/ are left alone.
-func Managed(self, p string) bool {
-	if !Writable(self, p) {
-		return false
-	}
-	cluster, from, rest, _ := Split(p)
-	if from != "" {
-		return true
-	}
-	_ = cluster
-	return rest == KustomizationFile || rest == StatusFile || strings.HasPrefix(rest, LiqoDir+"/")
 }

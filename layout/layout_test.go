@@ -60,30 +60,26 @@ func TestOwnershipRule(t *testing.T) {
 		self     string
 		path     string
 		writable bool
-		managed  bool
 	}{
-		{"its cluster.yaml is writable but left to humans", "alpha", "clusters/alpha/cluster.yaml", true, false},
-		{"its kustomization is recomputed", "alpha", "clusters/alpha/kustomization.yaml", true, true},
-		{"its status is recomputed", "alpha", "clusters/alpha/status.yaml", true, true},
-		{"its rendered objects are recomputed", "alpha", "clusters/alpha/liqo/beta/tenant-beta.yaml", true, true},
-		{"a human's file in its tree is left alone", "alpha", "clusters/alpha/README.md", true, false},
-		{"a file named like the liqo directory is left alone", "alpha", "clusters/alpha/liqo.yaml", true, false},
-		{"its folder in a peer's inbox is its own", "alpha", "clusters/beta/inbox/alpha/tenant.yaml", true, true},
-		{"its own inbox is written by others", "alpha", "clusters/alpha/inbox/beta/nonce.yaml", false, false},
-		{"its own folder in its own inbox is nobody's", "alpha", "clusters/alpha/inbox/alpha/nonce.yaml", false, false},
-		{"another sender's folder in a peer's inbox is not its", "alpha", "clusters/beta/inbox/gamma/tenant.yaml", false, false},
-		{"a peer's tree is not its", "alpha", "clusters/beta/status.yaml", false, false},
-		{"a peer's cluster.yaml is not its", "alpha", "clusters/beta/cluster.yaml", false, false},
-		{"the spec is humans'", "alpha", "peering.cue", false, false},
-		{"a cluster whose name prefixes another's owns only its own", "alpha", "clusters/alpha2/status.yaml", false, false},
+		{"its cluster.yaml is its own (carried over as published)", "alpha", "clusters/alpha/cluster.yaml", true},
+		{"its kustomization is recomputed", "alpha", "clusters/alpha/kustomization.yaml", true},
+		{"its status is recomputed", "alpha", "clusters/alpha/status.yaml", true},
+		{"its rendered objects are recomputed", "alpha", "clusters/alpha/liqo/beta/tenant-beta.yaml", true},
+		{"a human's file in its tree is its to remove", "alpha", "clusters/alpha/README.md", true},
+		{"a file named like the liqo directory is its to remove", "alpha", "clusters/alpha/liqo.yaml", true},
+		{"its folder in a peer's inbox is its own", "alpha", "clusters/beta/inbox/alpha/tenant.yaml", true},
+		{"its own inbox is written by others", "alpha", "clusters/alpha/inbox/beta/nonce.yaml", false},
+		{"its own folder in its own inbox is nobody's", "alpha", "clusters/alpha/inbox/alpha/nonce.yaml", false},
+		{"another sender's folder in a peer's inbox is not its", "alpha", "clusters/beta/inbox/gamma/tenant.yaml", false},
+		{"a peer's tree is not its", "alpha", "clusters/beta/status.yaml", false},
+		{"a peer's cluster.yaml is not its", "alpha", "clusters/beta/cluster.yaml", false},
+		{"the spec is humans'", "alpha", "peering.cue", false},
+		{"a cluster whose name prefixes another's owns only its own", "alpha", "clusters/alpha2/status.yaml", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := layout.Writable(tc.self, tc.path); got != tc.writable {
 				t.Errorf("Writable(%q, %q) = %t, want %t", tc.self, tc.path, got, tc.writable)
-			}
-			if got := layout.Managed(tc.self, tc.path); got != tc.managed {
-				t.Errorf("Managed(%q, %q) = %t, want %t", tc.self, tc.path, got, tc.managed)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -19,21 +21,28 @@ import (
 // consume advances one peering where this cluster is the consumer.
 func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject) error {
 	provider := pr.Provider
-	ci, ok := p.peerInfo(provider, st)
+	ci, ok := p.trustPeer(provider, true, st)
 	if !ok {
-		return nil
+		return p.carry(layout.PeerDir(p.self, provider), layout.ClusterPath(provider, layout.InboxDir, p.self))
 	}
+	note := p.ignoredNote(provider)
 	nonceFile := layout.InboxPath(p.self, provider, layout.NonceFile)
 	data, found, err := p.read(nonceFile)
 	if err != nil {
 		return err
 	}
 	if !found {
-		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s", provider, nonceFile)
+		if p.hasIdentity(provider) {
+			return p.keepIdentity(provider, st, ReasonWaitingForNonce, fmt.Sprintf("%s is missing%s", nonceFile, note))
+		}
+		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s%s", provider, nonceFile, note)
 		return nil
 	}
 	nonce, err := artifact.ParseNonce(nonceFile, data, p.self)
 	if err != nil {
+		if p.hasIdentity(provider) {
+			return p.keepIdentity(provider, st, artifactReason(err), err.Error()+note)
+		}
 		return p.refused(st, layout.StepPending, err)
 	}
 	tenant, err := p.tenantFor(ctx, provider, nonce, pr.AcceptPolicy())
@@ -50,7 +59,10 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	if !found {
-		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s", provider, identityFile)
+		if p.hasIdentity(provider) {
+			return p.keepIdentity(provider, st, ReasonWaitingForIdentity, fmt.Sprintf("%s is missing%s", identityFile, note))
+		}
+		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s%s", provider, identityFile, note)
 		return nil
 	}
 	_, keyDER, err := handshake.ParsePublicKey([]byte(p.me.PublicKey))
@@ -60,6 +72,9 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now}
 	identity, err := artifact.VerifyIdentity(identityFile, data, check)
 	if err != nil {
+		if p.hasIdentity(provider) {
+			return p.keepIdentity(provider, st, artifactReason(err), err.Error()+note)
+		}
 		return p.refused(st, layout.StepTenantSent, err)
 	}
 	if err := p.render(provider, "Namespace", liqo.TenantNamespace(provider), liqo.Namespace(provider)); err != nil {
@@ -74,8 +89,32 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
-	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s",
-		provider, notAfter.UTC().Format(time.RFC3339))
+	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s%s",
+		provider, notAfter.UTC().Format(time.RFC3339), note)
+	return nil
+}
+
+// hasIdentity reports whether this cluster rendered an Identity of provider
+// in an earlier pass (and signed it).
+func (p *pass) hasIdentity(provider string) bool {
+	_, err := fs.Stat(p.in.Tree, path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ControlPlaneIdentityName(provider))))
+	return err == nil
+}
+
+// keepIdentity keeps the objects rendered for provider (and this cluster's
+// slice requests) as they were when what the provider sent is missing or
+// refused: a repo writer cannot withdraw a working Identity. The status
+// names why.
+func (p *pass) keepIdentity(provider string, st *peeringObject, reason, why string) error {
+	tenantFile := layout.InboxPath(provider, p.self, layout.TenantFile)
+	tenant, hasTenant := p.out.Files[tenantFile]
+	if err := p.carry(layout.PeerDir(p.self, provider), layout.ClusterPath(provider, layout.InboxDir, p.self)); err != nil {
+		return err
+	}
+	if hasTenant {
+		p.out.Files[tenantFile] = tenant
+	}
+	stall(st, layout.StepReady, reason, "kept the Identity accepted from %s: %s", provider, why)
 	return nil
 }
 
@@ -186,4 +225,13 @@ func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st
 		}
 	}
 	return nil
+}
+
+// artifactReason is the reason of a refusal, MalformedArtifact when it has none.
+func artifactReason(err error) string {
+	var ae *artifact.Error
+	if errors.As(err, &ae) {
+		return ae.Reason
+	}
+	return artifact.ReasonMalformed
 }

@@ -27,11 +27,11 @@ type Plan struct {
 func (p *Plan) Empty() bool { return len(p.Writes) == 0 && len(p.Deletes) == 0 }
 
 // Diff compares desired (Output.Files) with the managed paths of self in
-// tree. Only paths self may write are touched (layout.Managed).
+// tree. Only paths self may write are touched (layout.Writable).
 func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 	plan := &Plan{Writes: map[string][]byte{}}
 	for f, data := range desired {
-		if !layout.Managed(self, f) {
+		if !layout.Writable(self, f) {
 			return nil, fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, self)
 		}
 		old, err := fs.ReadFile(tree, f)
@@ -53,7 +53,7 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if _, want := desired[p]; !want && layout.Managed(self, p) {
+		if _, want := desired[p]; !want && layout.Writable(self, p) {
 			plan.Deletes = append(plan.Deletes, p)
 		}
 		return nil
@@ -125,6 +125,8 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
 			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
 			add("remove objects for " + peer)
+		default:
+			add("remove " + rest)
 		}
 	}
 	if len(out) == 0 && !plan.Empty() {

@@ -32,16 +32,17 @@ const ReasonRevoking = "Revoking"
 func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject) error {
 	consumer := pr.Consumer
 	pol := pr.AcceptPolicy()
+	if _, ok := p.trustPeer(consumer, false, st); !ok {
+		// Whatever a repo writer did to the consumer's cluster.yaml, the
+		// peering accepted before stays as it was until an admin decides.
+		return p.carry(consumer, layout.PeerDir(p.self, consumer), layout.ClusterPath(consumer, layout.InboxDir, p.self))
+	}
+	pinned := p.trusted[consumer].der
 	accepted := p.acceptedTenant(consumer) // our own verified copy from earlier passes
-	var pinned []byte
-	if pol == schema.PolicyPinned {
-		ci, ok := p.peerInfo(consumer, st)
-		if !ok {
-			return nil
+	if accepted != nil {
+		if _, der, err := handshake.ParsePublicKey(accepted.Spec.PublicKey); err != nil || !bytes.Equal(der, pinned) {
+			accepted = nil // the consumer rotated its key: it must answer anew
 		}
-		_, pinned, _ = handshake.ParsePublicKey([]byte(ci.PublicKey))
-	} else if accepted != nil {
-		_, pinned, _ = handshake.ParsePublicKey(accepted.Spec.PublicKey)
 	}
 
 	tenantFile := layout.InboxPath(p.self, consumer, layout.TenantFile)
@@ -49,10 +50,15 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return err
 	}
+	note := p.ignoredNote(consumer)
 	// A Tenant equal to the one accepted before is settled: its nonce may
 	// have expired since, that is no reason to refuse it now.
 	settled := found && accepted != nil && sameTenant(tenantFile, tenantData, accepted)
-	nonce, err := p.nonceFor(consumer, settled)
+	answered := uint64(0)
+	if settled {
+		answered, _ = artifact.TenantEpoch(tenantFile, accepted)
+	}
+	nonce, err := p.nonceFor(consumer, settled, answered)
 	if err != nil {
 		return err
 	}
@@ -66,26 +72,32 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err := p.render(consumer, "Secret", liqo.NonceSecretName, liqo.NonceSecret(consumer, nonce.Value)); err != nil {
 		return err
 	}
-	if !found {
-		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s", consumer, tenantFile)
-		return nil
-	}
 
-	// The epoch first: a Tenant over an expired nonce is refused as such,
-	// not as a signature that happens not to match the current nonce.
-	err = p.checkEpoch(tenantFile, tenantData, nonce)
 	var tenant *authv1beta1.Tenant
-	if err == nil {
-		c, _ := p.in.Spec.Cluster(consumer)
-		tenant, err = artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{
-			ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
-		})
-	}
-	if err == nil && pol == schema.PolicyToken {
-		err = p.checkToken(ctx, tenantFile, tenant, consumer, nonce)
-	}
-	if err != nil {
-		return p.refused(st, layout.StepNonceSent, err)
+	switch {
+	case !found && accepted == nil:
+		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s%s", consumer, tenantFile, note)
+		return nil
+	case settled:
+		tenant = accepted
+	default:
+		if found {
+			tenant, err = p.checkTenant(ctx, pol, tenantFile, tenantData, consumer, nonce, pinned)
+		}
+		if tenant == nil && accepted != nil {
+			// An unsigned, missing or refused Tenant never withdraws a
+			// working Identity: only the spec revokes.
+			tenant = accepted
+			if err != nil {
+				note += fmt.Sprintf("; kept the accepted Tenant: %v (%s)", err, artifactReason(err))
+			} else {
+				note += fmt.Sprintf("; kept the accepted Tenant: %s is missing", tenantFile)
+			}
+			err = nil
+		}
+		if err != nil {
+			return p.refused(st, layout.StepNonceSent, err)
+		}
 	}
 	pub, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
 
@@ -97,7 +109,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	condition := authv1beta1.TenantCondition(pr.Condition())
-	clean := artifact.NewTenant(consumer, nonce, tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
+	clean := artifact.NewTenant(consumer, tenantNonce(tenant, nonce), tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
 	if condition != authv1beta1.TenantConditionActive {
 		clean.Spec.TenantCondition = condition
 	}
@@ -131,6 +143,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if condition != authv1beta1.TenantConditionActive {
 		msg += fmt.Sprintf("; tenant %s", condition)
 	}
+	msg += note
 	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
 	return nil
 }
@@ -159,32 +172,26 @@ func sameTenant(file string, data []byte, accepted *authv1beta1.Tenant) bool {
 		bytes.Equal(t.Spec.Signature, accepted.Spec.Signature)
 }
 
-// nonceFor is the nonce consumer must answer: the current epoch's, carried
-// over from the nonce.yaml of earlier passes, or a new epoch's once the
-// current one expired without a settled Tenant. An epoch is the Unix second
-// it was issued at, so epochs never repeat, not even after a revocation
-// deleted every artifact: a Tenant from the repo's history never answers a
-// later nonce.
-func (p *pass) nonceFor(consumer string, settled bool) (artifact.Nonce, error) {
-	file := layout.InboxPath(consumer, p.self, layout.NonceFile)
-	fresh := func(after uint64) artifact.Nonce {
-		epoch := uint64(max(p.in.Now.Unix(), 0))
-		if epoch <= after {
-			epoch = after + 1
-		}
-		return artifact.Nonce{Epoch: epoch, Expires: p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)}
+// nonceFor is the nonce consumer must answer: the current epoch's from the
+// pin store, or a new epoch's once the current one expired without a
+// settled Tenant. An epoch is the Unix second it was issued at, so epochs
+// never repeat, not even after a revocation deleted every artifact; and the
+// epochs live in the backend, never read back from the repo, so an old
+// nonce.yaml put back by a repo writer changes nothing. answered is the
+// epoch of a settled Tenant, adopted when the pin store has no record (a
+// store created after the peering was accepted).
+func (p *pass) nonceFor(consumer string, settled bool, answered uint64) (artifact.Nonce, error) {
+	pin := p.pins.Peer(consumer)
+	expires := p.in.Now.Add(p.terms.nonceLifetime).UTC().Truncate(time.Second)
+	switch {
+	case pin.Nonce == nil && settled && answered != 0:
+		pin.Issue(answered, expires)
+	case pin.Nonce == nil:
+		pin.Issue(uint64(max(p.in.Now.Unix(), 1)), expires)
+	case !settled && !pin.Nonce.Expires.IsZero() && !p.in.Now.Before(pin.Nonce.Expires):
+		pin.Issue(max(uint64(max(p.in.Now.Unix(), 1)), pin.Nonce.Epoch+1), expires)
 	}
-	n := fresh(0)
-	if data, found, err := p.read(file); err != nil {
-		return n, err
-	} else if found {
-		if old, err := artifact.ParseNonce(file, data, consumer); err == nil {
-			n.Epoch, n.Expires = old.Epoch, old.Expires
-			if !settled && !old.Expires.IsZero() && !p.in.Now.Before(old.Expires) {
-				n = fresh(old.Epoch)
-			}
-		}
-	}
+	n := artifact.Nonce{Epoch: pin.Nonce.Epoch, Expires: pin.Nonce.Expires}
 	value, err := p.in.Backend.Nonce(consumer, n.Epoch)
 	if err != nil {
 		return n, fmt.Errorf("nonce for %s: %w", consumer, err)
@@ -193,9 +200,43 @@ func (p *pass) nonceFor(consumer string, settled bool) (artifact.Nonce, error) {
 	return n, nil
 }
 
-// checkEpoch refuses a Tenant answering another nonce epoch than n's: the
-// nonce it signed expired and was replaced.
-func (p *pass) checkEpoch(file string, data []byte, n artifact.Nonce) error {
+// tenantNonce is the nonce a verified Tenant answered: the current one, or
+// for a settled Tenant kept past its nonce's expiry, the one it signed.
+func tenantNonce(t *authv1beta1.Tenant, current artifact.Nonce) artifact.Nonce {
+	if e, err := artifact.TenantEpoch("", t); err == nil && e != current.Epoch {
+		return artifact.Nonce{Epoch: e}
+	}
+	return current
+}
+
+// checkTenant runs every check of a Tenant not accepted before: the nonce
+// epoch against the ones this provider issued, the signature, CSR and key
+// against the pinned key, and the token policy's proof.
+func (p *pass) checkTenant(ctx context.Context, pol, file string, data []byte, consumer string, nonce artifact.Nonce, pinned []byte) (*authv1beta1.Tenant, error) {
+	// The epoch first: a Tenant over an expired nonce is refused as such,
+	// not as a signature that happens not to match the current nonce.
+	if err := p.checkEpoch(file, data, consumer, nonce); err != nil {
+		return nil, err
+	}
+	c, _ := p.in.Spec.Cluster(consumer)
+	tenant, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{
+		ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if pol == schema.PolicyToken {
+		if err := p.checkToken(ctx, file, tenant, consumer, nonce); err != nil {
+			return nil, err
+		}
+	}
+	return tenant, nil
+}
+
+// checkEpoch refuses a Tenant answering another nonce epoch than n's: one
+// this provider issued before is NonceExpired (an honest late answer), any
+// other NonceReplayed.
+func (p *pass) checkEpoch(file string, data []byte, consumer string, n artifact.Nonce) error {
 	t, err := artifact.DecodeTenant(file, data)
 	if err != nil {
 		return err
@@ -204,11 +245,16 @@ func (p *pass) checkEpoch(file string, data []byte, n artifact.Nonce) error {
 	if err != nil {
 		return err
 	}
-	if e != n.Epoch {
+	switch {
+	case e == n.Epoch:
+		return nil
+	case e < n.Epoch && p.pins.Peer(consumer).WasIssued(e):
 		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
 			Err: fmt.Errorf("answers nonce epoch %d; that nonce expired and epoch %d was issued", e, n.Epoch)}
+	default:
+		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: ReasonNonceReplayed,
+			Err: fmt.Errorf("answers nonce epoch %d, which this provider did not issue or no longer accepts (current epoch %d)", e, n.Epoch)}
 	}
-	return nil
 }
 
 // checkToken applies the token policy: the Tenant proves it holds the token

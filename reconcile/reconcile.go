@@ -27,6 +27,8 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -48,6 +50,10 @@ type Input struct {
 	// runs no Liqo (whose chart would install them), so the bindings grant
 	// exactly what Liqo grants.
 	LiqoClusterRoles bool
+	// Pins are the cluster's trust anchors from its backend (package pins):
+	// nil means none yet. Pass never modifies them; Output.Pins is the
+	// updated copy the caller saves.
+	Pins *pins.Store
 }
 
 // SharedDir is the directory under clusters/<self>/liqo/ for objects that
@@ -58,7 +64,7 @@ const SharedDir = "_shared"
 // Output is the outcome of one pass.
 type Output struct {
 	// Files is the desired content of every path the cluster manages
-	// (layout.Managed); a managed path absent here is to be deleted.
+	// (layout.Writable); a writable path absent here is to be deleted.
 	Files map[string][]byte
 	// Status is the cluster's status.yaml as written into Files.
 	Status *layout.ClusterStatus
@@ -70,6 +76,10 @@ type Output struct {
 	// from the spec: the caller deletes their kubeconfigs once the pass has
 	// landed.
 	Revoked []string
+	// Pins are Input.Pins updated by this pass (peers first trusted, manifest
+	// sequences seen, nonce epochs issued): the caller saves them in the
+	// backend before publishing Files.
+	Pins *pins.Store
 }
 
 // Pass runs one pass for the backend's cluster. It fails only when the
@@ -91,12 +101,21 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if err := matchBackend(me, in.Backend); err != nil {
 		return nil, err
 	}
-	prev, err := layout.ReadStatus(in.Tree, self)
+	store := pins.New(self)
+	if in.Pins != nil {
+		store = in.Pins.Clone()
+	}
+	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{},
+		out: &Output{Files: map[string][]byte{}, Pins: store}}
+	// From here on every read of the repo goes through the signed view: a
+	// file its writer did not sign does not exist.
+	p.view = manifest.NewView(in.Tree, p)
+	p.in.Tree = p.view
+	prev, err := layout.ReadStatus(p.in.Tree, self)
 	if err != nil {
 		// A broken status of our own is rewritten, not fatal.
 		prev = &layout.ClusterStatus{}
 	}
-	p := &pass{in: in, self: self, me: me, out: &Output{Files: map[string][]byte{}}}
 	status := &layout.ClusterStatus{APIVersion: layout.APIVersion, Kind: layout.StatusKind, ClusterID: self, Peerings: []layout.PeeringStatus{}}
 	if p.terms, err = providerTerms(in, self); err != nil {
 		return nil, err
@@ -163,6 +182,14 @@ type pass struct {
 	me    *layout.ClusterInfo
 	out   *Output
 	terms terms
+	// raw is the repo as it is; in.Tree is the signed view of it.
+	raw  fs.FS
+	view *manifest.View
+	pins *pins.Store
+	// trusted are the peers whose cluster.yaml matched their pins in this
+	// pass; distrust says why the others did not.
+	trusted  map[string]trusted
+	distrust map[string][2]string
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
@@ -198,26 +225,6 @@ func (p *pass) read(file string) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// peerInfo reads a peer's cluster.yaml and checks it against the spec's pin.
-// ok is false when the peering cannot go on; the status says why.
-func (p *pass) peerInfo(peer string, st *peeringObject) (*layout.ClusterInfo, bool) {
-	ci, err := layout.ReadClusterInfo(p.in.Tree, peer)
-	switch {
-	case errors.Is(err, layout.ErrNotPublished):
-		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s", peer, layout.ClusterPath(peer, layout.ClusterFile))
-		return nil, false
-	case err != nil:
-		stall(st, layout.StepPending, ReasonInvalidClusterInfo, "%v", err)
-		return nil, false
-	}
-	if c, _ := p.in.Spec.Cluster(peer); c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
-		stall(st, layout.StepPending, artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec",
-			layout.ClusterPath(peer, layout.ClusterFile), ci.Fingerprint, c.Fingerprint)
-		return nil, false
-	}
-	return ci, true
-}
-
 // refused records a refused artifact as a Stalled condition; the pass goes
 // on for other peerings and writes nothing that depends on the artifact.
 func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
@@ -251,5 +258,12 @@ func (p *pass) finish(status *layout.ClusterStatus) error {
 	}
 	p.out.Files[root+layout.StatusFile] = s
 	p.out.Status = status
-	return nil
+	// cluster.yaml is published by gitpeer init and checked against the
+	// backend above: the pass signs it as it is.
+	own, err := fs.ReadFile(p.raw, root+layout.ClusterFile)
+	if err != nil {
+		return err
+	}
+	p.out.Files[root+layout.ClusterFile] = own
+	return p.seal()
 }

@@ -25,6 +25,8 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -60,6 +62,9 @@ type world struct {
 	tree     fstest.MapFS
 	backends map[string]*countingBackend
 	files    map[string]*file.Backend
+	// pins are each cluster's pin store, saved after every pass as the
+	// runner does.
+	pins map[string]*pins.Store
 }
 
 func newWorld(t *testing.T, specSrc string) *world {
@@ -68,7 +73,7 @@ func newWorld(t *testing.T, specSrc string) *world {
 	if err != nil {
 		t.Fatalf("spec: %v", err)
 	}
-	w := &world{t: t, now: now, spec: spec, tree: fstest.MapFS{}, backends: map[string]*countingBackend{}, files: map[string]*file.Backend{}}
+	w := &world{t: t, now: now, spec: spec, tree: fstest.MapFS{}, backends: map[string]*countingBackend{}, files: map[string]*file.Backend{}, pins: map[string]*pins.Store{}}
 	for _, c := range spec.Clusters {
 		b, _, err := file.Init(t.TempDir()+"/state", file.InitOptions{ClusterID: c.ID, APIServer: "https://" + c.ID + ".example:6443", Now: now})
 		if err != nil {
@@ -99,10 +104,11 @@ func (w *world) publish(id string) {
 // pass runs one pass of id and applies its plan to the tree.
 func (w *world) pass(id string) (*reconcile.Output, *reconcile.Plan) {
 	w.t.Helper()
-	out, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends[id], Now: w.now})
+	out, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends[id], Now: w.now, Pins: w.pins[id]})
 	if err != nil {
 		w.t.Fatalf("pass %s: %v", id, err)
 	}
+	w.pins[id] = out.Pins
 	plan, err := reconcile.Diff(w.tree, id, out.Files)
 	if err != nil {
 		w.t.Fatalf("diff %s: %v", id, err)
@@ -120,6 +126,29 @@ func (w *world) pass(id string) (*reconcile.Output, *reconcile.Plan) {
 }
 
 func (w *world) has(p string) bool { _, ok := w.tree[p]; return ok }
+
+// resign re-signs the manifest of the directory holding file with writer's
+// key, as a hostile (or compromised) writer would after editing it: the
+// reader's checks below the signature are what is tested then.
+func (w *world) resign(writer, file string) {
+	w.t.Helper()
+	_, dir, _ := manifest.Scope(file)
+	files := map[string][]byte{}
+	for p, f := range w.tree {
+		if rel, ok := strings.CutPrefix(p, dir+"/"); ok && rel != manifest.FileName && !strings.HasPrefix(rel, layout.InboxDir+"/") {
+			files[rel] = f.Data
+		}
+	}
+	old, err := manifest.Parse(dir, w.tree[dir+"/"+manifest.FileName].Data)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	_, data, err := manifest.Build(w.files[writer].Signer(), writer, dir, files, old.Sequence+1)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.tree[dir+"/"+manifest.FileName] = &fstest.MapFile{Data: data}
+}
 
 func peering(t *testing.T, out *reconcile.Output, consumer, provider string) *layout.PeeringStatus {
 	t.Helper()
@@ -247,6 +276,7 @@ func tamperTenant(t *testing.T, w *world, f func(*authv1beta1.Tenant)) {
 		t.Fatal(err)
 	}
 	w.tree[p] = &fstest.MapFile{Data: data}
+	w.resign("alpha", p)
 }
 
 func csrWithSubject(t *testing.T, key crypto.Signer, subject pkix.Name) []byte {
@@ -370,6 +400,7 @@ func TestRefusedIdentityIsNotApplied(t *testing.T) {
 			tc.tamper(t, w, id)
 			data, _ := liqo.Encode(id)
 			w.tree[p] = &fstest.MapFile{Data: data}
+			w.resign("beta", p)
 			out, _ := w.pass("alpha")
 			if w.has("clusters/alpha/liqo/beta/identity-controlplane-beta.yaml") || len(out.Identities) != 0 {
 				t.Fatal("a refused identity was rendered or handed out for a kubeconfig")

@@ -47,6 +47,14 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		now = r.Now
 	}
 	res := &Result{Kubeconfigs: map[string]string{}}
+	keeper, ok := r.Backend.(backend.PinKeeper)
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: backend keeps no pins", r.Backend.ClusterID())
+	}
+	stored, err := keeper.LoadPins(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
+	}
 	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
 		spec, _, err := schema.Load(root)
 		if err != nil {
@@ -55,10 +63,15 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		tree := layout.NewTree(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
-			LiqoClusterRoles: r.LiqoClusterRoles,
+			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored,
 		})
 		if err != nil {
 			return nil, err
+		}
+		// Pins first, then the push: an epoch issued or a sequence seen is
+		// remembered even if the push is lost, never the other way round.
+		if err := keeper.SavePins(ctx, out.Pins); err != nil {
+			return nil, fmt.Errorf("save pins: %w", err)
 		}
 		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out.Files)
 		if err != nil {

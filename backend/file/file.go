@@ -26,8 +26,8 @@ import (
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/pins"
 )
 
 // File names inside a state directory.

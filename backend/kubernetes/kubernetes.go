@@ -45,8 +45,8 @@ import (
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/pins"
 )
 
 // Names and keys of the objects the backend reads and writes.

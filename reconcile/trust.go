@@ -1,0 +1,249 @@
+package reconcile
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/pins"
+)
+
+// Reasons of the trust checks (see docs/trust.md).
+const (
+	// ReasonKeyChanged: a peer's cluster.yaml carries another key, CA or API
+	// server than the pinned ones, without a rotation statement signed by
+	// the pinned key. Nothing of that peer is read until an admin re-pins
+	// (gitpeer trust) or a valid rotation statement is published.
+	ReasonKeyChanged = "KeyChanged"
+	// ReasonNonceReplayed: a Tenant answers a nonce epoch this provider never
+	// issued, or an older one than the ones it remembers.
+	ReasonNonceReplayed = "NonceReplayed"
+)
+
+// trusted is a peer whose cluster.yaml matched its pins in this pass.
+type trusted struct {
+	info *layout.ClusterInfo
+	key  crypto.PublicKey
+	der  []byte
+}
+
+// Key implements manifest.Trust: this cluster's own key, and the keys of
+// the peers trusted in this pass.
+func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
+	if writer == p.self {
+		return p.in.Backend.Signer().Public(), true
+	}
+	t, ok := p.trusted[writer]
+	if !ok {
+		return nil, false
+	}
+	return t.key, true
+}
+
+// MinSequence implements manifest.Trust. This cluster's own directories are
+// read with no floor: what it signed is what it wrote, and a push that lost
+// a race leaves the repo one sequence behind the pin store.
+func (p *pass) MinSequence(writer, dir string) uint64 {
+	if writer == p.self {
+		return 0
+	}
+	if pin := p.pins.Lookup(writer); pin != nil {
+		return pin.Seen(dir)
+	}
+	return 0
+}
+
+// trustPeer checks peer's published cluster.yaml against what this cluster
+// pinned for it, pinning it first when the peering is approved (the spec
+// declares it) and nothing is pinned yet. provider says whether peer is a
+// provider of this cluster: only then are its CA and API server pinned
+// facts. ok is false when the peering cannot go on; st says why.
+func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout.ClusterInfo, bool) {
+	if t, ok := p.trusted[peer]; ok {
+		return t.info, true
+	}
+	if d, ok := p.distrust[peer]; ok {
+		stall(st, layout.StepPending, d[0], "%s", d[1])
+		return nil, false
+	}
+	file := layout.ClusterPath(peer, layout.ClusterFile)
+	ci, err := layout.ReadClusterInfo(p.raw, peer)
+	switch {
+	case errors.Is(err, layout.ErrNotPublished):
+		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s", peer, file)
+		return nil, false
+	case err != nil:
+		stall(st, layout.StepPending, ReasonInvalidClusterInfo, "%v", err)
+		return nil, false
+	}
+	fail := func(reason, format string, a ...any) (*layout.ClusterInfo, bool) {
+		msg := fmt.Sprintf(format, a...)
+		p.distrust[peer] = [2]string{reason, msg}
+		stall(st, layout.StepPending, reason, "%s", msg)
+		return nil, false
+	}
+	specFP := ""
+	if c, ok := p.in.Spec.Cluster(peer); ok {
+		specFP = c.Fingerprint
+	}
+	pin := p.pins.Lookup(peer)
+	switch {
+	case pin == nil || pin.PublicKey == "" || pin.Repin:
+		// First trust, or an admin's re-pin: the spec approves the peering;
+		// its fingerprint, or the one the admin gave, must match.
+		if pin != nil && pin.Repin && pin.Fingerprint != "" && pin.Fingerprint != ci.Fingerprint {
+			return fail(ReasonKeyChanged, "%s: publicKey: %s is not the %s an admin asked to trust (gitpeer trust --peer %s)", file, ci.Fingerprint, pin.Fingerprint, peer)
+		}
+		if specFP != "" && specFP != ci.Fingerprint {
+			return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
+		}
+		p.pin(peer, ci)
+	case ci.Fingerprint != pin.Fingerprint || provider && (ci.APIServer != pin.APIServer || !artifact.SameCertificates([]byte(ci.CA), []byte(pin.CA))):
+		what := changes(ci, pin, provider)
+		if err := ci.VerifyRotation(pin.Fingerprint); err != nil {
+			return fail(ReasonKeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
+				file, what, pin.Fingerprint, err, peer, ci.Fingerprint)
+		}
+		p.pin(peer, ci)
+	default:
+		if !provider {
+			// A consumer's API server and CA are not ours to trust; keep
+			// them current so a later provider role starts from them.
+			pin.APIServer, pin.CA = ci.APIServer, ci.CA
+		}
+	}
+	if specFP != "" && specFP != ci.Fingerprint {
+		// Editing the spec never overrides a pin, nor does a stale pin in
+		// the spec override a rotation: humans must agree with the key.
+		return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
+	}
+	pub, der, err := handshake.ParsePublicKey([]byte(ci.PublicKey))
+	if err != nil {
+		return fail(ReasonInvalidClusterInfo, "%s: publicKey: %v", file, err)
+	}
+	p.trusted[peer] = trusted{info: ci, key: pub, der: der}
+	return ci, true
+}
+
+func changes(ci *layout.ClusterInfo, pin *pins.Peer, provider bool) string {
+	var what []string
+	if ci.Fingerprint != pin.Fingerprint {
+		what = append(what, "publicKey")
+	}
+	if provider && ci.APIServer != pin.APIServer {
+		what = append(what, "apiServer")
+	}
+	if provider && !artifact.SameCertificates([]byte(ci.CA), []byte(pin.CA)) {
+		what = append(what, "ca")
+	}
+	return strings.Join(what, ", ")
+}
+
+func (p *pass) pin(peer string, ci *layout.ClusterInfo) {
+	pin := p.pins.Peer(peer)
+	pin.Fingerprint, pin.PublicKey, pin.APIServer, pin.CA, pin.Repin = ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA, false
+}
+
+// ignoredNote lists the files of peer's inbox directory the view would not
+// read, for the peering's status: a repo writer's edit is reported, never
+// acted on.
+func (p *pass) ignoredNote(peer string) string {
+	ignored := p.view.Audit(peer, layout.ClusterPath(p.self, layout.InboxDir, peer))
+	if len(ignored) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(ignored))
+	for _, ig := range ignored {
+		parts = append(parts, fmt.Sprintf("%s (%s)", ig.Path, ig.Reason))
+	}
+	return fmt.Sprintf("; ignored, not signed by %s: %s", peer, strings.Join(parts, ", "))
+}
+
+// seal adds a signed manifest to every directory this cluster writes in
+// Output.Files and records what it saw of its peers' manifests. A directory
+// whose files are unchanged keeps its manifest byte for byte.
+func (p *pass) seal() error {
+	byDir := map[string]map[string][]byte{}
+	for f, data := range p.out.Files {
+		writer, dir, ok := manifest.Scope(f)
+		if !ok || writer != p.self {
+			return fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, p.self)
+		}
+		if byDir[dir] == nil {
+			byDir[dir] = map[string][]byte{}
+		}
+		byDir[dir][strings.TrimPrefix(f, dir+"/")] = data
+	}
+	dirs := make([]string, 0, len(byDir))
+	for d := range byDir {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	now := uint64(max(p.in.Now.Unix(), 1))
+	for _, dir := range dirs {
+		files := byDir[dir]
+		file := path.Join(dir, manifest.FileName)
+		prevSeq := p.pins.Own[dir]
+		if old, ok := p.view.Verified(p.self, dir); ok {
+			if old.SameFiles(files) {
+				if data, err := fs.ReadFile(p.raw, file); err == nil {
+					p.out.Files[file] = data
+					continue
+				}
+			}
+			prevSeq = max(prevSeq, old.Sequence)
+		}
+		seq := max(now, prevSeq+1)
+		_, data, err := manifest.Build(p.in.Backend.Signer(), p.self, dir, files, seq)
+		if err != nil {
+			return err
+		}
+		if p.pins.Own == nil {
+			p.pins.Own = map[string]uint64{}
+		}
+		p.pins.Own[dir] = seq
+		p.out.Files[file] = data
+	}
+	for peer := range p.trusted {
+		dir := layout.ClusterPath(p.self, layout.InboxDir, peer)
+		if m, ok := p.view.Verified(peer, dir); ok {
+			p.pins.Peer(peer).See(dir, m.Sequence)
+		}
+	}
+	return nil
+}
+
+// carry writes again, unchanged, every file this cluster signed under dirs:
+// the state of a peering a repo writer's change must not undo (a swapped
+// cluster.yaml, a refused artifact) stays as it was until the peer's signed
+// artifacts or an admin move it on.
+func (p *pass) carry(dirs ...string) error {
+	for _, dir := range dirs {
+		err := fs.WalkDir(p.in.Tree, dir, func(f string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) && f == dir {
+				return fs.SkipDir
+			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := fs.ReadFile(p.in.Tree, f)
+			if err != nil {
+				return nil // not signed by us: not ours to keep
+			}
+			p.out.Files[f] = data
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	return nil
+}
