@@ -239,6 +239,9 @@ func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
 // finish adds the kustomization (every rendered object, nothing from the
 // inbox) and the status.
 func (p *pass) finish(status *layout.ClusterStatus) error {
+	if err := p.isolate(status); err != nil {
+		return err
+	}
 	root := layout.ClusterPath(p.self) + "/"
 	var resources []string
 	for f := range p.out.Files {

@@ -379,3 +379,51 @@ func (b *Backend) SavePins(_ context.Context, s *pins.Store) error {
 }
 
 var _ backend.PinKeeper = (*Backend)(nil)
+
+// PreviousKeyFile keeps the key RotateKey replaced, so that a rotation
+// statement can be signed again if the first publication was lost.
+const PreviousKeyFile = "cluster.key.previous"
+
+// RotateKey replaces the cluster key with a new Ed25519 key, and the API
+// server in config.yaml when apiServer is not empty. It returns the key it
+// replaced (kept as cluster.key.previous), which signs the rotation
+// statement peers check against their pins. Files are replaced atomically:
+// a crash leaves the old key or the new one.
+func (b *Backend) RotateKey(apiServer string) (crypto.Signer, error) {
+	old := b.key
+	oldPEM, err := handshake.MarshalPrivateKey(old)
+	if err != nil {
+		return nil, err
+	}
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := handshake.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if apiServer != "" {
+		if err := layout.CheckAPIServer(apiServer); err != nil {
+			return nil, fmt.Errorf("api server: %w", err)
+		}
+		cfg := b.cfg
+		cfg.APIServer = apiServer
+		data, err := yaml.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := writePrivate(filepath.Join(b.dir, ConfigFile), data); err != nil {
+			return nil, err
+		}
+		b.cfg = cfg
+	}
+	if err := writePrivate(filepath.Join(b.dir, PreviousKeyFile), oldPEM); err != nil {
+		return nil, err
+	}
+	if err := writePrivate(filepath.Join(b.dir, KeyFile), keyPEM); err != nil {
+		return nil, err
+	}
+	b.key = key
+	return old, nil
+}

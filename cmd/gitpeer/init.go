@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,8 +32,9 @@ silently.
   --ca-file).
 
 With --repo, it writes clusters/<id>/cluster.yaml (public facts only: cluster
-ID, public key and its fingerprint, API server, CA bundle) and an empty
-kustomization.yaml into that working tree, for you to commit and propose.
+ID, public key and its fingerprint, API server, CA bundle), an empty
+kustomization.yaml and the manifest.yaml that signs them with the cluster key
+into that working tree, for you to commit and propose.
 Without it, it prints cluster.yaml.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,17 +81,7 @@ Without it, it prints cluster.yaml.`,
 			if err != nil {
 				return err
 			}
-			for name, data := range files {
-				p := filepath.Join(repo, filepath.FromSlash(name))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(p, data, 0o644); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", p)
-			}
-			return nil
+			return publish(repo, b.Signer(), cluster, files, time.Now(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

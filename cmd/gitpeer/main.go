@@ -77,6 +77,8 @@ Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		newDemoCmd(),
 		newSchemaCmd(),
 		newTokenCmd(),
+		newTrustCmd(),
+		newRotateKeyCmd(),
 	)
 	return root
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"crypto"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+func newTrustCmd() *cobra.Command {
+	var (
+		cluster, peer, fingerprint string
+		list                       bool
+		bf                         backendFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "trust --cluster ID (--peer ID [--fingerprint sha256:…] | --list) (--state-dir DIR | --backend kubernetes)",
+		Short: "Re-pin a peer's key (after it changed without a rotation statement), or list the pins",
+		Long: `Each cluster pins, in its backend and never in the repo, the key of every peer
+(and a provider's CA and API server) when the peering is first approved. A
+peer whose cluster.yaml later shows another key, CA or API server is refused
+with KeyChanged, and the peering accepted before is kept as it was, unless the
+new cluster.yaml carries a rotation statement signed by the pinned key
+(gitpeer rotate-key writes one).
+
+When a peer lost its key, or changed its CA without a rotation statement, its
+admin tells you the new fingerprint out of band; then run, on your cluster:
+
+  gitpeer trust --cluster <you> --peer <them> --fingerprint sha256:…
+
+The next pass pins the peer's published cluster.yaml if its fingerprint is
+that one, and refuses it otherwise. Without --fingerprint the next pass trusts
+whatever the repo shows: only do that if you reviewed the cluster.yaml.
+Editing the spec's fingerprint never overrides a pin.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !list && peer == "" {
+				return fmt.Errorf("give --peer ID (or --list)")
+			}
+			if peer != "" {
+				if err := layout.CheckClusterID(peer); err != nil {
+					return fmt.Errorf("--peer: %w", err)
+				}
+			}
+			if fingerprint != "" && !fingerprintRE.MatchString(fingerprint) {
+				return fmt.Errorf("--fingerprint: %q is not sha256:<64 hex digits> (cluster.yaml's fingerprint field)", fingerprint)
+			}
+			b, err := bf.open(cmd.Context(), cluster)
+			if err != nil {
+				return err
+			}
+			keeper, ok := b.(backend.PinKeeper)
+			if !ok {
+				return fmt.Errorf("--backend %s keeps no pins", bf.kind)
+			}
+			store, err := keeper.LoadPins(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if list {
+				ids := make([]string, 0, len(store.Peers))
+				for id := range store.Peers {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				for _, id := range ids {
+					p := store.Peers[id]
+					state := "pinned"
+					if p.Repin {
+						state = "re-pin at the next pass"
+					}
+					fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
+				}
+				return nil
+			}
+			pin := store.Peer(peer)
+			old := pin.Fingerprint
+			pin.Repin, pin.Fingerprint = true, fingerprint
+			if err := keeper.SavePins(cmd.Context(), store); err != nil {
+				return err
+			}
+			if fingerprint == "" {
+				fmt.Fprintf(out, "%s: the next pass trusts the key in clusters/%s/cluster.yaml, whatever it is (was %s)\n", peer, peer, orNone(old))
+			} else {
+				fmt.Fprintf(out, "%s: the next pass trusts clusters/%s/cluster.yaml only with key %s (was %s)\n", peer, peer, fingerprint, orNone(old))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
+	f.StringVar(&peer, "peer", "", "the peer to trust anew")
+	f.StringVar(&fingerprint, "fingerprint", "", "the peer's new key fingerprint, sha256:<hex>, as its admin gave it to you")
+	f.BoolVar(&list, "list", false, "print the pins: peer, fingerprint, API server, state")
+	bf.register(f, false)
+	_ = cmd.MarkFlagRequired("cluster")
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newRotateKeyCmd() *cobra.Command {
+	var (
+		cluster, repo, apiServer string
+		bf                       backendFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "rotate-key --cluster ID --state-dir DIR --repo PATH [--api-server URL]",
+		Short: "Replace the cluster key, publishing a rotation statement signed by the old one",
+		Long: `rotate-key generates a new cluster key in the file backend (the old one is kept
+as cluster.key.previous), optionally changes the API server, and writes into
+the working tree PATH a clusters/<id>/cluster.yaml with the new key and a
+rotation statement signed by the old key, and the manifest signed by the new
+one. Commit and merge it: every peer that pinned the old key accepts the new
+one through the statement, with no admin re-pinning, and the handshake runs
+again for the new key. If the spec pins this cluster's fingerprint, update it
+in the same pull request.
+
+The kubernetes backend keeps Liqo's authentication-keys, which Liqo does not
+rotate: rotate-key refuses it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bf.kind != backendFile {
+				return fmt.Errorf("--backend %s: rotate-key works on the file backend only (Liqo's authentication-keys are never rotated)", bf.kind)
+			}
+			b, err := bf.open(cmd.Context(), cluster)
+			if err != nil {
+				return err
+			}
+			fb := b.(interface {
+				RotateKey(string) (crypto.Signer, error)
+			})
+			before, err := b.ClusterInfo()
+			if err != nil {
+				return err
+			}
+			old, err := fb.RotateKey(apiServer)
+			if err != nil {
+				return err
+			}
+			info, err := b.ClusterInfo()
+			if err != nil {
+				return err
+			}
+			if err := layout.SignRotation(info, old); err != nil {
+				return err
+			}
+			data, err := info.Encode()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "rotated %s: %s -> %s\n", cluster, before.Fingerprint, info.Fingerprint)
+			return publish(repo, b.Signer(), cluster, map[string][]byte{layout.ClusterPath(cluster, layout.ClusterFile): data}, time.Now(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
+	f.StringVar(&repo, "repo", "", "working tree of the peering repo")
+	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server (default: unchanged)")
+	bf.register(f, false)
+	_ = cmd.MarkFlagRequired("cluster")
+	_ = cmd.MarkFlagRequired("repo")
+	return cmd
+}
