@@ -153,6 +153,16 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	if tok, err := b.Token(ctx, "beta"); err != nil || string(tok) != "second" {
 		t.Fatalf("token %q, %v", tok, err)
 	}
+	for _, fp := range []string{"sha256:first", "sha256:second"} { // create, then update
+		st, err := b.LoadPins(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Peer("beta").Fingerprint = fp
+		if err := b.SavePins(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Init with the Liqo namespace missing: it is created (configmap kept).
 	cs2 := newClientset(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", false))
 	initBackend(t, cs2, opts)
