@@ -1,0 +1,298 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/reconcile"
+)
+
+const identityFile = "clusters/alpha/inbox/beta/identity.yaml"
+
+// settled is a two-cluster world whose peering is Ready on both sides.
+func settled(t *testing.T) *world {
+	t.Helper()
+	w := newWorld(t, twoClusters)
+	w.converge("beta", "alpha")
+	if ps := w.status("alpha", "alpha", "beta"); ps == nil || ps.Step != layout.StepReady {
+		t.Fatalf("not settled: %+v", ps)
+	}
+	return w
+}
+
+func conditionsOf(w *world, cluster, consumer, provider string) string {
+	return fmt.Sprint(w.status(cluster, consumer, provider).Conditions)
+}
+
+func TestAnUnsignedEditIsIgnoredAndNamed(t *testing.T) {
+	w := settled(t)
+	identity := w.tree[identityFile].Data
+	// A repo writer corrupts the Tenant alpha sent: the provider keeps the
+	// peering, signs nothing, and names the file.
+	w.tree["clusters/beta/inbox/alpha/tenant.yaml"] = &fstest.MapFile{Data: []byte("kind: Tenant\ngarbage")}
+	signed := w.backends["beta"].signed
+	w.pass("beta")
+	if got := w.backends["beta"].signed; got != signed {
+		t.Fatalf("beta signed %d certificates for an unsigned edit", got-signed)
+	}
+	if string(w.tree[identityFile].Data) != string(identity) {
+		t.Fatal("the Identity was changed or withdrawn by an unsigned edit")
+	}
+	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "clusters/beta/inbox/alpha/tenant.yaml ("+manifest.ReasonUnsignedChange+")") {
+		t.Fatalf("status does not name the ignored edit while staying Ready: %+v", r)
+	}
+	// alpha's next pass restores what it signed; the note goes away.
+	w.converge("alpha", "beta")
+	if c := conditionsOf(w, "beta", "alpha", "beta"); strings.Contains(c, manifest.ReasonUnsignedChange) {
+		t.Fatalf("still reported after alpha restored its Tenant: %s", c)
+	}
+}
+
+func TestAPlantedFileInAClustersTreeIsRemoved(t *testing.T) {
+	w := settled(t)
+	planted := "clusters/alpha/liqo/beta/clusterrolebinding-evil.yaml"
+	w.tree[planted] = &fstest.MapFile{Data: []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n")}
+	w.tree["clusters/alpha/README.md"] = &fstest.MapFile{Data: []byte("hi")}
+	_, plan := w.pass("alpha")
+	for _, f := range []string{planted, "clusters/alpha/README.md"} {
+		if w.has(f) {
+			t.Errorf("%s survived alpha's pass", f)
+		}
+	}
+	if !strings.Contains(plan.Message, "remove README.md") {
+		t.Errorf("commit message does not say what was removed: %q", plan.Message)
+	}
+}
+
+func TestASwappedKeyIsKeyChangedAndNothingIsSigned(t *testing.T) {
+	for _, spec := range []struct{ name, pin string }{{"without a spec pin", ""}, {"with the spec pin edited too", "x"}} {
+		t.Run(spec.name, func(t *testing.T) {
+			w := settled(t)
+			identity := w.tree[identityFile].Data
+			// A writer swaps alpha's cluster.yaml for its own key and signs
+			// alpha's inbox with it.
+			evil, _, err := file.Init(t.TempDir()+"/evil", file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.example:6443", Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, _ := evil.ClusterInfo()
+			data, _ := info.Encode()
+			w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
+			if spec.pin != "" {
+				w.setSpec(`clusters: [{id: "alpha", fingerprint: "` + info.Fingerprint + `"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta"}]`)
+			}
+			w.files["alpha"] = evil
+			w.backends["alpha"].Backend = evil
+			w.pass("alpha")
+			signed := w.backends["beta"].signed
+			w.pass("beta")
+			if w.backends["beta"].signed != signed {
+				t.Fatal("beta signed a certificate for the swapped key")
+			}
+			if string(w.tree[identityFile].Data) != string(identity) {
+				t.Fatal("the working Identity was withdrawn or changed")
+			}
+			st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition)
+			if st == nil || st.Reason != reconcile.ReasonKeyChanged || !strings.Contains(st.Message, "gitpeer trust --peer alpha") {
+				t.Fatalf("Stalled %+v, want KeyChanged with the way out", st)
+			}
+		})
+	}
+}
+
+func TestARotationSignedByThePinnedKeyIsAccepted(t *testing.T) {
+	w := settled(t)
+	old := w.files["alpha"].Signer()
+	if _, err := w.files["alpha"].RotateKey(""); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := w.files["alpha"].ClusterInfo()
+	if err := layout.SignRotation(info, old); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := info.Encode()
+	w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
+	w.converge("alpha", "beta")
+	if ps := w.status("beta", "alpha", "beta"); ps == nil || ps.Step != layout.StepIdentityIssued {
+		t.Fatalf("rotation refused: %+v", ps)
+	}
+	id, _ := liqo.DecodeIdentity(w.tree[identityFile].Data)
+	_, der, _ := handshake.ParsePublicKey([]byte(info.PublicKey))
+	if err := handshake.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, w.files["beta"].CABundle(), der, "alpha", "liqo.io", w.now); err != nil {
+		t.Fatalf("the Identity is not for the rotated key: %v", err)
+	}
+	if pin := w.pins["beta"].Lookup("alpha"); pin.Fingerprint != info.Fingerprint {
+		t.Fatalf("pin %s, want the rotated %s", pin.Fingerprint, info.Fingerprint)
+	}
+}
+
+func TestARotationSignedByAnotherKeyIsRefused(t *testing.T) {
+	w := settled(t)
+	evil, _, err := file.Init(t.TempDir()+"/evil", file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.example:6443", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := evil.ClusterInfo()
+	if err := layout.SignRotation(info, evil.Signer()); err != nil { // self-signed "rotation"
+		t.Fatal(err)
+	}
+	data, _ := info.Encode()
+	w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
+	w.pass("beta")
+	if st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonKeyChanged {
+		t.Fatalf("Stalled %+v, want KeyChanged", st)
+	}
+}
+
+func TestAProvidersSwappedCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*layout.ClusterInfo)
+	}{
+		{"API server", func(ci *layout.ClusterInfo) { ci.APIServer = "https://evil.example:6443" }},
+		{"CA", func(ci *layout.ClusterInfo) {
+			ca, _, _ := handshake.NewCA("evil", now, time.Hour)
+			ci.CA = string(ca.CertPEM)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := settled(t)
+			ci, err := layout.ReadClusterInfo(w.tree, "beta")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(ci)
+			data, _ := ci.Encode()
+			w.tree["clusters/beta/cluster.yaml"] = &fstest.MapFile{Data: data}
+			rendered := "clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"
+			before := w.tree[rendered].Data
+			w.pass("alpha")
+			if string(w.tree[rendered].Data) != string(before) {
+				t.Fatal("alpha changed its Identity after its provider's cluster.yaml was swapped")
+			}
+			st := condition(w.status("alpha", "alpha", "beta"), meta.StalledCondition)
+			if st == nil || st.Reason != reconcile.ReasonKeyChanged {
+				t.Fatalf("Stalled %+v, want KeyChanged", st)
+			}
+		})
+	}
+}
+
+func TestATenantOverANonceNeverIssuedIsNonceReplayed(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	w.pass("beta")
+	w.pass("alpha")
+	// alpha (or a writer holding its push credential and key) answers an
+	// epoch it made up, re-signing everything.
+	tamperTenant(t, w, func(tn *authv1beta1.Tenant) {
+		tn.Annotations["gitpeer.io/nonce-epoch"] = "12345"
+	})
+	signed := w.backends["beta"].signed
+	w.pass("beta")
+	if w.backends["beta"].signed != signed {
+		t.Fatal("beta signed for a replayed nonce")
+	}
+	st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition)
+	if st == nil || st.Reason != reconcile.ReasonNonceReplayed {
+		t.Fatalf("Stalled %+v, want NonceReplayed", st)
+	}
+}
+
+func TestAnOldSignedStateIsRolledBackNotReplayed(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	w.pass("beta")
+	w.pass("alpha")
+	dir := "clusters/beta/inbox/alpha"
+	old := map[string][]byte{}
+	for p, f := range w.tree {
+		if strings.HasPrefix(p, dir+"/") {
+			old[p] = f.Data
+		}
+	}
+	w.converge("beta", "alpha")
+	w.now = w.now.Add(time.Hour)
+	// alpha moves on (a slice is added): a new sequence.
+	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resources: {cpu: "1"}}]}]`)
+	w.converge("beta", "alpha")
+	// A writer puts alpha's old, validly signed inbox back.
+	for p := range w.tree {
+		if strings.HasPrefix(p, dir+"/") {
+			delete(w.tree, p)
+		}
+	}
+	for p, data := range old {
+		w.tree[p] = &fstest.MapFile{Data: data}
+	}
+	w.pass("beta")
+	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, manifest.ReasonManifestRolledBack) {
+		t.Fatalf("a rolled-back inbox is not named, or the peering was dropped: %+v", r)
+	}
+}
+
+func TestAHostilePeerCannotStallTheProvidersOtherPeerings(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta"}, {id: "gamma"}]
+peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resources: {cpu: "1"}}]},
+           {consumer: "gamma", provider: "beta"}]
+`)
+	w.converge("beta", "alpha", "gamma")
+	// alpha puts a private key into its slice request; beta's answer would
+	// echo it into beta's commit.
+	req := "clusters/beta/inbox/alpha/resourceslice-pool.yaml"
+	rs, err := liqo.DecodeResourceSlice(w.tree[req].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := handshake.GenerateKey()
+	pemKey, _ := handshake.MarshalPrivateKey(key)
+	rs.Annotations = map[string]string{"note": string(pemKey)}
+	data, _ := liqo.Encode(rs)
+	w.tree[req] = &fstest.MapFile{Data: data}
+	w.resign("alpha", req)
+	w.now = w.now.Add(time.Minute)
+	out, plan := w.pass("beta")
+	for f, d := range plan.Writes {
+		if err := guard.Check(f, d); err != nil {
+			t.Fatalf("beta would commit the hostile key: %v", err)
+		}
+	}
+	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonPeerContentRefused {
+		t.Fatalf("alpha's peering: %+v, want PeerContentRefused", st)
+	}
+	if r := condition(peering(t, out, "gamma", "beta"), meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue {
+		t.Fatalf("gamma's peering was affected: %+v", r)
+	}
+}
+
+func TestASettledRepoWithManifestsMakesNoCommit(t *testing.T) {
+	w := settled(t)
+	w.now = w.now.Add(time.Hour)
+	for _, id := range []string{"alpha", "beta", "alpha"} {
+		if _, plan := w.pass(id); !plan.Empty() {
+			t.Fatalf("%s committed %v on a settled repo", id, plan.Steps)
+		}
+	}
+	// Pins alone, reloaded, change nothing either.
+	if _, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends["beta"], Now: w.now, Pins: w.pins["beta"]}); err != nil {
+		t.Fatal(err)
+	}
+}
+
