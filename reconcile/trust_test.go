@@ -295,4 +295,3 @@ func TestASettledRepoWithManifestsMakesNoCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
