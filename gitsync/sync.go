@@ -80,19 +80,27 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
+	res, _, err := r.publish(ctx, pass)
+	return res, err
+}
+
+// publish is Sync without its lock. It also returns the shared
+// branch tip after it: the pushed commit, or the fetched tip when nothing
+// changed (zero while the branch has no commits).
+func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
 	var res Result
 	for {
 		tip, err := r.refresh(ctx)
 		if err != nil {
-			return res, err
+			return res, plumbing.ZeroHash, err
 		}
 		commit, p, err := r.commitPass(ctx, pass, tip)
 		if err != nil {
 			r.rollback(tip)
-			return res, err
+			return res, plumbing.ZeroHash, err
 		}
 		if commit.IsZero() {
-			return res, nil // nothing to change on this tip
+			return res, tip, nil // nothing to change on this tip
 		}
 
 		res.Attempts++
@@ -100,21 +108,21 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 		if err == nil {
 			r.setHead(commit)
 			res.Commit, res.Message, res.Files = commit.String(), p.message, p.files
-			return res, nil
+			return res, commit, nil
 		}
 		// Our commit is not on the remote: drop it so that the clone mirrors
 		// the remote again whatever happens next.
 		r.rollback(tip)
 		if !isRejected(err) {
-			return res, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, err)
 		}
 		if res.Attempts >= r.opts.MaxAttempts {
-			return res, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
 				r.opts.Branch, r.opts.URL, res.Attempts, ErrPushConflict, err)
 		}
 		select {
 		case <-ctx.Done():
-			return res, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, ctx.Err())
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, ctx.Err())
 		case <-time.After(r.opts.Backoff(res.Attempts)):
 		}
 	}
@@ -137,8 +145,8 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	if err := r.apply(p); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	sig := &object.Signature{Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: r.opts.Now()}
-	opts := &git.CommitOptions{Author: sig, Committer: sig, Signer: r.opts.Signer}
+	sig := r.signature()
+	opts := &git.CommitOptions{Author: &sig, Committer: &sig, Signer: r.opts.Signer}
 	if !tip.IsZero() {
 		opts.Parents = []plumbing.Hash{tip}
 	}
@@ -151,6 +159,17 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 		return plumbing.ZeroHash, nil, fmt.Errorf("commit: %w", err)
 	}
 	return h, p, nil
+}
+
+// signature is the author and committer of every commit this Repo makes,
+// cleaned as go-git's Worktree.Commit cleans it.
+func (r *Repo) signature() object.Signature {
+	clean := strings.NewReplacer("<", "", ">", "", "\n", "")
+	return object.Signature{
+		Name:  clean.Replace(r.opts.Author.Name),
+		Email: clean.Replace(r.opts.Author.Email),
+		When:  r.opts.Now(),
+	}
 }
 
 // plan is a validated Change reduced to what differs from the index (which
