@@ -14,6 +14,11 @@
 //     loses nothing (design invariant 4) and history stays linear.
 //   - Every written file goes through guard.Check first; one refusal
 //     refuses the whole commit (design invariant 1).
+//   - With Options.AppliedBranch, every Sync also points this cluster's
+//     applied branch at a signed commit that vouches for the cluster's own
+//     directory as it stands on the shared branch (design, "Trust" point
+//     3). That branch, written by this cluster alone, is the only ref
+//     gitsync force-pushes.
 //   - Dir belongs to the Repo: anything in it that is not in the remote tip
 //     is discarded at the start of each Sync.
 //
@@ -73,8 +78,27 @@ type Options struct {
 	// Now gives commit timestamps; default time.Now.
 	Now func() time.Time
 	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
-	// OpenPGP or SSH signatures).
+	// OpenPGP or SSH signatures, see package commitsig).
 	Signer git.Signer
+
+	// AppliedBranch, when set, is the branch this cluster's Flux applies
+	// from, written by this cluster alone (e.g. "gitpeer/applied/alpha";
+	// design, "Trust" point 3). After every successful Sync it points at a
+	// commit signed by Signer whose tree at AppliedScope equals the shared
+	// branch tip's: this Sync's own commit, else the applied branch as it
+	// stands when its AppliedScope still matches, else a new signed seal
+	// commit on top of the tip (see Sync). It is the only ref gitsync
+	// force-pushes. Setting it requires AppliedScope, ClusterID and Signer
+	// and a name other than Branch.
+	AppliedBranch string
+	// AppliedScope is the repo directory, slash-separated and relative,
+	// whose content the applied branch vouches for (e.g. "clusters/alpha").
+	AppliedScope string
+	// ClusterID names this cluster in seal commits: their message is
+	// "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster:
+	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
+	// AppliedScope, so that the cluster-ID rule stays with its owner.
+	ClusterID string
 }
 
 // Signature is the identity commits are made with.
@@ -161,6 +185,9 @@ func withDefaults(opts Options) (Options, error) {
 	}
 	if err := plumbing.NewBranchReferenceName(opts.Branch).Validate(); err != nil {
 		return opts, fmt.Errorf("open: branch %q: %w", opts.Branch, err)
+	}
+	if err := checkApplied(opts); err != nil {
+		return opts, err
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts

@@ -58,6 +58,15 @@ type Result struct {
 	Message  string   // the pushed commit's message, "" if nothing changed
 	Files    []string // changed paths, sorted (added, modified, deleted)
 	Attempts int      // push attempts made
+
+	// Applied is the hex hash the remote applied branch points at after
+	// the Sync: Commit, a seal commit, or the unchanged applied branch. It
+	// is "" without Options.AppliedBranch or while the shared branch has
+	// no commits.
+	Applied string
+	// Sealed reports that Applied is a seal commit this Sync made and
+	// pushed (to the applied branch only).
+	Sealed bool
 }
 
 // Sync runs one pass and publishes its change as at most one commit:
@@ -74,17 +83,41 @@ type Result struct {
 // waits Backoff, refetches and re-runs pass on the new tip (never merging,
 // never forcing), up to MaxAttempts pushes; then it returns an error wrapping
 // ErrPushConflict. Errors from pass are returned wrapped, as are
-// ErrInvalidChange, transport and storage errors. On every error the worktree
-// is left reset to the last fetched tip and nothing of this Sync is pushed.
+// ErrInvalidChange, transport and storage errors. On every such error the
+// worktree is left reset to the last fetched tip and nothing of this Sync is
+// pushed.
+//
+// With Options.AppliedBranch, a Sync that got this far then updates the
+// applied branch for the shared branch's tip T (this Sync's commit, or the
+// fetched tip when nothing changed):
+//
+//   - when this Sync pushed commit C (C is T), the applied branch is set to C;
+//   - else, when the remote applied branch (fetched with the shared branch)
+//     exists and holds the same AppliedScope tree as T, it is left alone:
+//     nothing is made or pushed, so a settled repo stays still;
+//   - else a seal commit is made, signed by Signer, with T's tree, T as its
+//     only parent, Author and Now as for other commits, and message
+//     "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster and
+//     Gitpeer-Step: seal; it is pushed to the applied branch only.
+//
+// The applied branch is force-updated (this cluster alone writes it). A
+// failure there fails the Sync with an error naming the ref; the shared
+// branch push, if any, stands and Result.Commit reports it.
 func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
-	res, _, err := r.publish(ctx, pass)
-	return res, err
+	res, tip, err := r.publish(ctx, pass)
+	if err != nil || r.opts.AppliedBranch == "" {
+		return res, err
+	}
+	if err := r.updateApplied(ctx, tip, res.Commit != "", &res); err != nil {
+		return res, err
+	}
+	return res, nil
 }
 
-// publish is Sync without its lock. It also returns the shared
+// publish is Sync without the applied branch. It also returns the shared
 // branch tip after it: the pushed commit, or the fetched tip when nothing
 // changed (zero while the branch has no commits).
 func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
@@ -404,14 +437,30 @@ func (r *Repo) refresh(ctx context.Context) (plumbing.Hash, error) {
 	return tip, nil
 }
 
+// fetch updates the tracking ref of the branch, and of the applied branch
+// when there is one, and returns the branch tip (zero when the remote has no
+// such branch). A missing applied branch is not an error: its tracking ref is
+// removed.
 func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{trackingSpec(r.opts.Branch)},
-		Auth:       r.opts.Auth,
-		Tags:       git.NoTags,
-	})
+	specs := []config.RefSpec{trackingSpec(r.opts.Branch)}
+	if r.opts.AppliedBranch != "" {
+		specs = append(specs, trackingSpec(r.opts.AppliedBranch))
+	}
+	err := r.fetchSpecs(ctx, specs)
+	if len(specs) > 1 {
+		noMatch := errors.Is(err, git.NoMatchingRefSpecError{})
+		if noMatch || errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			if err := r.repo.Storer.RemoveReference(r.appliedTracking()); err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.opts.URL, err)
+			}
+		}
+		if noMatch {
+			// go-git fails the whole fetch when one ref is missing: the
+			// applied branch before its first update, the branch, or both.
+			err = r.fetchSpecs(ctx, specs[:1])
+		}
+	}
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
@@ -429,6 +478,15 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
 	}
 	return ref.Hash(), nil
+}
+
+func (r *Repo) fetchSpecs(ctx context.Context, specs []config.RefSpec) error {
+	return r.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   specs,
+		Auth:       r.opts.Auth,
+		Tags:       git.NoTags,
+	})
 }
 
 // reset makes the local branch, index and worktree exactly tip (an empty tree

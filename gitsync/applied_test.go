@@ -1,0 +1,299 @@
+package gitsync
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/commitsig"
+)
+
+const (
+	appliedBranch = "gitpeer/applied/alpha"
+	appliedRef    = "refs/heads/" + appliedBranch
+)
+
+var alphaKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
+
+// appliedOptions are the Options of cluster alpha, which signs its commits
+// and keeps its applied branch for clusters/alpha.
+func appliedOptions(t *testing.T, bare string) Options {
+	t.Helper()
+	signer, err := commitsig.NewSigner(alphaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(t, bare, "alpha")
+	opts.Signer = signer
+	opts.AppliedBranch = appliedBranch
+	opts.AppliedScope = "clusters/alpha"
+	opts.ClusterID = "alpha"
+	return opts
+}
+
+func openApplied(t *testing.T, bare string) *Repo {
+	t.Helper()
+	r, err := Open(context.Background(), appliedOptions(t, bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// alphaPass writes clusters/alpha/cluster.yaml with *content.
+func alphaPass(content *string) PassFunc {
+	return func(context.Context, string) (*Change, error) {
+		return &Change{
+			Writes:  map[string][]byte{"clusters/alpha/cluster.yaml": []byte(*content)},
+			Message: "alpha: publish\n\nGitpeer-Cluster: alpha\n",
+		}, nil
+	}
+}
+
+// signedByAlpha fails the test unless git, trusting alpha's key alone, finds
+// rev's signature good.
+func signedByAlpha(t *testing.T, bare, rev string) {
+	t.Helper()
+	allowed, err := commitsig.AllowedSigners(commitsig.Entry{Principal: "alpha", Key: alphaKey.Public()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "allowed_signers")
+	if err := os.WriteFile(f, []byte(allowed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := gitOutput(bare, "-c", "gpg.ssh.allowedSignersFile="+f, "verify-commit", rev)
+	if err != nil {
+		t.Errorf("git verify-commit %s: %v\n%s", rev, err, out)
+	} else if !strings.Contains(out, `Good "git" signature for alpha`) {
+		t.Errorf("git verify-commit %s does not name alpha:\n%s", rev, out)
+	}
+}
+
+// objects lists every object reachable from any ref of bare: unchanged
+// means nothing was pushed.
+func objects(t *testing.T, bare string) string {
+	return runGit(t, bare, "rev-list", "--all", "--objects")
+}
+
+func TestAppliedFollowsOwnCommitAndIgnoresOthers(t *testing.T) {
+	bare := newBare(t)
+	alpha := openApplied(t, bare)
+	content := "clusterID: alpha\n"
+
+	res := mustSync(t, alpha, alphaPass(&content))
+	own := runGit(t, bare, "rev-parse", "main")
+	if res.Commit != own || res.Applied != own || res.Sealed {
+		t.Fatalf("Sync = %+v, want Commit and Applied %s, no seal", res, own)
+	}
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != own {
+		t.Errorf("%s = %s, want alpha's commit %s", appliedRef, got, own)
+	}
+	signedByAlpha(t, bare, appliedBranch)
+
+	// Beta writes outside clusters/alpha on top: alpha's applied branch
+	// already vouches for clusters/alpha as it stands, so it stays.
+	beta := openRepo(t, bare, "beta")
+	mustSync(t, beta, writes("beta: publish", map[string]string{"clusters/beta/cluster.yaml": "clusterID: beta\n"}))
+	before := objects(t, bare)
+	res = mustSync(t, alpha, alphaPass(&content))
+	if res.Commit != "" || res.Applied != own || res.Sealed {
+		t.Errorf("Sync after beta = %+v, want no commit, Applied %s, no seal", res, own)
+	}
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != own {
+		t.Errorf("%s moved to %s", appliedRef, got)
+	}
+	if objects(t, bare) != before {
+		t.Error("a settled Sync pushed objects")
+	}
+	if main := runGit(t, bare, "rev-parse", "main"); main != beta.Head() {
+		t.Errorf("main = %s, want beta's commit %s", main, beta.Head())
+	}
+	fsck(t, bare)
+}
+
+func TestAppliedSealsAHostMerge(t *testing.T) {
+	bare := newBare(t)
+	alpha := openApplied(t, bare)
+	content := "clusterID: alpha\n"
+	first := mustSync(t, alpha, alphaPass(&content)).Commit
+	tips := []string{first}
+
+	// The Git host merges a pull request that edits clusters/alpha, with an
+	// unsigned merge commit; alpha's next pass computes the same content.
+	host := filepath.Join(t.TempDir(), "host")
+	runGit(t, t.TempDir(), "clone", "-q", bare, host)
+	hostGit := func(args ...string) string {
+		return runGit(t, host, append([]string{"-c", "user.name=Git host", "-c", "user.email=host@example.com"}, args...)...)
+	}
+	hostGit("checkout", "-q", "-b", "pr")
+	content = "clusterID: alpha\nlabels: {zone: a}\n"
+	if err := os.WriteFile(filepath.Join(host, "clusters/alpha/cluster.yaml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostGit("commit", "-q", "-am", "label alpha's zone")
+	hostGit("checkout", "-q", "main")
+	if err := os.WriteFile(filepath.Join(host, "README"), []byte("peering repo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostGit("add", "README")
+	hostGit("commit", "-q", "-m", "readme")
+	hostGit("merge", "-q", "--no-ff", "-m", "Merge pull request #1", "pr")
+	hostGit("push", "-q", "origin", "main")
+	merge := runGit(t, bare, "rev-parse", "main")
+	tips = append(tips, merge)
+
+	res := mustSync(t, alpha, alphaPass(&content))
+	if res.Commit != "" || !res.Sealed || res.Applied == "" {
+		t.Fatalf("Sync after the merge = %+v, want no commit and a seal", res)
+	}
+	seal := res.Applied
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != seal {
+		t.Errorf("%s = %s, want the seal %s", appliedRef, got, seal)
+	}
+	if main := runGit(t, bare, "rev-parse", "main"); main != merge {
+		t.Errorf("main = %s, want the merge %s: the seal must not go to main", main, merge)
+	}
+	if parents := runGit(t, bare, "log", "-1", "--format=%P", seal); parents != merge {
+		t.Errorf("seal parents = %q, want the merge %s", parents, merge)
+	}
+	if a, b := runGit(t, bare, "rev-parse", seal+":clusters/alpha"), runGit(t, bare, "rev-parse", merge+":clusters/alpha"); a != b {
+		t.Errorf("seal's clusters/alpha = %s, merge's = %s", a, b)
+	}
+	if a, b := runGit(t, bare, "rev-parse", seal+"^{tree}"), runGit(t, bare, "rev-parse", merge+"^{tree}"); a != b {
+		t.Errorf("seal's tree = %s, merge's = %s", a, b)
+	}
+	wantMsg := "alpha: seal clusters/alpha\n\nGitpeer-Cluster: alpha\nGitpeer-Step: seal\n"
+	if raw := runGit(t, bare, "cat-file", "commit", seal); !strings.HasSuffix(raw+"\n", "\n\n"+wantMsg) {
+		t.Errorf("seal message:\n%s\nwant\n%s", raw, wantMsg)
+	}
+	if who := runGit(t, bare, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%ct", seal); who != "gitpeer alpha <alpha@gitpeer.example>|gitpeer alpha <alpha@gitpeer.example>|"+strconv.FormatInt(clock.Unix(), 10) {
+		t.Errorf("seal author|committer|time = %q", who)
+	}
+	signedByAlpha(t, bare, appliedBranch)
+	if out, err := gitOutput(bare, "verify-commit", merge); err == nil {
+		t.Errorf("the host's merge verifies, so the test proves nothing:\n%s", out)
+	}
+
+	// Settled: nothing is made or pushed.
+	before := objects(t, bare)
+	res = mustSync(t, alpha, alphaPass(&content))
+	if res.Commit != "" || res.Sealed || res.Applied != seal {
+		t.Errorf("second Sync = %+v, want Applied %s and nothing else", res, seal)
+	}
+	if objects(t, bare) != before {
+		t.Error("a settled Sync pushed objects")
+	}
+
+	// Someone points alpha's applied branch back at alpha's first commit, a
+	// signed but stale clusters/alpha: the next Sync puts the seal back.
+	runGit(t, bare, "update-ref", appliedRef, first)
+	res = mustSync(t, alpha, alphaPass(&content))
+	if !res.Sealed || runGit(t, bare, "rev-parse", appliedRef) != res.Applied {
+		t.Errorf("Sync after a rollback of %s = %+v, want a seal on it", appliedRef, res)
+	}
+	if a, b := runGit(t, bare, "rev-parse", appliedBranch+":clusters/alpha"), runGit(t, bare, "rev-parse", "main:clusters/alpha"); a != b {
+		t.Errorf("applied clusters/alpha = %s, main's = %s", a, b)
+	}
+
+	// Someone points it at a tree, bypassing git's checks: overwritten too.
+	tree := runGit(t, bare, "rev-parse", "main^{tree}")
+	if err := os.WriteFile(filepath.Join(bare, appliedRef), []byte(tree+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res = mustSync(t, alpha, alphaPass(&content)); !res.Sealed || runGit(t, bare, "rev-parse", appliedRef) != res.Applied {
+		t.Errorf("Sync after %s was pointed at a tree = %+v, want a seal on it", appliedRef, res)
+	}
+
+	// alpha's next own commit goes on main (on top of the merge) and is
+	// the applied branch itself.
+	content = "clusterID: alpha\nlabels: {zone: b}\n"
+	res = mustSync(t, alpha, alphaPass(&content))
+	if res.Commit == "" || res.Sealed || res.Applied != res.Commit || runGit(t, bare, "rev-parse", appliedRef) != res.Commit {
+		t.Errorf("own commit after a seal = %+v, want Applied = Commit", res)
+	}
+	tips = append(tips, res.Commit)
+
+	// main only ever moved forward.
+	for _, tip := range tips {
+		if _, err := gitOutput(bare, "merge-base", "--is-ancestor", tip, "main"); err != nil {
+			t.Errorf("main's earlier tip %s is not an ancestor of main: rewritten", tip)
+		}
+	}
+	fsck(t, bare)
+}
+
+func TestAppliedSealsAForeignTipOnFirstSync(t *testing.T) {
+	bare := newBare(t)
+	alpha := openApplied(t, bare)
+	if res := mustSync(t, alpha, noChange()); res.Applied != "" || res.Sealed {
+		t.Errorf("Sync of an empty remote = %+v, want no applied branch", res)
+	}
+	if _, err := gitOutput(bare, "rev-parse", "--verify", appliedRef); err == nil {
+		t.Errorf("%s exists on an empty remote", appliedRef)
+	}
+
+	// The repo was seeded by someone else; alpha has nothing to change.
+	beta := openRepo(t, bare, "beta")
+	mustSync(t, beta, writes("seed", map[string]string{"clusters/alpha/cluster.yaml": "clusterID: alpha\n"}))
+	res := mustSync(t, alpha, noChange())
+	if !res.Sealed || res.Commit != "" {
+		t.Fatalf("first Sync on a foreign tip = %+v, want a seal", res)
+	}
+	if p := runGit(t, bare, "log", "-1", "--format=%P", appliedRef); p != beta.Head() {
+		t.Errorf("seal's parent = %s, want beta's tip %s", p, beta.Head())
+	}
+	signedByAlpha(t, bare, appliedBranch)
+	if res := mustSync(t, alpha, noChange()); res.Sealed || res.Applied != runGit(t, bare, "rev-parse", appliedRef) {
+		t.Errorf("second Sync = %+v, want the applied branch left as it is", res)
+	}
+}
+
+func TestAppliedUpdateFailureFailsSync(t *testing.T) {
+	bare := newBare(t)
+	hook := filepath.Join(bare, "hooks", "update")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncase \"$1\" in refs/heads/gitpeer/*) echo \"no pushes to $1\" >&2; exit 1;; esac\n"
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alpha := openApplied(t, bare)
+	content := "clusterID: alpha\n"
+	res, err := alpha.Sync(context.Background(), alphaPass(&content))
+	if err == nil || !strings.Contains(err.Error(), appliedRef) {
+		t.Fatalf("Sync = %v, want an error naming %s", err, appliedRef)
+	}
+	if main := runGit(t, bare, "rev-parse", "main"); res.Commit != main || res.Applied != "" {
+		t.Errorf("Result = %+v, want the pushed main commit %s and no applied", res, main)
+	}
+}
+
+func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
+	bare := newBare(t)
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*Options)
+	}{
+		{"no scope", "needs AppliedScope", func(o *Options) { o.AppliedScope = "" }},
+		{"a scope leaving the repo", "applied scope", func(o *Options) { o.AppliedScope = "../alpha" }},
+		{"no cluster ID", "ClusterID", func(o *Options) { o.ClusterID = "" }},
+		{"a cluster ID with a newline", "ClusterID", func(o *Options) { o.ClusterID = "alpha\nGitpeer-Cluster: beta" }},
+		{"no signer", "needs a Signer", func(o *Options) { o.Signer = nil }},
+		{"the shared branch", "is the shared branch", func(o *Options) { o.AppliedBranch = "main" }},
+		{"an invalid branch name", "applied branch", func(o *Options) { o.AppliedBranch = "gitpeer/applied/alpha..x" }},
+		{"a scope without the branch", "without AppliedBranch", func(o *Options) { o.AppliedBranch = "" }},
+	} {
+		opts := appliedOptions(t, bare)
+		tc.edit(&opts)
+		if _, err := Open(context.Background(), opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open with %s = %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
