@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/commitsig"
 )
 
 // The applied branch (design, "Trust" point 3) is the ref this cluster's Flux
@@ -75,7 +78,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, own bool, r
 			if err != nil {
 				return fmt.Errorf("update %s: %w", r.appliedRef(), err)
 			}
-			if same {
+			if same && r.signedByUs(cur.Hash()) {
 				res.Applied = cur.Hash().String()
 				return nil
 			}
@@ -101,6 +104,22 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, own bool, r
 	}
 	res.Applied, res.Sealed = target.String(), !own
 	return nil
+}
+
+// signedByUs reports whether commit h carries this cluster's signature, when
+// AppliedKey is known: a writer who points the applied branch at an
+// unsigned commit with the same scope would otherwise stall this cluster's
+// Flux until the content changes.
+func (r *Repo) signedByUs(h plumbing.Hash) bool {
+	if r.opts.AppliedKey == nil {
+		return true
+	}
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return false
+	}
+	_, err = commitsig.Verify(c, map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey})
+	return err == nil
 }
 
 // sameScope reports whether the applied commit a and the tip b hold the same

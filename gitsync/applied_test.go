@@ -297,3 +297,25 @@ func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestAppliedPointedAtAnUnsignedCommitIsResealed(t *testing.T) {
+	bare := newBare(t)
+	opts := appliedOptions(t, bare)
+	opts.AppliedKey = alphaKey.Public()
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "clusterID: alpha\n"
+	mustSync(t, alpha, alphaPass(&content))
+	// A writer commits outside clusters/alpha, unsigned, and points alpha's
+	// applied branch at it: same scope, but not vouched for by alpha.
+	beta := openRepo(t, bare, "beta")
+	mustSync(t, beta, writes("beta: publish", map[string]string{"clusters/beta/cluster.yaml": "clusterID: beta\n"}))
+	runGit(t, bare, "update-ref", appliedRef, beta.Head())
+	res := mustSync(t, alpha, alphaPass(&content))
+	if !res.Sealed {
+		t.Fatalf("Sync = %+v, want a seal over the unsigned applied commit", res)
+	}
+	signedByAlpha(t, bare, appliedBranch)
+}

@@ -29,6 +29,7 @@ package gitsync
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,6 +100,10 @@ type Options struct {
 	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
 	// AppliedScope, so that the cluster-ID rule stays with its owner.
 	ClusterID string
+	// AppliedKey, when set, is the public key of Signer: an applied branch
+	// whose commit this key did not sign is resealed even if its scope is
+	// already right.
+	AppliedKey crypto.PublicKey
 }
 
 // Signature is the identity commits are made with.
