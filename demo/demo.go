@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/examples"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/peerstatus"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
@@ -119,7 +120,15 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 			return nil, err
 		}
 		res, err := c.Runner.Repo.Sync(ctx, func(_ context.Context, root string) (*gitsync.Change, error) {
-			files, err := layout.PublishFiles(layout.NewTree(root), info)
+			tree := layout.NewTree(root)
+			files, err := layout.PublishFiles(tree, info)
+			if err != nil {
+				return nil, err
+			}
+			m, err := manifest.Reseal(tree, c.Backend.Signer(), id, layout.ClusterPath(id), files, opts.Now())
+			if m != nil {
+				files[layout.ClusterPath(id, manifest.FileName)] = m
+			}
 			return &gitsync.Change{Writes: files, Message: fmt.Sprintf("%s: publish cluster identity\n\nGitpeer-Cluster: %s\nGitpeer-Step: publish\n", id, id)}, err
 		})
 		if err != nil {
@@ -246,12 +255,11 @@ func setUp(ctx context.Context, opts Options, remote, id string) (*Cluster, erro
 		return nil, err
 	}
 	b.Now = opts.Now
-	repo, err := gitsync.Open(ctx, gitsync.Options{
-		URL:    remote,
-		Dir:    filepath.Join(opts.Dir, "checkouts", id),
-		Author: gitsync.Signature{Name: "gitpeer (" + id + ")", Email: id + "@gitpeer.invalid"},
-		Now:    opts.Now,
-	})
+	gopts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(opts.Dir, "checkouts", id), Now: opts.Now}, b)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := gitsync.Open(ctx, gopts)
 	if err != nil {
 		return nil, err
 	}

@@ -214,3 +214,9 @@ func checkCABundle(bundle []byte) error {
 	}
 	return nil
 }
+
+// Key is the parsed PublicKey.
+func (c *ClusterInfo) Key() (crypto.PublicKey, error) {
+	pub, _, err := handshake.ParsePublicKey([]byte(c.PublicKey))
+	return pub, err
+}

@@ -81,3 +81,11 @@ func Writable(self, p string) bool {
 	}
 	return cluster == self
 }
+
+// AppliedBranchPrefix starts the branch each cluster points at the signed
+// commit whose clusters/<id>/ it computed: its Flux tracks
+// gitpeer/applied/<id>, which only that cluster writes.
+const AppliedBranchPrefix = "gitpeer/applied/"
+
+// AppliedBranch is "gitpeer/applied/<id>".
+func AppliedBranch(id string) string { return AppliedBranchPrefix + id }

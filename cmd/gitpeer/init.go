@@ -11,7 +11,7 @@ import (
 
 func newInitCmd() *cobra.Command {
 	var (
-		cluster, apiServer, repo string
+		cluster, apiServer, repo, repoURL string
 		bf                       backendFlags
 	)
 	cmd := &cobra.Command{
@@ -35,7 +35,13 @@ With --repo, it writes clusters/<id>/cluster.yaml (public facts only: cluster
 ID, public key and its fingerprint, API server, CA bundle), an empty
 kustomization.yaml and the manifest.yaml that signs them with the cluster key
 into that working tree, for you to commit and propose.
-Without it, it prints cluster.yaml.`,
+Without it, it prints cluster.yaml.
+
+It also prints the cluster's commit-signing key (an authorized_keys line: the
+reconciler signs its commits with the cluster key) and the Flux GitRepository,
+with the Secret of its verify key, that makes the cluster's Flux apply only
+what its own reconciler signed: it tracks branch gitpeer/applied/<id>, which
+only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cluster == "" && bf.kind != "kubernetes" {
@@ -69,14 +75,31 @@ Without it, it prints cluster.yaml.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s (%s backend)\n", cluster, bf.kind)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "public key fingerprint: %s\n", info.Fingerprint)
+			if repoURL == "" && repo != "" {
+				repoURL = originURL(repo)
+			}
+			if repoURL == "" {
+				repoURL = "ssh://git@git.example.com/platform/peering.git"
+				fmt.Fprintln(cmd.ErrOrStderr(), "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
+			}
+			flux, sshpub, err := fluxSource(cluster, b.Signer().Public(), repoURL)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, sshpub)
 			if repo == "" {
 				data, err := info.Encode()
 				if err != nil {
 					return err
 				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s (apply on %s; it applies only commits its reconciler signed):\n%s", cluster, cluster, flux)
 				_, err = cmd.OutOrStdout().Write(data)
 				return err
 			}
+			defer func() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s, on stdout (apply on %s; it applies only commits its reconciler signed):\n", cluster, cluster)
+				_, _ = cmd.OutOrStdout().Write(flux)
+			}()
 			files, err := layout.PublishFiles(layout.NewTree(repo), info)
 			if err != nil {
 				return err
@@ -88,6 +111,7 @@ Without it, it prints cluster.yaml.`,
 	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
+	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin)")
 	bf.register(f, true)
 	return cmd
 }

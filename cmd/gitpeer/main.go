@@ -79,6 +79,7 @@ Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		newTokenCmd(),
 		newTrustCmd(),
 		newRotateKeyCmd(),
+		newAllowedSignersCmd(),
 	)
 	return root
 }

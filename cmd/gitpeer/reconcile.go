@@ -54,12 +54,11 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if checkout == "" {
 				checkout = bf.defaultCheckout(cluster)
 			}
-			repo, err := gitsync.Open(cmd.Context(), gitsync.Options{
-				URL:    repoURL,
-				Dir:    checkout,
-				Branch: branch,
-				Author: gitsync.Signature{Name: "gitpeer (" + cluster + ")", Email: cluster + "@gitpeer.invalid"},
-			})
+			opts, err := runner.Signed(gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch}, b)
+			if err != nil {
+				return err
+			}
+			repo, err := gitsync.Open(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// reconcileAll runs each cluster's reconciler once, in order.
+func reconcileAll(t *testing.T, root, remote string, order ...string) {
+	t.Helper()
+	for _, id := range order {
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id)); code != 0 {
+			t.Fatalf("reconcile %s: %d %s", id, code, stderr)
+		}
+	}
+}
+
+func TestReconcilersSignTheirCommitsAndKeepTheirAppliedBranch(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
+	git(t, work, "pull", "-q", "--ff-only")
+
+	code, signers, stderr := gitpeer(t, "allowed-signers", work)
+	if code != 0 || strings.Count(signers, `namespaces="git" ssh-ed25519 `) != 2 {
+		t.Fatalf("allowed-signers: %d %s %s", code, signers, stderr)
+	}
+	allowed := filepath.Join(root, "allowed_signers")
+	write(t, allowed, signers)
+	log := git(t, work, "-c", "gpg.ssh.allowedSignersFile="+allowed, "log", "--show-signature", "--format=%H %s", "main")
+	for _, id := range []string{"alpha", "beta"} {
+		if !strings.Contains(log, `Good "git" signature for `+id+` with ED25519 key`) {
+			t.Errorf("git log --show-signature shows no good signature of %s:\n%s", id, log)
+		}
+	}
+	// Each applied branch holds a commit its cluster signed, with its tree
+	// as the reconciler computed it.
+	for _, id := range []string{"alpha", "beta"} {
+		ref := "origin/gitpeer/applied/" + id
+		git(t, work, "fetch", "-q", "origin", "gitpeer/applied/"+id+":refs/remotes/"+ref)
+		out := git(t, work, "-c", "gpg.ssh.allowedSignersFile="+allowed, "verify-commit", "-v", ref)
+		if !strings.Contains(out, `Good "git" signature for `+id) {
+			t.Errorf("%s is not signed by %s:\n%s", ref, id, out)
+		}
+		if a, m := git(t, work, "rev-parse", ref+":clusters/"+id), git(t, work, "rev-parse", "main:clusters/"+id); a != m {
+			t.Errorf("%s holds clusters/%s %s, main %s", ref, id, a, m)
+		}
+	}
+}
+
+func TestInitPrintsTheFluxSourceTrustingOnlyTheClusterKey(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "-q", work)
+	git(t, work, "remote", "add", "origin", "ssh://git@git.example.org/peering.git")
+	code, out, stderr := gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443",
+		"--state-dir", filepath.Join(root, "state"), "--repo", work)
+	if code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	for _, want := range []string{"kind: GitRepository", "branch: gitpeer/applied/alpha", "mode: HEAD", "alpha.sshpub: ssh-ed25519 ", "url: ssh://git@git.example.org/peering.git"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init's Flux source lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "clusters/alpha/manifest.yaml")); err != nil {
+		t.Errorf("init wrote no signed manifest: %v", err)
+	}
+}
+
+func TestRotateKeyIsAcceptedAndASwapNeedsTrust(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
+	git(t, work, "pull", "-q", "--ff-only")
+
+	// alpha rotates its key: beta accepts it through the rotation statement.
+	code, _, stderr := gitpeer(t, "rotate-key", "--cluster", "alpha", "--state-dir", filepath.Join(root, "state", "alpha"), "--repo", work)
+	if code != 0 || !strings.Contains(stderr, "rotated alpha: sha256:") {
+		t.Fatalf("rotate-key: %d %s", code, stderr)
+	}
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "rotate alpha's key")
+	git(t, work, "push", "-q", "origin", "main")
+	reconcileAll(t, root, remote, "alpha", "beta", "alpha", "beta", "alpha")
+	git(t, work, "pull", "-q", "--ff-only")
+	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready  true") {
+		t.Fatalf("after a signed rotation: %d\n%s", code, out)
+	}
+
+	// A fresh key without a statement (alpha lost its state): KeyChanged
+	// until beta's admin re-pins it.
+	fresh := filepath.Join(root, "state", "alpha2")
+	code, _, stderr = gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443", "--state-dir", fresh, "--repo", work)
+	if code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	fp := stderr[strings.Index(stderr, "sha256:") : strings.Index(stderr, "sha256:")+71]
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "alpha lost its key")
+	git(t, work, "push", "-q", "origin", "main")
+	for _, id := range []string{"alpha", "beta"} {
+		dir := filepath.Join(root, "state", id)
+		if id == "alpha" {
+			dir = fresh
+		}
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", dir); code != 0 {
+			t.Fatalf("reconcile %s: %d %s", id, code, stderr)
+		}
+	}
+	git(t, work, "pull", "-q", "--ff-only")
+	status, _ := os.ReadFile(filepath.Join(work, "clusters/beta/status.yaml"))
+	if !strings.Contains(string(status), "KeyChanged") {
+		t.Fatalf("beta accepted a new key without a statement or re-pin:\n%s", status)
+	}
+	code, out, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", filepath.Join(root, "state", "beta"), "--peer", "alpha", "--fingerprint", fp)
+	if code != 0 || !strings.Contains(out, "only with key "+fp) {
+		t.Fatalf("trust: %d %s %s", code, out, stderr)
+	}
+	for i := 0; i < 3; i++ {
+		for _, c := range []struct{ id, dir string }{{"beta", filepath.Join(root, "state", "beta")}, {"alpha", fresh}} {
+			if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", c.id, "--repo", remote, "--state-dir", c.dir); code != 0 {
+				t.Fatalf("reconcile %s: %d %s", c.id, code, stderr)
+			}
+		}
+	}
+	git(t, work, "pull", "-q", "--ff-only")
+	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready  true") {
+		t.Fatalf("after re-pinning: %d\n%s", code, out)
+	}
+	if code, out, _ := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", filepath.Join(root, "state", "beta"), "--list"); code != 0 || !strings.Contains(out, "alpha\t"+fp) {
+		t.Fatalf("trust --list: %d %s", code, out)
+	}
+}
