@@ -12,7 +12,7 @@ import (
 func newInitCmd() *cobra.Command {
 	var (
 		cluster, apiServer, repo, repoURL string
-		bf                       backendFlags
+		bf                                backendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "init --cluster ID --api-server URL (--state-dir DIR | --backend kubernetes) [--repo PATH]",
