@@ -177,7 +177,13 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		cp := strings.SplitN(k, "/", 2)
 		fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
 	}
+	allowed, n, err := rep.checkSignatures(opts.Dir)
+	if err != nil {
+		return rep, fmt.Errorf("commit signatures: %w", err)
+	}
+	fmt.Fprintf(w, "signatures: all %d commits of the reconcilers are signed by their cluster's key\n", n)
 	fmt.Fprintf(w, "\nthe handshake as commits: git -C %s log --stat\n", rep.Remote)
+	fmt.Fprintf(w, "their signatures:         git -C %s -c gpg.ssh.allowedSignersFile=%s log --show-signature\n", rep.Remote, allowed)
 	for _, p := range rep.Peerings {
 		if !p.Ready {
 			return rep, fmt.Errorf("peering %s → %s is not Ready: %s", p.Consumer, p.Provider, p.Summary())
