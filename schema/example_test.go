@@ -1,8 +1,13 @@
 package schema_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -51,4 +56,27 @@ peerings:
 	// Output:
 	// 2 clusters; beta consumes 0 and provides 1
 	// true false
+}
+
+func ExampleLoadBounded() {
+	dir, err := os.MkdirTemp("", "peering-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	// Nested comprehensions: 10^8 lists, hours of CPU for CUE.
+	bomb := `l: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+a: [for _ in l for _ in l for _ in l for _ in l for _ in l for _ in l for _ in l for _ in l {l}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "peering.cue"), []byte(bomb), 0o644); err != nil {
+		panic(err)
+	}
+	// The binary must call schema.RunEvaluatorIfChild first thing in main
+	// (here, in TestMain).
+	_, file, err := schema.LoadBounded(context.Background(), dir, schema.Limits{Timeout: time.Second})
+	fmt.Println(errors.Is(err, schema.ErrSpecTooCostly))
+	fmt.Println(strings.TrimPrefix(err.Error(), filepath.Dir(file)+string(filepath.Separator)))
+	// Output:
+	// true
+	// peering.cue: evaluation exceeded 1s (raise --spec-timeout)
 }

@@ -149,6 +149,7 @@ func Parse(filename string, data []byte) (spec *Spec, err error) {
 		}
 		return nil, c.err()
 	}
+	out.dropEmptyLists()
 	return &out, nil
 }
 

@@ -27,7 +27,10 @@ import (
 // Spec is the peering spec of one repository, as decoded from peering.cue
 // or peering.yaml. A Spec returned by [Parse] or [Load] is valid: cluster IDs
 // are unique DNS-1123 labels of at most 51 characters, and every peering
-// joins two distinct clusters of Clusters, at most once.
+// joins two distinct clusters of Clusters, at most once. Its lists are nil
+// when empty, whether the file wrote [] or nothing: one form per meaning,
+// which encoding/json (omitempty) carries unchanged, as LoadBounded's
+// evaluator process does.
 type Spec struct {
 	// Clusters are the clusters taking part in peerings, in spec order.
 	Clusters []Cluster `json:"clusters,omitempty"`
@@ -113,6 +116,26 @@ type Slice struct {
 	CreateVirtualNode *bool `json:"createVirtualNode,omitempty"`
 }
 
+// dropEmptyLists sets the empty lists of s to nil.
+func (s *Spec) dropEmptyLists() {
+	if len(s.Clusters) == 0 {
+		s.Clusters = nil
+	}
+	if len(s.Peerings) == 0 {
+		s.Peerings = nil
+	}
+	for i := range s.Clusters {
+		if p := s.Clusters[i].Provider; p != nil && len(p.Classes) == 0 {
+			p.Classes = nil
+		}
+	}
+	for i := range s.Peerings {
+		if len(s.Peerings[i].Slices) == 0 {
+			s.Peerings[i].Slices = nil
+		}
+	}
+}
+
 // AcceptPolicy is the peering's policy, PolicyPinned when unset.
 func (p Peering) AcceptPolicy() string {
 	if p.Policy == "" {
@@ -188,6 +211,18 @@ var SpecFiles = []string{"peering.cue", "peering.yaml", "peering.yml"}
 // otherwise a wrapped error naming the path or dir: no spec file (wrapping
 // [fs.ErrNotExist]), more than one spec file, or the file cannot be read.
 func Load(dir string) (*Spec, string, error) {
+	path, data, err := findSpec(dir)
+	if err != nil {
+		return nil, path, err
+	}
+	spec, err := Parse(path, data)
+	return spec, path, err
+}
+
+// findSpec finds and reads the spec file of dir for Load and LoadBounded,
+// with Load's errors. The path is returned with an error about the file,
+// empty with an error about dir.
+func findSpec(dir string) (string, []byte, error) {
 	var found []string
 	for _, name := range SpecFiles {
 		p := filepath.Join(dir, name)
@@ -197,26 +232,21 @@ func Load(dir string) (*Spec, string, error) {
 			found = append(found, p)
 		case errors.Is(err, fs.ErrNotExist):
 		default:
-			return nil, p, fmt.Errorf("look for peering spec: %w", err)
+			return p, nil, fmt.Errorf("look for peering spec: %w", err)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return nil, "", fmt.Errorf("no peering spec in %s (want one of %s): %w",
+		return "", nil, fmt.Errorf("no peering spec in %s (want one of %s): %w",
 			dir, strings.Join(SpecFiles, ", "), fs.ErrNotExist)
 	case 1:
 	default:
 		// Picking one silently would let the other drift unnoticed.
-		return nil, "", fmt.Errorf("more than one peering spec in %s: %s; keep only one",
+		return "", nil, fmt.Errorf("more than one peering spec in %s: %s; keep only one",
 			dir, strings.Join(found, " and "))
 	}
-	path := found[0]
-	data, err := readSpec(path)
-	if err != nil {
-		return nil, path, err
-	}
-	spec, err := Parse(path, data)
-	return spec, path, err
+	data, err := readSpec(found[0])
+	return found[0], data, err
 }
 
 // readSpec reads at most one byte more than Parse accepts, so that a huge
