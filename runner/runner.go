@@ -27,6 +27,10 @@ type Runner struct {
 	CertificateLifetime time.Duration
 	// LiqoClusterRoles is passed to reconcile.Input.
 	LiqoClusterRoles bool
+	// LoadSpec loads and validates the spec at the root dir of the
+	// checkout, e.g. with schema.LoadBounded; nil: schema.Load, in this
+	// process and unbounded.
+	LoadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
 }
 
 // Result is what one pass did.
@@ -56,7 +60,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
 	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
-		spec, _, err := schema.Load(root)
+		spec, err := r.loadSpec(ctx, root)
 		if err != nil {
 			return nil, err
 		}
@@ -102,4 +106,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+func (r *Runner) loadSpec(ctx context.Context, dir string) (*schema.Spec, error) {
+	if r.LoadSpec != nil {
+		return r.LoadSpec(ctx, dir)
+	}
+	spec, _, err := schema.Load(dir)
+	return spec, err
 }

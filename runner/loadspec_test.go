@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// newRunner is alpha's runner on a fresh remote whose spec peers alpha
+// with beta, and a function returning the remote's tip.
+func newRunner(t *testing.T) (*Runner, func() string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	root := t.TempDir()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	remote, work := filepath.Join(root, "remote.git"), filepath.Join(root, "work")
+	git(root, "init", "-q", "--bare", "--initial-branch=main", remote)
+	git(root, "clone", "-q", remote, work)
+	b, _, err := file.Init(filepath.Join(root, "state"), file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.example:6443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := b.ClusterInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := layout.PublishFiles(layout.NewTree(work), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["peering.cue"] = []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\npeerings: [{consumer: \"alpha\", provider: \"beta\"}]\n")
+	for name, data := range files {
+		p := filepath.Join(work, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(work, "add", "-A")
+	git(work, "commit", "-qm", "spec")
+	git(work, "push", "-q", "origin", "main")
+	repo, err := gitsync.Open(context.Background(), gitsync.Options{
+		URL: remote, Dir: filepath.Join(root, "checkout"), Author: gitsync.Signature{Name: "alpha", Email: "alpha@gitpeer.invalid"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Runner{Repo: repo, Backend: b}, func() string { return git(remote, "rev-parse", "main") }
+}
+
+func TestPassLoadsTheSpecWithLoadSpec(t *testing.T) {
+	t.Run("a refused spec fails the pass and commits nothing", func(t *testing.T) {
+		r, tip := newRunner(t)
+		before := tip()
+		refused := errors.New("too costly")
+		var loaded string
+		r.LoadSpec = func(_ context.Context, dir string) (*schema.Spec, error) {
+			loaded = dir
+			return nil, refused
+		}
+		if _, err := r.Pass(context.Background()); !errors.Is(err, refused) {
+			t.Fatalf("Pass: %v, want the loader's error", err)
+		}
+		if _, err := os.Stat(filepath.Join(loaded, "peering.cue")); err != nil {
+			t.Errorf("LoadSpec was called with %q, not the checkout's root: %v", loaded, err)
+		}
+		if tip() != before {
+			t.Error("a pass without a spec committed")
+		}
+	})
+	t.Run("the pass runs on the spec LoadSpec returns", func(t *testing.T) {
+		r, _ := newRunner(t)
+		r.LoadSpec = func(context.Context, string) (*schema.Spec, error) {
+			return &schema.Spec{Clusters: []schema.Cluster{{ID: "alpha"}}}, nil
+		}
+		res, err := r.Pass(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(res.Output.Status.Peerings); n != 0 {
+			t.Errorf("%d peerings, want none: the file's spec was used", n)
+		}
+	})
+	t.Run("nil loads the spec in process", func(t *testing.T) {
+		r, _ := newRunner(t)
+		res, err := r.Pass(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(res.Output.Status.Peerings); n != 1 {
+			t.Errorf("%d peerings, want the file's one", n)
+		}
+	})
+}
