@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 // exitError carries an exit code: 1 for "checks found problems" (validate,
@@ -28,6 +30,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 var errProblems = &exitError{code: 1, err: errors.New("problems found")}
 
 func main() {
+	schema.RunEvaluatorIfChild()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -47,6 +47,10 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if once && cmd.Flags().Changed("interval") {
 				return errors.New("--once and --interval are exclusive")
 			}
+			lim, err := specLimits(cmd)
+			if err != nil {
+				return err
+			}
 			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
 				return err
@@ -62,7 +66,8 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if err != nil {
 				return err
 			}
-			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles}
+			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles,
+				LoadSpec: boundedSpecLoader(lim)}
 			if once {
 				return passOnce(cmd.Context(), r, cmd.OutOrStdout())
 			}
@@ -90,6 +95,7 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
+	addSpecLimitFlags(cmd)
 	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

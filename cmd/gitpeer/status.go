@@ -48,5 +48,6 @@ and the conditions each side reports.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	addSpecLimitFlags(cmd)
 	return cmd
 }

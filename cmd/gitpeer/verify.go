@@ -13,7 +13,7 @@ import (
 )
 
 func newVerifyCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "verify [DIR]",
 		Short: "Check every artifact of a peering repo checkout, offline",
 		Long: `verify runs, over a checkout and with no private material, every check the
@@ -54,4 +54,6 @@ holds, 1 otherwise.`,
 			return nil
 		},
 	}
+	addSpecLimitFlags(cmd)
+	return cmd
 }
