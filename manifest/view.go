@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
@@ -172,7 +173,44 @@ func (v *View) Open(name string) (fs.File, error) {
 			return nil, err
 		}
 	}
-	return v.base.Open(name)
+	f, err := v.base.Open(name)
+	if err != nil || !fi.IsDir() {
+		return f, err
+	}
+	return &dir{File: f, v: v, name: name}, nil
+}
+
+// dir is an open directory of a View: its ReadDir lists what View.ReadDir
+// lists, so no way of listing the view shows an unsigned file.
+type dir struct {
+	fs.File
+	v       *View
+	name    string
+	read    bool
+	entries []fs.DirEntry
+}
+
+// ReadDir implements fs.ReadDirFile.
+func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
+	if !d.read {
+		entries, err := d.v.ReadDir(d.name)
+		if err != nil {
+			return nil, err
+		}
+		d.read, d.entries = true, entries
+	}
+	if n <= 0 {
+		out := d.entries
+		d.entries = nil
+		return out, nil
+	}
+	if len(d.entries) == 0 {
+		return nil, io.EOF
+	}
+	n = min(n, len(d.entries))
+	out := d.entries[:n:n]
+	d.entries = d.entries[n:]
+	return out, nil
 }
 
 // Stat implements fs.StatFS.
