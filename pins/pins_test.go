@@ -1,0 +1,295 @@
+package pins_test
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitpeer/gitpeer/pins"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// store is a provider's pins with every field set.
+func store() *pins.Store {
+	s := pins.New("alpha")
+	s.Own = map[string]uint64{"clusters/alpha": 12, "clusters/beta/inbox/alpha": 3}
+	b := s.Peer("beta")
+	b.Fingerprint = "sha256:" + strings.Repeat("ab", 32)
+	b.PublicKey = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n"
+	b.APIServer = "https://beta.example:6443"
+	b.CA = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"
+	b.See("clusters/beta", 7)
+	b.See("clusters/alpha/inbox/beta", 2)
+	b.Issue(100, now.Add(time.Hour))
+	b.Issue(200, now.Add(2*time.Hour))
+	g := s.Peer("gamma")
+	g.Repin = true
+	return s
+}
+
+func encode(t *testing.T, s *pins.Store) []byte {
+	t.Helper()
+	data, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestIssueKeepsTheLastMaxIssuedEpochs(t *testing.T) {
+	cases := []struct {
+		name       string
+		issue      []uint64
+		wantEpoch  uint64
+		wantIssued []uint64
+	}{
+		{"remembers the first epoch", []uint64{10}, 10, []uint64{10}},
+		{"remembers up to MaxIssuedEpochs, oldest first", []uint64{10, 20, 30, 40}, 40, []uint64{10, 20, 30, 40}},
+		{"forgets the oldest beyond MaxIssuedEpochs", []uint64{10, 20, 30, 40, 50, 60}, 60, []uint64{30, 40, 50, 60}},
+		{"does not list an epoch issued again twice", []uint64{10, 20, 20, 10}, 10, []uint64{10, 20}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pins.Peer
+			for _, e := range tc.issue {
+				p.Issue(e, now)
+			}
+			if p.Nonce.Epoch != tc.wantEpoch || !slices.Equal(p.Nonce.Issued, tc.wantIssued) {
+				t.Fatalf("epoch %d issued %v, want %d %v", p.Nonce.Epoch, p.Nonce.Issued, tc.wantEpoch, tc.wantIssued)
+			}
+			if len(p.Nonce.Issued) > pins.MaxIssuedEpochs {
+				t.Fatalf("%d epochs remembered", len(p.Nonce.Issued))
+			}
+			for _, e := range tc.issue {
+				if want := slices.Contains(tc.wantIssued, e); p.WasIssued(e) != want {
+					t.Errorf("WasIssued(%d) = %v, want %v", e, !want, want)
+				}
+			}
+			for _, e := range []uint64{0, 1, 11, 1000} {
+				if p.WasIssued(e) {
+					t.Errorf("WasIssued(%d) for an epoch never issued", e)
+				}
+			}
+		})
+	}
+	t.Run("nothing was issued to a new peer", func(t *testing.T) {
+		var p pins.Peer
+		if p.WasIssued(0) || p.WasIssued(1) {
+			t.Fatal("a peer with no nonce was issued an epoch")
+		}
+	})
+	t.Run("keeps the expiry in UTC", func(t *testing.T) {
+		var p pins.Peer
+		at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+		p.Issue(1, at)
+		if !p.Nonce.Expires.Equal(at) || p.Nonce.Expires.Location() != time.UTC {
+			t.Fatalf("expires %v", p.Nonce.Expires)
+		}
+	})
+	t.Run("never shares the issued list with an earlier nonce", func(t *testing.T) {
+		var p pins.Peer
+		p.Issue(1, now)
+		before := p.Nonce
+		p.Issue(2, now)
+		if !slices.Equal(before.Issued, []uint64{1}) {
+			t.Fatalf("the previous nonce record changed: %v", before.Issued)
+		}
+	})
+}
+
+func TestSeeOnlyRaises(t *testing.T) {
+	cases := []struct {
+		name string
+		see  []uint64
+		want uint64
+	}{
+		{"nothing seen is zero", nil, 0},
+		{"records the first sequence", []uint64{5}, 5},
+		{"raises to a higher sequence", []uint64{5, 9}, 9},
+		{"keeps the highest when a lower one is seen", []uint64{9, 5}, 9},
+		{"keeps the highest when zero is seen", []uint64{9, 0}, 9},
+		{"keeps the highest when the same is seen", []uint64{9, 9}, 9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pins.Peer
+			for _, s := range tc.see {
+				p.See("clusters/beta", s)
+			}
+			if got := p.Seen("clusters/beta"); got != tc.want {
+				t.Fatalf("Seen = %d, want %d", got, tc.want)
+			}
+			if got := p.Seen("clusters/alpha/inbox/beta"); got != 0 {
+				t.Fatalf("another directory has %d", got)
+			}
+		})
+	}
+}
+
+func TestPeerCreatesOnceAndLookupDoesNot(t *testing.T) {
+	var s pins.Store
+	if s.Lookup("beta") != nil {
+		t.Fatal("Lookup found a peer in an empty store")
+	}
+	if s.Lookup("beta").Pinned() {
+		t.Fatal("a missing peer is pinned")
+	}
+	p := s.Peer("beta")
+	p.PublicKey = "k"
+	if s.Peer("beta") != p || s.Lookup("beta") != p {
+		t.Fatal("Peer did not return the same entry")
+	}
+	if !p.Pinned() {
+		t.Fatal("a peer with a key is not pinned")
+	}
+	p.Repin = true
+	if p.Pinned() {
+		t.Fatal("a peer marked for re-pinning is still pinned")
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	orig := store()
+	want := encode(t, orig)
+	c := orig.Clone()
+	if got := encode(t, c); !bytes.Equal(got, want) {
+		t.Fatalf("clone differs:\n%s\nwant\n%s", got, want)
+	}
+	edits := []struct {
+		name string
+		do   func(c *pins.Store)
+	}{
+		{"own sequences", func(c *pins.Store) { c.Own["clusters/alpha"] = 99 }},
+		{"a new peer", func(c *pins.Store) { c.Peer("delta").PublicKey = "x" }},
+		{"a peer's key", func(c *pins.Store) { c.Peer("beta").PublicKey = "x" }},
+		{"a peer's sequences", func(c *pins.Store) { c.Peer("beta").See("clusters/beta", 1000) }},
+		{"a peer's issued epochs in place", func(c *pins.Store) { c.Peer("beta").Nonce.Issued[0] = 1 }},
+		{"a peer's nonce", func(c *pins.Store) { c.Peer("beta").Issue(300, now) }},
+		{"a peer's repin flag", func(c *pins.Store) { c.Peer("gamma").Repin = false }},
+	}
+	for _, e := range edits {
+		t.Run("changing the clone's "+e.name+" leaves the original", func(t *testing.T) {
+			c := orig.Clone()
+			e.do(c)
+			if bytes.Equal(encode(t, c), want) {
+				t.Fatal("the edit changed nothing: the test is not testing anything")
+			}
+			if got := encode(t, orig); !bytes.Equal(got, want) {
+				t.Fatalf("the original changed:\n%s", got)
+			}
+		})
+	}
+}
+
+// The zero value is documented as an empty store; Clone used to panic on it
+// because it re-checked the clone with Parse.
+func TestCloneOfTheZeroValueIsAnEmptyStore(t *testing.T) {
+	var s pins.Store
+	c := s.Clone()
+	if c == &s || c.ClusterID != "" || len(c.Peers) != 0 || len(c.Own) != 0 {
+		t.Fatalf("clone of the zero store: %+v", c)
+	}
+	c.Peer("beta").PublicKey = "k"
+	if s.Peers != nil {
+		t.Fatal("the clone shares the original's peers")
+	}
+}
+
+func TestEncodeIsDeterministic(t *testing.T) {
+	// The same pins reached in different orders encode to the same bytes.
+	a := pins.New("alpha")
+	b := pins.New("alpha")
+	ids := []string{"beta", "gamma", "delta", "epsilon", "zeta"}
+	for _, id := range ids {
+		p := a.Peer(id)
+		p.See("clusters/"+id, 3)
+		p.See("clusters/alpha/inbox/"+id, 4)
+		p.Issue(1, now)
+		p.Issue(2, now)
+	}
+	for _, id := range slices.Backward(ids) {
+		p := b.Peer(id)
+		p.See("clusters/alpha/inbox/"+id, 4)
+		p.See("clusters/"+id, 3)
+		p.Issue(1, now)
+		p.Issue(2, now)
+	}
+	first := encode(t, a)
+	for range 20 {
+		if got := encode(t, a); !bytes.Equal(got, first) {
+			t.Fatalf("two encodings differ:\n%s\n%s", got, first)
+		}
+	}
+	if got := encode(t, b); !bytes.Equal(got, first) {
+		t.Fatalf("the same pins reached in another order encode differently:\n%s\n%s", got, first)
+	}
+	back, err := pins.Parse("pins.yaml", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encode(t, back); !bytes.Equal(got, first) {
+		t.Fatalf("parse and encode changed the store:\n%s\nwant\n%s", got, first)
+	}
+	if !strings.HasPrefix(string(first), "apiVersion: gitpeer.io/v1alpha1\nclusterID: alpha\nkind: PinStore\n") {
+		t.Errorf("encoding does not start with the header:\n%s", first)
+	}
+}
+
+func TestParseRoundTripsEveryField(t *testing.T) {
+	s := store()
+	back, err := pins.Parse("pins.yaml", encode(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := back.Lookup("beta")
+	switch {
+	case back.ClusterID != "alpha" || back.Own["clusters/alpha"] != 12:
+		t.Errorf("store header %+v", back)
+	case b == nil || b.Fingerprint != s.Peers["beta"].Fingerprint || b.PublicKey != s.Peers["beta"].PublicKey ||
+		b.APIServer != "https://beta.example:6443" || b.CA != s.Peers["beta"].CA:
+		t.Errorf("peer beta %+v", b)
+	case b.Seen("clusters/beta") != 7 || b.Seen("clusters/alpha/inbox/beta") != 2:
+		t.Errorf("sequences %v", b.Sequences)
+	case b.Nonce.Epoch != 200 || !b.Nonce.Expires.Equal(now.Add(2*time.Hour)) || !slices.Equal(b.Nonce.Issued, []uint64{100, 200}):
+		t.Errorf("nonce %+v", b.Nonce)
+	case !back.Lookup("gamma").Repin:
+		t.Errorf("gamma lost its repin flag")
+	}
+}
+
+func TestParseRefusesGarbageNamingTheFile(t *testing.T) {
+	const file = "/var/lib/gitpeer/alpha/pins.yaml"
+	cases := []struct {
+		name string
+		data string
+	}{
+		{"refuses an empty file", ""},
+		{"refuses a YAML list", "- a\n- b\n"},
+		{"refuses text that is not YAML", "{{{\n"},
+		{"refuses another kind", "apiVersion: gitpeer.io/v1alpha1\nkind: Manifest\nclusterID: alpha\n"},
+		{"refuses another apiVersion", "apiVersion: v1\nkind: PinStore\nclusterID: alpha\n"},
+		{"refuses an unknown field", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\ntrustEveryone: true\n"},
+		{"refuses an unknown peer field", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\npeers:\n  beta:\n    key: x\n"},
+		{"refuses an empty peer", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\npeers:\n  beta: null\n"},
+		{"refuses a negative sequence", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\nown:\n  clusters/alpha: -1\n"},
+		{"refuses a sequence that is not a number", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\nown:\n  clusters/alpha: many\n"},
+		{"refuses an expiry that is not a time", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\npeers:\n  beta:\n    nonce: {epoch: 1, expires: soon}\n"},
+		{"refuses a repeated field", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: alpha\nclusterID: beta\n"},
+		{"refuses binary junk", "\x00\x01\x02\xff"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := pins.Parse(file, []byte(tc.data))
+			if !errors.Is(err, pins.ErrMalformed) {
+				t.Fatalf("error = %v (store %+v), want %v", err, s, pins.ErrMalformed)
+			}
+			if !strings.HasPrefix(err.Error(), file+": ") {
+				t.Errorf("error %q does not start with the file name", err)
+			}
+		})
+	}
+}
