@@ -869,7 +869,8 @@ func (b *Backend) LoadPins(ctx context.Context) (*pins.Store, error) {
 
 // SavePins implements backend.PinKeeper, creating Secret gitpeer-pins when
 // missing. An update conflicts (and fails) if someone else changed the
-// Secret since it was read, as Kubernetes' optimistic concurrency does.
+// Secret since it was read, as Kubernetes' optimistic concurrency does; so
+// does a create that finds another writer's Secret (apierrors.IsConflict).
 func (b *Backend) SavePins(ctx context.Context, st *pins.Store) error {
 	data, err := st.Encode()
 	if err != nil {
@@ -884,8 +885,17 @@ func (b *Backend) SavePins(ctx context.Context, st *pins.Store) error {
 			Type:       corev1.SecretTypeOpaque,
 			Data:       map[string][]byte{pinsKey: data},
 		}
-		_, err := b.createOnce(ctx, s)
-		return err
+		got, err := b.createOnce(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got.Data[pinsKey], data) {
+			// Created by another writer since our Get: theirs stands, and
+			// ours must be recomputed from it, never silently dropped.
+			return fmt.Errorf("create %s: %w", where, apierrors.NewConflict(corev1.Resource("secrets"), PinsSecretName,
+				errors.New("created by another writer meanwhile; load the pins again")))
+		}
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get %s: %w", where, err)

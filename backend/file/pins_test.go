@@ -1,0 +1,133 @@
+package file_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/pins"
+)
+
+var _ backend.PinKeeper = (*file.Backend)(nil)
+
+func TestLoadPinsOnAFreshStateDirIsAnEmptyStoreForTheCluster(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "alpha")
+	b := initState(t, dir, "alpha")
+	s, err := b.LoadPins(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.APIVersion != pins.APIVersion || s.Kind != pins.Kind || s.ClusterID != "alpha" || len(s.Peers) != 0 || len(s.Own) != 0 {
+		t.Fatalf("fresh store %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, file.PinsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("loading wrote %s: %v", file.PinsFile, err)
+	}
+}
+
+func TestSavePinsThenLoadPinsRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "alpha")
+	b := initState(t, dir, "alpha")
+	s, err := b.LoadPins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beta := s.Peer("beta")
+	beta.Fingerprint = "sha256:" + strings.Repeat("ab", 32)
+	beta.PublicKey = "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"
+	beta.See("clusters/beta", 4)
+	beta.Issue(1700000000, now.Add(time.Hour))
+	s.Own = map[string]uint64{"clusters/alpha": 9}
+	want, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SavePins(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, file.PinsFile)
+	if m := mode(t, p); m != 0o600 {
+		t.Errorf("%s has mode %o, want 600", p, m)
+	}
+	// A new backend over the same state directory, as after a restart.
+	b2, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b2.LoadPins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := got.Encode(); !bytes.Equal(data, want) {
+		t.Fatalf("loaded\n%s\nwant\n%s", data, want)
+	}
+	if !got.Lookup("beta").WasIssued(1700000000) || got.Lookup("beta").Seen("clusters/beta") != 4 {
+		t.Fatalf("loaded pins lost state: %+v", got.Lookup("beta"))
+	}
+
+	// Saving again replaces the store and leaves no temporary file behind.
+	got.Peer("gamma").PublicKey = "k"
+	if err := b2.SavePins(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.LoadPins(ctx)
+	if err != nil || again.Lookup("gamma") == nil {
+		t.Fatalf("second save not loaded: %+v, %v", again, err)
+	}
+	if m := mode(t, p); m != 0o600 {
+		t.Errorf("%s has mode %o after a second save, want 600", p, m)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+}
+
+func TestCorruptedPinsAreAnErrorNamingTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data string
+	}{
+		{"refuses an empty pins.yaml", ""},
+		{"refuses a truncated pins.yaml", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\npeers:\n  beta: {fingerprint: [\n"},
+		{"refuses a pins.yaml of another kind", "apiVersion: gitpeer.io/v1alpha1\nkind: Manifest\n"},
+		{"refuses a pins.yaml with an unknown field", "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\ntrustAll: true\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "alpha")
+			b := initState(t, dir, "alpha")
+			p := filepath.Join(dir, file.PinsFile)
+			if err := os.WriteFile(p, []byte(tc.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := b.LoadPins(context.Background())
+			if err == nil {
+				t.Fatalf("a corrupted pin store loaded as %+v", s)
+			}
+			if !errors.Is(err, pins.ErrMalformed) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %q does not name %s or wrap %v", err, p, pins.ErrMalformed)
+			}
+			if data, _ := os.ReadFile(p); string(data) != tc.data {
+				t.Fatal("loading changed the corrupted file")
+			}
+		})
+	}
+	t.Run("refuses a pins.yaml that cannot be read", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "alpha")
+		b := initState(t, dir, "alpha")
+		if err := os.Mkdir(filepath.Join(dir, file.PinsFile), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := b.LoadPins(context.Background()); err == nil {
+			t.Fatalf("an unreadable pin store loaded as %+v", s)
+		}
+	})
+}
