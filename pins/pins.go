@@ -175,3 +175,20 @@ func Parse(file string, data []byte) (*Store, error) {
 	}
 	return &s, nil
 }
+
+// KeepRequests carries into s (a pass's result, computed from before) the
+// re-pin requests an admin made (gitpeer trust) while the pass ran, as found
+// in current, the store as it is now: the pass's save must not undo them.
+func (s *Store) KeepRequests(before, current *Store) {
+	for id, p := range current.Peers {
+		if p == nil || !p.Repin {
+			continue
+		}
+		if b := before.Lookup(id); b != nil && b.Repin && b.Fingerprint == p.Fingerprint {
+			continue // the pass saw this request and acted on it
+		}
+		c := *p
+		s.Peer(id) // ensure the map exists
+		s.Peers[id] = &c
+	}
+}

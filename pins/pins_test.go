@@ -293,3 +293,31 @@ func TestParseRefusesGarbageNamingTheFile(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepRequestsCarriesARepinMadeDuringAPass(t *testing.T) {
+	before := pins.New("beta")
+	before.Peer("alpha").Fingerprint = "sha256:old"
+	computed := before.Clone()
+	computed.Peer("alpha").See("clusters/beta/inbox/alpha", 7)
+	current := before.Clone()
+	current.Peer("alpha").Repin, current.Peer("alpha").Fingerprint = true, "sha256:new"
+	current.Peer("gamma").Repin = true
+
+	computed.KeepRequests(before, current)
+	if p := computed.Lookup("alpha"); !p.Repin || p.Fingerprint != "sha256:new" {
+		t.Errorf("alpha's re-pin request was lost: %+v", p)
+	}
+	if p := computed.Lookup("gamma"); p == nil || !p.Repin {
+		t.Errorf("gamma's re-pin request was lost: %+v", p)
+	}
+
+	// A request the pass already saw (and acted on) is not brought back.
+	done := before.Clone()
+	done.Peer("alpha").Repin = true
+	acted := done.Clone()
+	acted.Peer("alpha").Repin = false
+	acted.KeepRequests(done, done)
+	if acted.Lookup("alpha").Repin {
+		t.Error("a request the pass acted on came back")
+	}
+}

@@ -74,6 +74,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		}
 		// Pins first, then the push: an epoch issued or a sequence seen is
 		// remembered even if the push is lost, never the other way round.
+		current, err := keeper.LoadPins(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pins: %w", err)
+		}
+		out.Pins.KeepRequests(stored, current)
 		if err := keeper.SavePins(ctx, out.Pins); err != nil {
 			return nil, fmt.Errorf("save pins: %w", err)
 		}
