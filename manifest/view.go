@@ -283,3 +283,17 @@ func (v *View) Audit(writer, dir string) []Ignored {
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
+
+// Keys is a Trust of known keys by writer, accepting any sequence: what an
+// offline reader of a checkout (verify, status) has, with no record of
+// sequences already seen.
+type Keys map[string]crypto.PublicKey
+
+// Key implements Trust.
+func (k Keys) Key(writer string) (crypto.PublicKey, bool) {
+	key, ok := k[writer]
+	return key, ok
+}
+
+// MinSequence implements Trust: any.
+func (Keys) MinSequence(string, string) uint64 { return 0 }

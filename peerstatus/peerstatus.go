@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -35,11 +36,23 @@ type Condition struct {
 }
 
 // Collect reads every declared cluster's status.yaml and returns the spec's
-// peerings in spec order. A malformed status.yaml is an error naming it.
+// peerings in spec order. Only a status.yaml its cluster signed (manifest
+// verified with the key in its cluster.yaml) counts: anyone who can push
+// could write one saying Ready, and an unsigned one reads as absent. A
+// malformed signed status.yaml is an error naming it.
 func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
+	keys := manifest.Keys{}
+	for _, c := range spec.Clusters {
+		if ci, err := layout.ReadClusterInfo(tree, c.ID); err == nil {
+			if key, err := ci.Key(); err == nil {
+				keys[c.ID] = key
+			}
+		}
+	}
+	signed := manifest.NewView(tree, keys)
 	statuses := map[string]*layout.ClusterStatus{}
 	for _, c := range spec.Clusters {
-		st, err := layout.ReadStatus(tree, c.ID)
+		st, err := layout.ReadStatus(signed, c.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -1,14 +1,18 @@
 package peerstatus_test
 
 import (
+	"crypto"
 	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/peerstatus"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -69,7 +73,59 @@ func tree(t *testing.T, alpha, beta *side) fstest.MapFS {
 		}
 		fsys[layout.ClusterPath(id, layout.StatusFile)] = &fstest.MapFile{Data: data}
 	}
+	sign(t, fsys)
 	return fsys
+}
+
+var keys = map[string]crypto.Signer{}
+
+// sign publishes a cluster.yaml for alpha, beta and gamma and signs each
+// one's directory, as their reconcilers do.
+func sign(t *testing.T, fsys fstest.MapFS) {
+	t.Helper()
+	ca, _, err := handshake.NewCA("test", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"alpha", "beta", "gamma"} {
+		if keys[id] == nil {
+			if keys[id], err = handshake.GenerateKey(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ci, err := layout.NewClusterInfo(id, keys[id].Public(), "https://"+id+".example:6443", ca.CertPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := ci.Encode()
+		fsys[layout.ClusterPath(id, layout.ClusterFile)] = &fstest.MapFile{Data: data}
+		dir := layout.ClusterPath(id)
+		files := map[string][]byte{}
+		for p, f := range fsys {
+			if rel, ok := strings.CutPrefix(p, dir+"/"); ok && rel != manifest.FileName {
+				files[rel] = f.Data
+			}
+		}
+		_, m, err := manifest.Build(keys[id], id, dir, files, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[layout.ClusterPath(id, manifest.FileName)] = &fstest.MapFile{Data: m}
+	}
+}
+
+func TestCollectIgnoresAnUnsignedStatus(t *testing.T) {
+	fsys := tree(t, &side{step: layout.StepTenantSent, conditions: []metav1.Condition{notReady}}, nil)
+	// A writer pushes a status for both sides saying Ready, signed by nobody.
+	for _, id := range []string{"alpha", "beta"} {
+		st := &layout.ClusterStatus{APIVersion: layout.APIVersion, Kind: layout.StatusKind, ClusterID: id,
+			Peerings: []layout.PeeringStatus{{Consumer: "alpha", Provider: "beta", Step: layout.StepReady, Conditions: []metav1.Condition{ready}}}}
+		data, _ := st.Encode()
+		fsys[layout.ClusterPath(id, layout.StatusFile)] = &fstest.MapFile{Data: data}
+	}
+	if p := collect(t, fsys)[0]; p.Ready || p.Step == layout.StepReady {
+		t.Errorf("an unsigned status counted: %+v", p)
+	}
 }
 
 func collect(t *testing.T, fsys fstest.MapFS) []peerstatus.Peering {
@@ -189,6 +245,7 @@ func TestCollectIgnoresAClaimAboutAnotherPeering(t *testing.T) {
 	}
 	fsys := tree(t, &side{step: layout.StepReady, conditions: []metav1.Condition{ready}}, nil)
 	fsys["clusters/gamma/status.yaml"] = &fstest.MapFile{Data: data}
+	sign(t, fsys)
 	p := collect(t, fsys)[0]
 	if p.Ready || len(p.Conditions) != 1 {
 		t.Errorf("gamma's claim counted: ready=%t, conditions %v", p.Ready, p.Conditions)
@@ -198,6 +255,7 @@ func TestCollectIgnoresAClaimAboutAnotherPeering(t *testing.T) {
 func TestCollectNamesAMalformedStatusFile(t *testing.T) {
 	fsys := tree(t, nil, nil)
 	fsys["clusters/beta/status.yaml"] = &fstest.MapFile{Data: []byte("apiVersion: gitpeer.io/v1alpha1\nkind: ClusterStatus\nclusterID: alpha\n")}
+	sign(t, fsys)
 	_, err := peerstatus.Collect(fsys, parseSpec(t))
 	var fe *layout.FieldError
 	if !errors.As(err, &fe) || fe.File != "clusters/beta/status.yaml" {
