@@ -60,21 +60,21 @@ func trailer(msg string) string {
 func commitProblems(c *object.Commit, cluster string) []Problem {
 	tree, err := c.Tree()
 	if err != nil {
-		return []Problem{{File: c.Hash.String(), Reason: err.Error()}}
+		return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
 	}
 	var parentTree *object.Tree
 	if c.NumParents() > 0 {
 		p, err := c.Parent(0)
 		if err != nil {
-			return []Problem{{File: c.Hash.String(), Reason: err.Error()}}
+			return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
 		}
 		if parentTree, err = p.Tree(); err != nil {
-			return []Problem{{File: c.Hash.String(), Reason: err.Error()}}
+			return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
 		}
 	}
 	changes, err := object.DiffTree(parentTree, tree)
 	if err != nil {
-		return []Problem{{File: c.Hash.String(), Reason: err.Error()}}
+		return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
 	}
 	var out []Problem
 	for _, ch := range changes {
@@ -82,8 +82,8 @@ func commitProblems(c *object.Commit, cluster string) []Problem {
 			if name == "" || layout.Writable(cluster, name) {
 				continue
 			}
-			out = append(out, Problem{File: name, Field: "commit " + c.Hash.String()[:12],
-				Reason: fmt.Sprintf("written by %s's reconciler, which may only write clusters/%s/ and clusters/*/inbox/%s/", cluster, cluster, cluster)})
+			out = append(out, Problem{File: name, Field: "commit " + c.Hash.String()[:12], Reason: ReasonOwnershipViolation,
+				Message: fmt.Sprintf("written by %s's reconciler, which may only write clusters/%s/ and clusters/*/inbox/%s/", cluster, cluster, cluster)})
 			break
 		}
 	}

@@ -38,7 +38,7 @@ func (v *verifier) rendered() {
 		for _, p := range peers {
 			dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
 			if !p.IsDir() {
-				v.add(dir, "", "gitpeer renders objects only in per-peer directories")
+				v.add(dir, "", ReasonUnexpectedObject, "gitpeer renders objects only in per-peer directories")
 				continue
 			}
 			allowed := v.expected(self, p.Name())
@@ -51,12 +51,14 @@ func (v *verifier) rendered() {
 				}
 				forms, known := allowed[f.Name()]
 				if !known {
-					v.add(file, "", "gitpeer renders no such object for this peering: it would be applied unverified")
+					v.add(file, "", ReasonUnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
 					continue
 				}
 				if !matchesAny(data, forms) {
-					v.add(file, "", "differs from the object gitpeer renders from the verified artifacts")
+					v.add(file, "", ReasonRenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
+					continue
 				}
+				v.accepted[self] = append(v.accepted[self], data)
 			}
 		}
 	}

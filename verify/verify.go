@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -19,36 +20,154 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
-// Problem is one failed check: the file, the field at fault ("" for the whole
-// file) and why.
-type Problem struct {
-	File   string
-	Field  string
-	Reason string
+// Finding is one failed check: the file at fault, the field in it ("" for
+// the whole file), a reason code a program branches on (one of the Reason*
+// constants, or an artifact's condition reason such as
+// SignatureVerificationFailed), the message a person reads to act, and, for
+// a finding from history, the full hash of the commit that introduced it.
+type Finding struct {
+	File    string `json:"file"`
+	Field   string `json:"field"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Commit  string `json:"commit"`
 }
 
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.File + ": " + p.Reason
+// Problem is the former name of Finding.
+//
+// Deprecated: use Finding.
+type Problem = Finding
+
+// String formats f as one line: "file: field: message (Reason, commit
+// <12 hex>)", leaving out what f does not have.
+func (f Finding) String() string {
+	var b strings.Builder
+	for _, s := range []string{f.File, f.Field} {
+		if s != "" {
+			b.WriteString(s)
+			b.WriteString(": ")
+		}
 	}
-	return p.File + ": " + p.Field + ": " + p.Reason
+	b.WriteString(f.Message)
+	var tail []string
+	if f.Reason != "" {
+		tail = append(tail, f.Reason)
+	}
+	if f.Commit != "" {
+		tail = append(tail, "commit "+shortHash(f.Commit))
+	}
+	if len(tail) > 0 {
+		b.WriteString(" (" + strings.Join(tail, ", ") + ")")
+	}
+	return b.String()
 }
 
-// Tree checks the checkout tree (spec at its root) at time now and returns
-// every problem found, sorted by file. A nil slice means every check holds.
-func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Problem {
-	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}}
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// Reason codes of findings. Artifact checks use the artifact's own condition
+// reasons (artifact.Reason*, handshake.Reason*) instead.
+const (
+	// ReasonUnsignedChange: a file of a writer's directory is not listed, or
+	// not with this content, in the directory's signed manifest; or a commit
+	// changed or deleted it without the writer's manifest vouching for it.
+	ReasonUnsignedChange = manifest.ReasonUnsignedChange
+	// ReasonManifestInvalid: a directory's manifest is missing, malformed, or
+	// not signed by the writer's published key.
+	ReasonManifestInvalid = manifest.ReasonManifestInvalid
+	// ReasonManifestRolledBack: a commit replaced a manifest with one of a
+	// lower sequence: an old signed state replayed.
+	ReasonManifestRolledBack = manifest.ReasonManifestRolledBack
+	// ReasonOwnershipViolation: a manifest signed for one writer sits in
+	// another's directory, or a commit signed by a cluster's key changed a
+	// path that cluster may not write.
+	ReasonOwnershipViolation = "OwnershipViolation"
+	// ReasonKeyChanged: a commit changed a cluster.yaml's public key, API
+	// server or CA without a rotation statement signed by the previous key.
+	ReasonKeyChanged = "KeyChanged"
+	// ReasonBadCommitSignature: a commit carries an SSH signature that does
+	// not verify with the cluster key it claims.
+	ReasonBadCommitSignature = "BadCommitSignature"
+	// ReasonRemoteBase: a kustomization refers to a remote base or file (a
+	// URL, github.com/…, git::, ssh://, user@host:, ?ref=): Flux would fetch
+	// content nobody reviewed in this repo.
+	ReasonRemoteBase = "RemoteBase"
+	// ReasonOutsideReference: a kustomization refers to a path outside its
+	// cluster's tree or into its inbox.
+	ReasonOutsideReference = "OutsideReference"
+	// ReasonUnexpectedObject: a cluster's kustomization builds an object that
+	// is not one gitpeer renders from verified artifacts, or a file under
+	// liqo/ is not such an object.
+	ReasonUnexpectedObject = "UnexpectedObject"
+	// ReasonRenderedMismatch: a file under liqo/ differs from the object
+	// gitpeer renders for it.
+	ReasonRenderedMismatch = "RenderedMismatch"
+	// ReasonBuildFailed: kustomize, as Flux runs it, cannot build a
+	// cluster's tree; the message is kustomize's.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonMissingKustomization: a cluster's tree has no kustomization.yaml,
+	// so Flux would apply every YAML file under it, the inbox included.
+	ReasonMissingKustomization = "MissingKustomization"
+	// ReasonMissingReference: a kustomization lists a path that does not exist.
+	ReasonMissingReference = "MissingReference"
+	// ReasonPrivateMaterial: a file holds a private key, a kubeconfig client
+	// credential or an AWS secret key.
+	ReasonPrivateMaterial = "PrivateMaterial"
+	// ReasonInvalidFile: a repo file (cluster.yaml, kustomization.yaml) does
+	// not parse or breaks a rule of its kind.
+	ReasonInvalidFile = "InvalidFile"
+	// ReasonUnreadable: a file cannot be read (e.g. it is a symbolic link).
+	ReasonUnreadable = "Unreadable"
+	// ReasonOutsideLayout: a file is where no cluster writes.
+	ReasonOutsideLayout = "OutsideLayout"
+	// ReasonUndeclaredCluster: a tree belongs to a cluster the spec does not declare.
+	ReasonUndeclaredCluster = "UndeclaredCluster"
+	// ReasonNotPeered: an inbox holds artifacts between clusters that do not peer.
+	ReasonNotPeered = "NotPeered"
+	// ReasonFingerprintMismatch: a cluster's published key is not the one the spec pins.
+	ReasonFingerprintMismatch = "FingerprintMismatch"
+	// ReasonOutOfOrder: an artifact exists without the one it answers (a
+	// Tenant without a valid nonce, an Identity without a valid Tenant, …).
+	ReasonOutOfOrder = "OutOfOrder"
+	// ReasonEpochMismatch: a Tenant answers a nonce of another epoch.
+	ReasonEpochMismatch = "EpochMismatch"
+)
+
+// Tree runs the artifact and layout checks on a checkout tree (spec at its
+// root) at time now: every check a reconciler makes on the artifacts, the
+// ownership layout, the apply rule, private material under clusters/. It
+// returns every finding, sorted by file; nil means every check holds.
+// CheckTree adds manifests, kustomize builds and the whole tree's private
+// material.
+func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Finding {
+	v := newVerifier(tree, spec, now)
+	v.run()
+	return v.sorted()
+}
+
+func newVerifier(tree fs.FS, spec *schema.Spec, now time.Time) *verifier {
+	return &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}, accepted: map[string][][]byte{}}
+}
+
+func (v *verifier) run() {
 	v.clusters()
 	v.findRemoved()
 	v.files()
-	for _, p := range spec.Peerings {
+	for _, p := range v.spec.Peerings {
 		v.peering(p)
 	}
-
 	v.rendered()
+}
+
+func (v *verifier) sorted() []Finding {
 	sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].File < v.problems[j].File })
 	return v.problems
 }
@@ -57,28 +176,33 @@ type verifier struct {
 	// removed are (consumer, provider) pairs no longer in the spec whose
 	// handshake artifacts are still in the tree: the reconcilers withdraw
 	// them in their next passes.
-	removed  map[[2]string]bool
-	tree     fs.FS
-	spec     *schema.Spec
-	now      time.Time
-	infos    map[string]*layout.ClusterInfo
-	problems []Problem
+	removed map[[2]string]bool
+	tree    fs.FS
+	spec    *schema.Spec
+	now     time.Time
+	infos   map[string]*layout.ClusterInfo
+	// accepted holds, per cluster, the files under clusters/<id>/liqo/ that
+	// are exactly what gitpeer renders: what its kustomization may build.
+	accepted map[string][][]byte
+	problems []Finding
 }
 
-func (v *verifier) add(file, field, format string, a ...any) {
-	v.problems = append(v.problems, Problem{File: file, Field: field, Reason: fmt.Sprintf(format, a...)})
+func (v *verifier) add(file, field, reason, format string, a ...any) {
+	v.problems = append(v.problems, Finding{File: file, Field: field, Reason: reason, Message: fmt.Sprintf(format, a...)})
 }
 
-func (v *verifier) addErr(err error) {
+// addErr reports an artifact's refusal with its own reason, any other error
+// with reason.
+func (v *verifier) addErr(reason string, err error) {
 	var ae *artifact.Error
 	var fe *layout.FieldError
 	switch {
 	case errors.As(err, &ae):
-		v.add(ae.File, ae.Field, "%v (%s)", ae.Err, ae.Reason)
+		v.add(ae.File, ae.Field, ae.Reason, "%v", ae.Err)
 	case errors.As(err, &fe):
-		v.add(fe.File, fe.Field, "%s", fe.Reason)
+		v.add(fe.File, fe.Field, reason, "%s", fe.Reason)
 	default:
-		v.add("", "", "%v", err)
+		v.add("", "", reason, "%v", err)
 	}
 }
 
@@ -90,11 +214,11 @@ func (v *verifier) clusters() {
 			continue // not published yet: its peerings simply have not started
 		}
 		if err != nil {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 			continue
 		}
 		if c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
-			v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
+			v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", ReasonFingerprintMismatch, "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
 			continue
 		}
 		v.infos[c.ID] = ci
@@ -108,7 +232,7 @@ func (v *verifier) files() {
 	_ = fs.WalkDir(v.tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != layout.ClustersDir {
-				v.add(p, "", "%v", err)
+				v.add(p, "", ReasonUnreadable, "%v", err)
 			}
 			return nil
 		}
@@ -117,20 +241,20 @@ func (v *verifier) files() {
 		}
 		data, err := fs.ReadFile(v.tree, p)
 		if err != nil {
-			v.add(p, "", "%v", err)
+			v.add(p, "", ReasonUnreadable, "%v", err)
 			return nil
 		}
 		if reason, found := guard.Inspect(data); found {
-			v.add(p, "", "private material: %s", reason)
+			v.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
 		}
 		cluster, from, rest, ok := layout.Split(p)
 		switch {
 		case !ok:
-			v.add(p, "", "not in a cluster's tree")
+			v.add(p, "", ReasonOutsideLayout, "not in a cluster's tree")
 		case !v.declared(cluster):
-			v.add(p, "", "cluster %q is not declared in the spec", cluster)
+			v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
 		case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
-			v.add(p, "", "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
+			v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
 		case from == "" && rest == layout.KustomizationFile:
 			v.kustomization(p, cluster, data)
 		}
@@ -166,12 +290,12 @@ func (v *verifier) findRemoved() {
 func (v *verifier) kustomization(file, cluster string, data []byte) {
 	resources, err := layout.ParseKustomization(file, data)
 	if err != nil {
-		v.addErr(err)
+		v.addErr(ReasonInvalidFile, err)
 		return
 	}
 	for i, r := range resources {
 		if _, err := fs.Stat(v.tree, path.Join(layout.ClusterPath(cluster), r)); err != nil {
-			v.add(file, fmt.Sprintf("resources[%d]", i), "%q does not exist", r)
+			v.add(file, fmt.Sprintf("resources[%d]", i), ReasonMissingReference, "%q does not exist", r)
 		}
 	}
 }
@@ -182,7 +306,7 @@ func (v *verifier) read(file string) ([]byte, bool) {
 		return nil, false
 	}
 	if err != nil {
-		v.add(file, "", "%v", err)
+		v.add(file, "", ReasonUnreadable, "%v", err)
 		return nil, false
 	}
 	return data, true
@@ -205,7 +329,7 @@ func (v *verifier) peering(pr schema.Peering) {
 	if hasNonce {
 		var err error
 		if nonce, err = artifact.ParseNonce(nonceFile, nonceData, consumer); err != nil {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 			hasNonce = false
 		}
 	}
@@ -230,33 +354,33 @@ func (v *verifier) peering(pr schema.Peering) {
 	spec, _ := v.spec.Cluster(consumer)
 	switch {
 	case hasTenant && !hasNonce:
-		v.add(tenantFile, "", "answers no valid nonce from %s", provider)
+		v.add(tenantFile, "", ReasonOutOfOrder, "answers no valid nonce from %s", provider)
 	case hasTenant && !havePin:
-		v.add(tenantFile, "", "%s has not published a valid cluster.yaml to pin its key", consumer)
+		v.add(tenantFile, "", ReasonOutOfOrder, "%s has not published a valid cluster.yaml to pin its key", consumer)
 	case hasTenant:
 		t, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: spec.Fingerprint})
 		if err != nil {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 			break
 		}
 		_, tenantKey, _ = handshake.ParsePublicKey(t.Spec.PublicKey)
 		if e, err := artifact.TenantEpoch(tenantFile, t); err != nil {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 		} else if e != nonce.Epoch {
-			v.add(tenantFile, "metadata.annotations", "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
+			v.add(tenantFile, "metadata.annotations", ReasonEpochMismatch, "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
 		}
 	}
 	if hasIdentity {
 		if tenantKey == nil {
-			v.add(identityFile, "", "issued without a valid Tenant from %s", consumer)
+			v.add(identityFile, "", ReasonOutOfOrder, "issued without a valid Tenant from %s", consumer)
 		}
 		if p == nil {
-			v.add(identityFile, "", "%s has not published a valid cluster.yaml", provider)
+			v.add(identityFile, "", ReasonOutOfOrder, "%s has not published a valid cluster.yaml", provider)
 		} else if tenantKey != nil {
 			if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
 				ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now,
 			}); err != nil {
-				v.addErr(err)
+				v.addErr(ReasonInvalidFile, err)
 			}
 		}
 	}
@@ -281,12 +405,12 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 			continue
 		}
 		if tenantKey == nil {
-			v.add(file, "", "slice request without a valid Tenant from %s", consumer)
+			v.add(file, "", ReasonOutOfOrder, "slice request without a valid Tenant from %s", consumer)
 			continue
 		}
 		rs, err := artifact.VerifySliceRequest(file, data, name, consumer, provider, tenantKey)
 		if err != nil {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 			continue
 		}
 		requests[name] = rs
@@ -305,7 +429,7 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 		}
 		req, ok := requests[name]
 		if !ok {
-			v.add(file, "", "answers no valid request of %s", consumer)
+			v.add(file, "", ReasonOutOfOrder, "answers no valid request of %s", consumer)
 			continue
 		}
 		if p == nil || tenantKey == nil {
@@ -313,7 +437,7 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 		}
 		_, err := artifact.VerifySliceAnswer(file, data, req, artifact.IdentityCheck{ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now})
 		if err != nil && !errors.Is(err, artifact.ErrStaleAnswer) {
-			v.addErr(err)
+			v.addErr(ReasonInvalidFile, err)
 		}
 	}
 }

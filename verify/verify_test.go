@@ -95,7 +95,7 @@ func checkout(t *testing.T) string {
 	return dst
 }
 
-func run(t *testing.T, dir string) []verify.Problem {
+func run(t *testing.T, dir string) []verify.Finding {
 	t.Helper()
 	spec, _, err := schema.Load(dir)
 	if err != nil {
@@ -330,13 +330,14 @@ func TestProblemsAreSortedByFile(t *testing.T) {
 	}
 }
 
-func TestProblemString(t *testing.T) {
+func TestFindingString(t *testing.T) {
 	cases := []struct {
-		p    verify.Problem
+		p    verify.Finding
 		want string
 	}{
-		{verify.Problem{File: "a.yaml", Field: "spec.csr", Reason: "bad"}, "a.yaml: spec.csr: bad"},
-		{verify.Problem{File: "a.yaml", Reason: "bad"}, "a.yaml: bad"},
+		{verify.Finding{File: "a.yaml", Field: "spec.csr", Reason: "InvalidCSR", Message: "bad"}, "a.yaml: spec.csr: bad (InvalidCSR)"},
+		{verify.Finding{File: "a.yaml", Message: "bad"}, "a.yaml: bad"},
+		{verify.Finding{File: "a.yaml", Reason: "UnsignedChange", Message: "bad", Commit: "0123456789abcdef0123456789abcdef01234567"}, "a.yaml: bad (UnsignedChange, commit 0123456789ab)"},
 	}
 	for _, tc := range cases {
 		if got := tc.p.String(); got != tc.want {
@@ -345,19 +346,19 @@ func TestProblemString(t *testing.T) {
 	}
 }
 
-// has reports whether a problem names file, has a field starting with field
-// (exactly "" when field is "") and a reason containing says.
-func has(problems []verify.Problem, file, field, says string) bool {
+// has reports whether a finding names file, has a field starting with field
+// (exactly "" when field is "") and a reason code or message containing says.
+func has(problems []verify.Finding, file, field, says string) bool {
 	for _, p := range problems {
 		fieldOK := p.Field == field || (field != "" && strings.HasPrefix(p.Field, field))
-		if p.File == file && fieldOK && strings.Contains(p.Reason, says) {
+		if p.File == file && fieldOK && (strings.Contains(p.Reason, says) || strings.Contains(p.Message, says)) {
 			return true
 		}
 	}
 	return false
 }
 
-func list(problems []verify.Problem) string {
+func list(problems []verify.Finding) string {
 	var b strings.Builder
 	for _, p := range problems {
 		fmt.Fprintf(&b, "  %s\n", p)
