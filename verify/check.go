@@ -1,0 +1,111 @@
+package verify
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// SignatureVerifier checks the SSH signature of commit c against the
+// cluster keys published before it (cluster ID → public key) and returns the
+// cluster ID whose key made it. commitsig.Verify has this shape.
+type SignatureVerifier func(c *object.Commit, keys map[string]crypto.PublicKey) (principal string, err error)
+
+// Options select what Check and CheckTree look at beyond Tree.
+type Options struct {
+	// Now is the time certificates are checked at; zero means time.Now().
+	Now time.Time
+	// RequireManifests makes every file of a writer's directory without a
+	// manifest.yaml a finding, in the tree and in each commit that changes
+	// it. A directory that carries a manifest is checked either way, and a
+	// commit deleting a manifest from a directory that keeps files is always
+	// a finding.
+	RequireManifests bool
+	// History also scans every blob of every commit reachable from any ref
+	// for private material (guard.ScanHistory), whatever Base says.
+	History bool
+	// Base, when set, limits the commit checks (signed changes, key
+	// continuity, commit signatures) to the commits reachable from HEAD but
+	// not from Base, a revision such as a branch, tag or hash: what a pull
+	// request adds. The commits before it still tell which keys were known.
+	Base string
+	// SignatureVerifier checks commits that carry an SSH signature; nil
+	// leaves commit signatures unchecked.
+	SignatureVerifier SignatureVerifier
+	// NotClusterSigned lists the errors of SignatureVerifier that only mean a
+	// commit is not signed by a cluster key (unsigned, not an SSH signature,
+	// a key no cluster published, e.g. a maintainer's): they are not
+	// findings. Any other error is a BadCommitSignature. With package
+	// commitsig: ErrUnsigned, ErrNotSSH, ErrUnknownSigner.
+	NotClusterSigned []error
+}
+
+func (o Options) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
+}
+
+// ErrNotRepository means Check was asked for history checks (History or
+// Base) of a directory that is not a Git repository.
+var ErrNotRepository = errors.New("not a Git repository")
+
+// CheckTree runs Tree's checks and, as Flux would see the tree: every
+// writer's directory against its signed manifest (verified with the key the
+// writer publishes in its cluster.yaml), each cluster's kustomization built
+// with kustomize on that cluster's own tree alone, its objects compared with
+// what gitpeer renders, and the whole tree (not only clusters/) for private
+// material. Findings are sorted by file; nil means every check holds.
+func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
+	v := newVerifier(tree, spec, opts.now())
+	v.run()
+	v.privateMaterial()
+	v.manifests(opts.RequireManifests)
+	v.builds()
+	return v.sorted()
+}
+
+// Check runs every check on the checkout at dir: CheckTree, then, when dir
+// is a Git repository, the commit checks over its history (see History) and,
+// with opts.History, the scan of every commit for private material. Tree
+// findings come first, sorted by file, then commit findings oldest first.
+// An error means the checks could not run (unreadable repository, unknown
+// Base); findings are never errors.
+func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
+	findings := CheckTree(layout.NewTree(dir), spec, opts)
+	_, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: false})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		if opts.History || opts.Base != "" {
+			return nil, fmt.Errorf("%s: %w: --history and --base need one", dir, ErrNotRepository)
+		}
+		return findings, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	history, err := History(dir)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, history...)
+	if opts.History {
+		leaks, err := guard.ScanHistory(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range leaks {
+			findings = append(findings, Finding{File: l.Path, Reason: ReasonPrivateMaterial, Message: "private material in history: " + l.Reason, Commit: l.Commit})
+		}
+	}
+	return findings, nil
+}
