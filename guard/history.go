@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/gitpeer/gitpeer/internal/gitrepo"
 )
 
 // Finding is one blob of a repository's history that Check refuses.
@@ -37,10 +39,11 @@ func (f Finding) String() string {
 // commits × files. It returns an error when dir is not a repository or an
 // object cannot be read; it never shells out to git.
 func ScanHistory(dir string) ([]Finding, error) {
-	repo, err := git.PlainOpen(dir)
+	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", dir, err)
 	}
+	defer done()
 	commits, err := reachableCommits(repo)
 	if err != nil {
 		return nil, fmt.Errorf("scan history of %s: %w", dir, err)

@@ -118,3 +118,22 @@ func TestScanHistoryClean(t *testing.T) {
 		t.Fatal("ScanHistory of a directory that is not a repository succeeded")
 	}
 }
+
+// TestScanHistoryOfALinkedWorktree: a checkout made by git worktree add
+// keeps its objects in the main repository; the scan must still see them.
+func TestScanHistoryOfALinkedWorktree(t *testing.T) {
+	m := keys(t)
+	dir := t.TempDir()
+	runGit(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "docs/key.pem", string(m.edPKCS8))
+	leak := commitAt(t, dir, "2024-01-01T00:00:00Z", "leak")
+	wt := filepath.Join(t.TempDir(), "wt")
+	runGit(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	findings, err := ScanHistory(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 || findings[0].Commit != leak || findings[0].Path != "docs/key.pem" {
+		t.Fatalf("findings in a linked worktree: %v", findings)
+	}
+}
