@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -83,7 +84,10 @@ func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	findings := CheckTree(layout.NewTree(dir), spec, opts)
-	_, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: false})
+	_, done, err := gitrepo.Open(dir)
+	if err == nil {
+		done()
+	}
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if opts.History || opts.Base != "" {
 			return nil, fmt.Errorf("%s: %w: --history and --base need one", dir, ErrNotRepository)
@@ -93,7 +97,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	history, err := History(dir)
+	history, err := History(dir, opts)
 	if err != nil {
 		return nil, err
 	}

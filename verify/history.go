@@ -1,91 +1,799 @@
 package verify
 
 import (
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"sort"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // TrailerCluster is the commit trailer naming the cluster whose reconciler
-// made a commit.
+// made a commit. It is informational: anyone can write it, so History never
+// relies on it.
 const TrailerCluster = "Gitpeer-Cluster:"
 
-// History checks the ownership rule over a repository's history: every
-// commit a reconciler made (it carries a Gitpeer-Cluster trailer) may only
-// touch paths that cluster may write. Commits without the trailer are the
-// humans' (the spec, cluster.yaml), reviewed in pull requests. It walks
-// first parents from HEAD; dir may be a checkout or a bare repository.
-func History(dir string) ([]Problem, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: false})
+// sshSignatureHeader starts the armoured SSH signature of a signed commit.
+const sshSignatureHeader = "-----BEGIN SSH SIGNATURE-----"
+
+// History checks every commit reachable from HEAD of the repository at dir
+// (through every parent of merges; with opts.Base, only those not reachable
+// from Base). A commit's own changes are the paths whose content differs
+// from every parent's (all paths for a root commit), so a change is judged
+// once, in the commit that made it, and an evil merge is judged on what it
+// adds. For each own change in a writer's directory:
+//
+//   - a changed or added file must be listed with its content in the
+//     directory's manifest at that commit, signed with the key the writer
+//     publishes in that commit's clusters/<writer>/cluster.yaml
+//     (UnsignedChange, ManifestInvalid, OwnershipViolation otherwise);
+//   - a deleted file must no longer be listed there, unless the whole
+//     directory went with its manifest (a withdrawal);
+//   - a changed manifest must verify and not go below the highest sequence
+//     seen for it before (ManifestRolledBack); a deleted one must take its
+//     directory with it.
+//
+// Without opts.RequireManifests, changes to directories that have no
+// manifest at that commit are not judged. Commit trailers play no part.
+//
+// Key continuity: a commit that changes a cluster.yaml's public key, API
+// server or CA relative to the last one known before it (so also across a
+// deletion) must carry a rotation statement signed by that previous key
+// (KeyChanged). With opts.SignatureVerifier, a commit carrying an SSH
+// signature must verify against the cluster keys known before it
+// (BadCommitSignature), and a commit a cluster signed may change only what
+// that cluster may write (OwnershipViolation).
+//
+// Findings name the path (none for a commit's signature) and the full commit
+// hash, oldest commit first. dir may be a checkout or a bare repository. A
+// commit whose parents are missing (a shallow clone) is not judged; it only
+// tells what was known.
+func History(dir string, opts Options) ([]Finding, error) {
+	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
+	defer done()
 	head, err := repo.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil // no commit yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: HEAD: %w", dir, err)
+	}
+	h := &history{
+		repo:      repo,
+		opts:      opts,
+		sums:      map[plumbing.Hash]string{},
+		trees:     map[plumbing.Hash][]object.TreeEntry{},
+		infos:     map[infoKey]*identity{},
+		manifests: map[manifestKey]*manifestAt{},
+	}
+	order, err := h.walk(head.Hash())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	var problems []Problem
-	c, err := repo.CommitObject(head.Hash())
-	for err == nil {
-		cluster := trailer(c.Message)
-		if cluster != "" {
-			problems = append(problems, commitProblems(c, cluster)...)
-		}
-		if c.NumParents() == 0 {
-			break
-		}
-		c, err = c.Parent(0)
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return problems, nil
-}
-
-func trailer(msg string) string {
-	for _, line := range strings.Split(msg, "\n") {
-		if v, ok := strings.CutPrefix(line, TrailerCluster); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-func commitProblems(c *object.Commit, cluster string) []Problem {
-	tree, err := c.Tree()
-	if err != nil {
-		return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
-	}
-	var parentTree *object.Tree
-	if c.NumParents() > 0 {
-		p, err := c.Parent(0)
+	excluded := map[plumbing.Hash]bool{}
+	if opts.Base != "" {
+		base, err := repo.ResolveRevision(plumbing.Revision(opts.Base))
 		if err != nil {
-			return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
+			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
 		}
-		if parentTree, err = p.Tree(); err != nil {
-			return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
+		if excluded, err = h.ancestors(*base); err != nil {
+			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
 		}
 	}
-	changes, err := object.DiffTree(parentTree, tree)
-	if err != nil {
-		return []Problem{{File: c.Hash.String(), Reason: ReasonUnreadable, Message: err.Error()}}
+	children := map[plumbing.Hash]int{}
+	for _, n := range order {
+		for _, p := range n.parents {
+			children[p.Hash]++
+		}
 	}
-	var out []Problem
-	for _, ch := range changes {
-		for _, name := range []string{ch.From.Name, ch.To.Name} {
-			if name == "" || layout.Writable(cluster, name) {
-				continue
+	states := map[plumbing.Hash]*known{}
+	for _, n := range order {
+		parentStates := make([]*known, 0, len(n.parents))
+		for _, p := range n.parents {
+			parentStates = append(parentStates, states[p.Hash])
+		}
+		st, err := h.commit(n, parentStates, !excluded[n.c.Hash] && !n.boundary)
+		if err != nil {
+			return nil, fmt.Errorf("%s: commit %s: %w", dir, n.c.Hash, err)
+		}
+		states[n.c.Hash] = st
+		for _, p := range n.parents {
+			if children[p.Hash]--; children[p.Hash] == 0 {
+				delete(states, p.Hash)
 			}
-			out = append(out, Problem{File: name, Field: "commit " + c.Hash.String()[:12], Reason: ReasonOwnershipViolation,
-				Message: fmt.Sprintf("written by %s's reconciler, which may only write clusters/%s/ and clusters/*/inbox/%s/", cluster, cluster, cluster)})
-			break
 		}
+	}
+	return h.findings, nil
+}
+
+// history is one run of History, with its caches: blobs, cluster.yaml and
+// manifests are read and verified once per distinct content.
+type history struct {
+	repo      *git.Repository
+	opts      Options
+	findings  []Finding
+	sums      map[plumbing.Hash]string // blob → hex SHA-256 of its content
+	trees     map[plumbing.Hash][]object.TreeEntry
+	infos     map[infoKey]*identity
+	manifests map[manifestKey]*manifestAt
+}
+
+type infoKey struct {
+	id   string
+	blob plumbing.Hash
+}
+
+type manifestKey struct {
+	writer, dir    string
+	blob, keyBlob  plumbing.Hash
+	keyInfoPresent bool
+}
+
+// identity is a parsed cluster.yaml.
+type identity struct {
+	blob plumbing.Hash
+	info *layout.ClusterInfo
+	pub  crypto.PublicKey
+}
+
+// known is what the history up to a commit tells: each cluster's last
+// parseable cluster.yaml and the highest verified sequence of each
+// directory's manifest. Commits share it until one changes it.
+type known struct {
+	identities map[string]*identity
+	sequences  map[string]uint64
+}
+
+func (k *known) clone() *known {
+	out := &known{identities: make(map[string]*identity, len(k.identities)), sequences: make(map[string]uint64, len(k.sequences))}
+	for id, v := range k.identities {
+		out.identities[id] = v
+	}
+	for d, s := range k.sequences {
+		out.sequences[d] = s
 	}
 	return out
+}
+
+// node is a commit and its parents present in the repository; boundary
+// means some parent is missing (a shallow clone's edge).
+type node struct {
+	c        *object.Commit
+	parents  []*object.Commit
+	boundary bool
+}
+
+// walk returns every commit reachable from head, parents before children.
+func (h *history) walk(head plumbing.Hash) ([]*node, error) {
+	type frame struct {
+		n    *node
+		next int
+	}
+	visited := map[plumbing.Hash]bool{}
+	start, err := h.node(head)
+	if err != nil {
+		return nil, err
+	}
+	visited[head] = true
+	stack := []*frame{{n: start}}
+	var order []*node
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		if f.next == len(f.n.parents) {
+			order = append(order, f.n)
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		p := f.n.parents[f.next]
+		f.next++
+		if visited[p.Hash] {
+			continue
+		}
+		visited[p.Hash] = true
+		pn, err := h.node(p.Hash)
+		if err != nil {
+			return nil, err
+		}
+		stack = append(stack, &frame{n: pn})
+	}
+	return order, nil
+}
+
+func (h *history) node(hash plumbing.Hash) (*node, error) {
+	c, err := h.repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", hash, err)
+	}
+	n := &node{c: c}
+	for _, ph := range c.ParentHashes {
+		p, err := h.repo.CommitObject(ph)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			n.boundary = true
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", ph, err)
+		}
+		n.parents = append(n.parents, p)
+	}
+	return n, nil
+}
+
+// ancestors returns the commits reachable from base, base included.
+func (h *history) ancestors(base plumbing.Hash) (map[plumbing.Hash]bool, error) {
+	out := map[plumbing.Hash]bool{base: true}
+	queue := []plumbing.Hash{base}
+	for len(queue) > 0 {
+		c, err := h.repo.CommitObject(queue[0])
+		queue = queue[1:]
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range c.ParentHashes {
+			if !out[p] {
+				out[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// change is one own change of a commit: the path's blob in the commit (zero
+// when deleted).
+type change struct {
+	path string
+	to   plumbing.Hash
+	mode filemode.FileMode
+}
+
+// ownChanges lists the paths whose content in tree differs from each of
+// parents (every file when there are none), sorted.
+func (h *history) ownChanges(tree *object.Tree, parents []*object.Tree) ([]change, error) {
+	if len(parents) == 0 {
+		all := map[string]change{}
+		if err := h.diff(plumbing.ZeroHash, tree.Hash, "", all); err != nil {
+			return nil, err
+		}
+		return sortedChanges(all, nil, 0), nil
+	}
+	counts := map[string]int{}
+	var first map[string]change
+	for i, pt := range parents {
+		seen := map[string]change{}
+		if err := h.diff(pt.Hash, tree.Hash, "", seen); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = seen
+		}
+		for p := range seen {
+			counts[p]++
+		}
+	}
+	return sortedChanges(first, counts, len(parents)), nil
+}
+
+// sortedChanges returns the changes whose path every one of n parents saw
+// change (all of them when counts is nil), sorted by path.
+func sortedChanges(changes map[string]change, counts map[string]int, n int) []change {
+	out := make([]change, 0, len(changes))
+	for p, c := range changes {
+		if counts == nil || counts[p] == n {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
+}
+
+// maxTrees bounds the cache of decoded trees.
+const maxTrees = 1 << 16
+
+// diff records in out every file path under prefix whose entry differs
+// between the trees a and b (the zero hash is an empty tree). Subtrees with
+// the same hash are not read: the cost is that of what changed, not of the
+// repository's size.
+func (h *history) diff(a, b plumbing.Hash, prefix string, out map[string]change) error {
+	if a == b {
+		return nil
+	}
+	ta, err := h.tree(a)
+	if err != nil {
+		return err
+	}
+	tb, err := h.tree(b)
+	if err != nil {
+		return err
+	}
+	entries := make(map[string]*object.TreeEntry, len(ta))
+	for i := range ta {
+		entries[ta[i].Name] = &ta[i]
+	}
+	visit := func(name string, ea, eb *object.TreeEntry) error {
+		if ea != nil && eb != nil && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
+			return nil
+		}
+		p := path.Join(prefix, name)
+		var da, db plumbing.Hash
+		if ea != nil && ea.Mode == filemode.Dir {
+			da = ea.Hash
+		}
+		if eb != nil && eb.Mode == filemode.Dir {
+			db = eb.Hash
+		}
+		if !da.IsZero() || !db.IsZero() {
+			if err := h.diff(da, db, p, out); err != nil {
+				return err
+			}
+		}
+		switch {
+		case eb != nil && eb.Mode != filemode.Dir:
+			out[p] = change{path: p, to: eb.Hash, mode: eb.Mode}
+		case ea != nil && ea.Mode != filemode.Dir:
+			out[p] = change{path: p}
+		}
+		return nil
+	}
+	for i := range tb {
+		eb := &tb[i]
+		ea := entries[eb.Name]
+		delete(entries, eb.Name)
+		if err := visit(eb.Name, ea, eb); err != nil {
+			return err
+		}
+	}
+	for name, ea := range entries {
+		if err := visit(name, ea, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tree returns the entries of the tree with hash t (none for the zero hash).
+func (h *history) tree(t plumbing.Hash) ([]object.TreeEntry, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	if e, ok := h.trees[t]; ok {
+		return e, nil
+	}
+	tr, err := h.repo.TreeObject(t)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", t, err)
+	}
+	if len(h.trees) >= maxTrees {
+		clear(h.trees)
+	}
+	h.trees[t] = tr.Entries
+	return tr.Entries, nil
+}
+
+// commit judges n's own changes when judge is set and returns what is known
+// after it.
+func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, error) {
+	tree, err := n.c.Tree()
+	if err != nil {
+		return nil, err
+	}
+	parentTrees := make([]*object.Tree, 0, len(n.parents))
+	for _, p := range n.parents {
+		t, err := p.Tree()
+		if err != nil {
+			return nil, err
+		}
+		parentTrees = append(parentTrees, t)
+	}
+	changes, err := h.ownChanges(tree, parentTrees)
+	if err != nil {
+		return nil, err
+	}
+	st, err := h.merge(tree, parentStates)
+	if err != nil {
+		return nil, err
+	}
+	principal := ""
+	if judge {
+		if principal, err = h.signature(n.c, tree, st); err != nil {
+			return nil, err
+		}
+	}
+	cloned := false
+	mutable := func() *known {
+		if !cloned {
+			st, cloned = st.clone(), true
+		}
+		return st
+	}
+	for _, ch := range changes {
+		writer, dir, inArea := manifest.Scope(ch.path)
+		if judge && principal != "" && !layout.Writable(principal, ch.path) {
+			h.add(n.c, ch.path, ReasonOwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
+		}
+		if !inArea {
+			continue
+		}
+		rel := strings.TrimPrefix(ch.path, dir+"/")
+		switch {
+		case rel == layout.ClusterFile && dir == layout.ClusterPath(writer) && !ch.to.IsZero():
+			id, err := h.identity(writer, ch.to)
+			if err != nil {
+				return nil, err
+			}
+			if id != nil {
+				if judge {
+					h.continuity(n.c, ch.path, id, parentStates)
+				}
+				mutable().identities[writer] = id
+			}
+		case rel == manifest.FileName:
+			seq, err := h.manifestChange(n.c, tree, ch, writer, dir, parentStates, judge)
+			if err != nil {
+				return nil, err
+			}
+			if seq > st.sequences[dir] {
+				mutable().sequences[dir] = seq
+			}
+			continue
+		}
+		if judge {
+			if err := h.vouched(n.c, tree, ch, writer, dir, rel); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// merge combines the parents' knowledge; where parents disagree on a
+// cluster's identity, the one whose cluster.yaml the commit keeps wins.
+func (h *history) merge(tree *object.Tree, parents []*known) (*known, error) {
+	var present []*known
+	for _, p := range parents {
+		if p != nil {
+			present = append(present, p)
+		}
+	}
+	switch len(present) {
+	case 0:
+		return &known{identities: map[string]*identity{}, sequences: map[string]uint64{}}, nil
+	case 1:
+		return present[0], nil
+	}
+	out := present[0].clone()
+	for _, p := range present[1:] {
+		for id, v := range p.identities {
+			cur, ok := out.identities[id]
+			if !ok {
+				out.identities[id] = v
+				continue
+			}
+			if cur.blob == v.blob {
+				continue
+			}
+			if e, err := tree.FindEntry(layout.ClusterPath(id, layout.ClusterFile)); err == nil && e.Hash == v.blob {
+				out.identities[id] = v
+			}
+		}
+		for d, s := range p.sequences {
+			if s > out.sequences[d] {
+				out.sequences[d] = s
+			}
+		}
+	}
+	return out, nil
+}
+
+func (h *history) add(c *object.Commit, file, reason, format string, a ...any) {
+	h.findings = append(h.findings, Finding{File: file, Reason: reason, Message: fmt.Sprintf(format, a...), Commit: c.Hash.String()})
+}
+
+func (h *history) blob(hash plumbing.Hash) ([]byte, error) {
+	b, err := h.repo.BlobObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, manifest.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	return data, nil
+}
+
+// sum is the hex SHA-256 of a blob's content, as manifests list it.
+func (h *history) sum(hash plumbing.Hash) (string, error) {
+	if s, ok := h.sums[hash]; ok {
+		return s, nil
+	}
+	b, err := h.repo.BlobObject(hash)
+	if err != nil {
+		return "", fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return "", fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("read blob %s: %w", hash, err)
+	}
+	s := manifest.Sum(data)
+	h.sums[hash] = s
+	return s, nil
+}
+
+// identity parses cluster id's cluster.yaml blob; nil when it does not
+// parse (Tree reports that of the checkout).
+func (h *history) identity(id string, blob plumbing.Hash) (*identity, error) {
+	k := infoKey{id, blob}
+	if v, ok := h.infos[k]; ok {
+		return v, nil
+	}
+	data, err := h.blob(blob)
+	if err != nil {
+		return nil, err
+	}
+	var out *identity
+	if ci, err := layout.ParseClusterInfo(layout.ClusterPath(id, layout.ClusterFile), id, data); err == nil {
+		if pub, _, err := handshake.ParsePublicKey([]byte(ci.PublicKey)); err == nil {
+			out = &identity{blob: blob, info: ci, pub: pub}
+		}
+	}
+	h.infos[k] = out
+	return out, nil
+}
+
+// continuity requires a cluster.yaml whose key, API server or CA differ
+// from the last one known before the commit to carry a rotation statement
+// signed by that one's key.
+func (h *history) continuity(c *object.Commit, file string, id *identity, parents []*known) {
+	for _, p := range parents {
+		if p == nil {
+			continue
+		}
+		prev := p.identities[id.info.ClusterID]
+		if prev == nil || prev.blob == id.blob {
+			continue
+		}
+		var changed []string
+		if prev.info.Fingerprint != id.info.Fingerprint {
+			changed = append(changed, "publicKey")
+		}
+		if prev.info.APIServer != id.info.APIServer {
+			changed = append(changed, "apiServer")
+		}
+		if prev.info.CA != id.info.CA {
+			changed = append(changed, "ca")
+		}
+		if len(changed) == 0 {
+			continue
+		}
+		if err := id.info.VerifyRotation(prev.info.Fingerprint); err != nil {
+			h.add(c, file, ReasonKeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
+			return
+		}
+	}
+}
+
+// manifestAt is a directory's manifest at a commit, checked with the key
+// its writer publishes there.
+type manifestAt struct {
+	m      *manifest.Manifest // nil when it does not verify
+	reason string             // why not
+	detail string
+}
+
+// manifestOf reads and verifies dir's manifest in tree; nil when there is
+// none.
+func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt, error) {
+	file := path.Join(dir, manifest.FileName)
+	e, err := tree.FindEntry(file)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	k := manifestKey{writer: writer, dir: dir, blob: e.Hash}
+	if ke, err := tree.FindEntry(layout.ClusterPath(writer, layout.ClusterFile)); err == nil {
+		k.keyBlob, k.keyInfoPresent = ke.Hash, true
+	}
+	if v, ok := h.manifests[k]; ok {
+		return v, nil
+	}
+	out := &manifestAt{}
+	h.manifests[k] = out
+	data, err := h.blob(e.Hash)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Parse(file, data)
+	if err != nil {
+		out.reason, out.detail = ReasonManifestInvalid, err.Error()
+		return out, nil
+	}
+	var id *identity
+	if k.keyInfoPresent {
+		if id, err = h.identity(writer, k.keyBlob); err != nil {
+			return nil, err
+		}
+	}
+	if id == nil {
+		out.reason, out.detail = ReasonManifestInvalid, fmt.Sprintf("%s: no valid key published in %s", file, layout.ClusterPath(writer, layout.ClusterFile))
+		return out, nil
+	}
+	if err := m.Verify(id.pub, writer, dir); err != nil {
+		out.reason, out.detail = ReasonManifestInvalid, fmt.Sprintf("%s: %v", file, err)
+		if errors.Is(err, manifest.ErrWrongScope) {
+			out.reason = ReasonOwnershipViolation
+		}
+		return out, nil
+	}
+	out.m = m
+	return out, nil
+}
+
+// manifestChange judges a commit's own change to a manifest and returns its
+// verified sequence (0 if none).
+func (h *history) manifestChange(c *object.Commit, tree *object.Tree, ch change, writer, dir string, parents []*known, judge bool) (uint64, error) {
+	if ch.to.IsZero() {
+		if judge {
+			gone, err := dirGone(tree, dir)
+			if err != nil {
+				return 0, err
+			}
+			if !gone {
+				h.add(c, ch.path, ReasonManifestInvalid, "deleted while %s still holds files: nothing in it is signed by %s any more", dir, writer)
+			}
+		}
+		return 0, nil
+	}
+	ma, err := h.manifestOf(tree, writer, dir)
+	if err != nil || ma == nil {
+		return 0, err
+	}
+	if ma.m == nil {
+		if judge {
+			h.add(c, ch.path, ma.reason, "%s", ma.detail)
+		}
+		return 0, nil
+	}
+	if judge {
+		for _, p := range parents {
+			if p != nil && ma.m.Sequence < p.sequences[dir] {
+				h.add(c, ch.path, ReasonManifestRolledBack, "sequence %d is lower than %d, signed before: an old signed state of %s replayed", ma.m.Sequence, p.sequences[dir], dir)
+				break
+			}
+		}
+	}
+	return ma.m.Sequence, nil
+}
+
+// vouched judges one own change of a file in writer's directory dir.
+func (h *history) vouched(c *object.Commit, tree *object.Tree, ch change, writer, dir, rel string) error {
+	ma, err := h.manifestOf(tree, writer, dir)
+	if err != nil {
+		return err
+	}
+	deleted := ch.to.IsZero()
+	switch {
+	case ma == nil:
+		if deleted {
+			gone, err := dirGone(tree, dir)
+			if err != nil || gone {
+				return err // a withdrawal: the directory went with its manifest
+			}
+		}
+		if !h.opts.RequireManifests {
+			return nil
+		}
+		if deleted {
+			h.add(c, ch.path, ReasonUnsignedChange, "deleted while %s has no manifest signed by %s", dir, writer)
+		} else {
+			h.add(c, ch.path, ReasonUnsignedChange, "written while %s has no manifest signed by %s", dir, writer)
+		}
+	case ma.m == nil:
+		h.add(c, ch.path, ma.reason, "changed, but the manifest does not vouch for it: %s", ma.detail)
+	case deleted:
+		if _, listed := ma.m.Lookup(rel); listed {
+			h.add(c, ch.path, ReasonUnsignedChange, "deleted, but %s/%s, signed by %s, still lists it", dir, manifest.FileName, writer)
+		}
+	case ch.mode == filemode.Submodule:
+		h.add(c, ch.path, ReasonUnsignedChange, "a submodule: no manifest can vouch for it")
+	default:
+		sum, err := h.sum(ch.to)
+		if err != nil {
+			return err
+		}
+		if listed, ok := ma.m.Lookup(rel); !ok || listed != sum {
+			h.add(c, ch.path, ReasonUnsignedChange, "not listed with this content in %s/%s, signed by %s", dir, manifest.FileName, writer)
+		}
+	}
+	return nil
+}
+
+// dirGone reports whether a writer's directory holds no file in tree (for
+// a cluster's own directory, its inbox aside).
+func dirGone(tree *object.Tree, dir string) (bool, error) {
+	sub, err := tree.Tree(dir)
+	if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	own := path.Dir(dir) == layout.ClustersDir
+	for _, e := range sub.Entries {
+		if !(own && e.Name == layout.InboxDir && e.Mode == filemode.Dir) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// signature checks an SSH-signed commit against the cluster keys known
+// before it (and those its own tree adds) and returns the cluster that
+// signed it, "" when it is not signed by a cluster key.
+func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (string, error) {
+	if h.opts.SignatureVerifier == nil || !strings.HasPrefix(strings.TrimSpace(c.PGPSignature), sshSignatureHeader) {
+		return "", nil
+	}
+	keys := map[string]crypto.PublicKey{}
+	for id, v := range st.identities {
+		keys[id] = v.pub
+	}
+	if clusters, err := tree.Tree(layout.ClustersDir); err == nil {
+		for _, e := range clusters.Entries {
+			if _, ok := keys[e.Name]; ok || e.Mode != filemode.Dir {
+				continue
+			}
+			ce, err := tree.FindEntry(layout.ClusterPath(e.Name, layout.ClusterFile))
+			if err != nil {
+				continue
+			}
+			id, err := h.identity(e.Name, ce.Hash)
+			if err != nil {
+				return "", err
+			}
+			if id != nil {
+				keys[e.Name] = id.pub
+			}
+		}
+	}
+	principal, err := h.opts.SignatureVerifier(c, keys)
+	if err == nil {
+		return principal, nil
+	}
+	for _, benign := range h.opts.NotClusterSigned {
+		if errors.Is(err, benign) {
+			return "", nil
+		}
+	}
+	h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's SSH signature does not verify: %v", err), Commit: c.Hash.String()})
+	return "", nil
 }

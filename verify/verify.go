@@ -1,7 +1,22 @@
-// Package verify checks a peering repo checkout offline, with no private
-// material: every check a provider makes before signing and a consumer makes
-// before trusting, plus the repo's own rules (ownership layout, the apply
-// rule, no secrets in the tree). It is what a reviewer runs on a pull request.
+// Package verify checks a peering repo offline, with no private material,
+// and sees it as Flux applies it. It is what a reviewer runs on a pull
+// request (gitpeer verify):
+//
+//   - Tree: every check a provider makes before signing and a consumer makes
+//     before trusting, and the repo's own rules (ownership layout, the apply
+//     rule, rendered objects, no secrets under clusters/);
+//   - CheckTree adds signed writes (each writer's directory against the
+//     manifest it signs, package manifest), each cluster's kustomization
+//     built with kustomize's API on that cluster's tree alone and compared
+//     with what gitpeer renders, and private material anywhere in the tree;
+//   - History judges every commit reachable from HEAD, merges included: each
+//     change to a writer's directory vouched for by that writer's manifest at
+//     that commit, key continuity of every cluster.yaml, SSH commit
+//     signatures;
+//   - Check runs all of it on a checkout, and guard.ScanHistory on request.
+//
+// Findings name the file, the field, a reason code (Reason*), a message and,
+// from history, the commit.
 package verify
 
 import (

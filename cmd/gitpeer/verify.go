@@ -1,59 +1,131 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/verify"
 )
 
+// commitVerifier checks the SSH signatures of commits for verify, and
+// notClusterSigned are its errors that only mean "not signed by a cluster"
+// (unsigned, not SSH, a key no cluster published). nil leaves commit
+// signatures unchecked; wire commitsig.Verify with commitsig.ErrUnsigned,
+// ErrNotSSH and ErrUnknownSigner.
+var (
+	commitVerifier   verify.SignatureVerifier
+	notClusterSigned []error
+)
+
+// errUsage exits 2: verify could not check (bad flag, bad spec, unreadable
+// repository), as distinct from checks that found something (1).
+func errUsage(err error) error { return &exitError{code: 2, err: err} }
+
 func newVerifyCmd() *cobra.Command {
+	var (
+		output           string
+		history          bool
+		base             string
+		requireManifests bool
+	)
 	cmd := &cobra.Command{
 		Use:   "verify [DIR]",
-		Short: "Check every artifact of a peering repo checkout, offline",
+		Short: "Check a peering repo checkout as Flux would apply it, offline",
 		Long: `verify runs, over a checkout and with no private material, every check the
-reconcilers make: each Tenant's signature over the nonce its provider
-published, its CSR (CN = consumer ID, one O = liqo.io, the consumer's key) and
-its key against the one pinned in clusters/<consumer>/cluster.yaml (and the
-spec's fingerprint); each Identity's CA and API server against the provider's
-cluster.yaml and its certificate against the consumer's key and subject; that
-no Identity exists without a valid Tenant; that kustomizations apply only a
-cluster's own rendered files; that no file holds private key material; and,
-in a Git checkout, that no commit of a reconciler (Gitpeer-Cluster trailer)
-touched a path outside what that cluster may write.
+reconcilers make, and checks the repo as Flux would apply it:
 
-One line per problem (file: field: reason). Exit status: 0 when every check
-holds, 1 otherwise.`,
+  - artifacts: each Tenant's signature over the nonce its provider published,
+    its CSR and key against clusters/<consumer>/cluster.yaml (and the spec's
+    fingerprint); each Identity's CA and API server against the provider's
+    cluster.yaml and its certificate against the consumer's key; no Identity
+    without a valid Tenant; every file under clusters/<id>/liqo/ exactly an
+    object gitpeer renders from them;
+  - signed writes: every directory a cluster writes (clusters/<id>/ and
+    clusters/<to>/inbox/<from>/) lists each file in a manifest.yaml signed
+    with the key the writer publishes; a file not listed, or changed, is an
+    UnsignedChange;
+  - kustomize: each clusters/<id>/ built as Flux's kustomize-controller builds
+    it, on that cluster's tree alone; remote bases (RemoteBase) and paths
+    outside the tree or into its inbox (OutsideReference) are refused, in
+    every kustomization; every object built must be one gitpeer renders
+    (UnexpectedObject);
+  - private material (keys, client-key kubeconfigs, AWS secrets) in any file
+    of the tree;
+  - in a Git repository, every commit reachable from HEAD, merges included:
+    each change to a writer's directory vouched for by the writer's manifest
+    at that commit (trailers are not trusted), each change of a cluster's
+    key, API server or CA signed by the previous key (KeyChanged), and, where
+    signature checking is available, SSH commit signatures against the
+    cluster keys (BadCommitSignature).
+
+--base REF judges only the commits that REF lacks (a pull request's);
+--history also scans every blob of every commit for private material.
+
+A spec whose evaluation takes longer than --spec-timeout or more memory than
+--spec-memory is refused.
+
+Output: one line per finding (file: field: message (Reason, commit)), or with
+-o json a list of {file, field, reason, message, commit}. Exit status: 0 when
+every check holds, 1 when something was found, 2 when verify could not check
+(bad flag or spec, a spec over its limits, unreadable repository, unknown
+--base).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return errUsage(fmt.Errorf("-o: %q is not one of text, json", output))
+			}
 			dir := dirArg(args)
-			spec, _, err := loadSpec(cmd, dir)
+			lim, err := specLimits(cmd)
 			if err != nil {
-				return err
+				return errUsage(err)
 			}
-			problems := verify.Tree(layout.NewTree(dir), spec, time.Now())
-			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-				history, err := verify.History(dir)
-				if err != nil {
-					return err
+			spec, _, err := schema.LoadBounded(cmd.Context(), dir, lim)
+			if err != nil {
+				return errUsage(err)
+			}
+			findings, err := verify.Check(dir, spec, verify.Options{
+				Now:               time.Now(),
+				RequireManifests:  requireManifests,
+				History:           history,
+				Base:              base,
+				SignatureVerifier: commitVerifier,
+				NotClusterSigned:  notClusterSigned,
+			})
+			if err != nil {
+				return errUsage(err)
+			}
+			if output == "json" {
+				if findings == nil {
+					findings = []verify.Finding{}
 				}
-				problems = append(problems, history...)
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(findings); err != nil {
+					return errUsage(err)
+				}
+			} else {
+				for _, f := range findings {
+					fmt.Fprintln(cmd.OutOrStdout(), f.String())
+				}
 			}
-			for _, p := range problems {
-				fmt.Fprintln(cmd.OutOrStdout(), p.String())
-			}
-			if len(problems) > 0 {
+			if len(findings) > 0 {
 				return errProblems
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", dir, len(spec.Peerings))
+			if output == "text" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", dir, len(spec.Peerings))
+			}
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return errUsage(err) })
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&history, "history", false, "also scan every blob of every commit for private material")
+	cmd.Flags().StringVar(&base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base)")
+	cmd.Flags().BoolVar(&requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
 	addSpecLimitFlags(cmd)
 	return cmd
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"crypto"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/verify/verifytest"
+)
+
+// signWorkTree signs every writer's directory of the checkout at work with
+// the keys in each cluster's state dir, as the reconcilers sign them.
+func signWorkTree(t *testing.T, work string, states map[string]string) {
+	t.Helper()
+	keys := map[string]crypto.Signer{}
+	for id, state := range states {
+		data, err := os.ReadFile(filepath.Join(state, "cluster.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keys[id], err = handshake.ParsePrivateKey(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := verifytest.Sign(work, keys, 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signedRepo is a checkout whose only commit publishes alpha and beta with
+// every directory signed.
+func signedRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	git(t, root, "init", "-q", "--initial-branch=main", work)
+	write(t, filepath.Join(work, "peering.cue"), spec)
+	states := map[string]string{}
+	for _, id := range []string{"alpha", "beta"} {
+		states[id] = filepath.Join(root, "state", id)
+		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
+			"--state-dir", states[id], "--repo", work); code != 0 {
+			t.Fatalf("init %s: %d %s", id, code, stderr)
+		}
+	}
+	signWorkTree(t, work, states)
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "publish alpha and beta")
+	return work
+}
+
+func TestVerifyExitsZeroOnASignedRepo(t *testing.T) {
+	work := signedRepo(t)
+	code, out, stderr := gitpeer(t, "verify", work)
+	if code != 0 || !strings.Contains(out, "every check holds (1 peerings)") {
+		t.Fatalf("verify: %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = gitpeer(t, "verify", "-o", "json", "--history", work)
+	if code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("verify -o json --history: %d\n%s", code, out)
+	}
+}
+
+func TestVerifyJSONNamesEachFindingWithItsCommit(t *testing.T) {
+	work := signedRepo(t)
+	write(t, filepath.Join(work, "clusters/alpha/kustomization.yaml"), "resources:\n- ../beta/cluster.yaml\n")
+	git(t, work, "commit", "-qam", "alpha: apply beta's cluster.yaml\n\nGitpeer-Cluster: alpha\n")
+	commit := strings.TrimSpace(git(t, work, "rev-parse", "HEAD"))
+
+	code, out, _ := gitpeer(t, "verify", "-o", "json", work)
+	if code != 1 {
+		t.Fatalf("verify -o json: exit %d\n%s", code, out)
+	}
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	for _, f := range raw {
+		if len(f) != 5 {
+			t.Errorf("finding %v: want exactly file, field, reason, message, commit", f)
+		}
+		for _, k := range []string{"file", "field", "reason", "message", "commit"} {
+			if _, ok := f[k].(string); !ok {
+				t.Errorf("finding %v: %s is not a string", f, k)
+			}
+		}
+	}
+	var findings []struct{ File, Field, Reason, Message, Commit string }
+	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, f := range findings {
+		switch {
+		case f.File == "clusters/alpha/kustomization.yaml" && f.Reason == "UnsignedChange" && f.Commit == commit:
+			want["history"] = true
+		case f.File == "clusters/alpha/kustomization.yaml" && f.Reason == "UnsignedChange" && f.Commit == "":
+			want["tree"] = true
+		case f.File == "clusters/alpha/kustomization.yaml" && f.Field == "resources[0]" && f.Reason == "OutsideReference":
+			want["kustomize"] = true
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("want the unsigned change in the tree and in %s, and the outside reference; got:\n%s", commit, out)
+	}
+}
+
+func TestVerifyExitsTwoWhenItCannotCheck(t *testing.T) {
+	work := signedRepo(t)
+	plain := t.TempDir()
+	write(t, filepath.Join(plain, "peering.cue"), spec)
+	cases := []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"an unknown output format", []string{"verify", "-o", "xml", work}, `-o: "xml" is not one of text, json`},
+		{"an unknown flag", []string{"verify", "--nope", work}, "unknown flag: --nope"},
+		{"an unknown --base", []string{"verify", "--base", "no-such-branch", work}, "--base no-such-branch"},
+		{"no spec", []string{"verify", t.TempDir()}, "peering"},
+		{"an invalid spec", []string{"verify", writeSpec(t, `clusters: [{id: "Alpha"}]`+"\n")}, "clusters[0].id"},
+		{"--history outside a Git repository", []string{"verify", "--history", plain}, "not a Git repository"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := gitpeer(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.says) {
+				t.Fatalf("exit %d, want 2; output:\n%s%s\nwant stderr to contain %q", code, stdout, stderr, tc.says)
+			}
+		})
+	}
+}
+
+func writeSpec(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "peering.cue"), src)
+	return dir
+}
