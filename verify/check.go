@@ -17,8 +17,9 @@ import (
 )
 
 // SignatureVerifier checks the SSH signature of commit c against the
-// cluster keys published before it (cluster ID → public key) and returns the
-// cluster ID whose key made it. commitsig.Verify has this shape.
+// cluster keys known before it (cluster ID → public key) and returns the
+// cluster ID whose key made it. commitsig.Verify is the one verify uses
+// unless Options names another.
 type SignatureVerifier func(c *object.Commit, keys map[string]crypto.PublicKey) (principal string, err error)
 
 // Options select what Check and CheckTree look at beyond Tree.
@@ -39,15 +40,12 @@ type Options struct {
 	// not from Base, a revision such as a branch, tag or hash: what a pull
 	// request adds. The commits before it still tell which keys were known.
 	Base string
-	// SignatureVerifier checks commits that carry an SSH signature; nil
-	// leaves commit signatures unchecked.
+	// SignatureVerifier checks the commits that carry an SSH signature; nil
+	// means commitsig.Verify. A signature made with a key no cluster
+	// published (a maintainer's) is not a finding whatever it says: the
+	// commit is judged as an unsigned one. One that names a cluster's key
+	// but does not verify, or that cannot be read, is a BadCommitSignature.
 	SignatureVerifier SignatureVerifier
-	// NotClusterSigned lists the errors of SignatureVerifier that only mean a
-	// commit is not signed by a cluster key (unsigned, not an SSH signature,
-	// a key no cluster published, e.g. a maintainer's): they are not
-	// findings. Any other error is a BadCommitSignature. With package
-	// commitsig: ErrUnsigned, ErrNotSSH, ErrUnknownSigner.
-	NotClusterSigned []error
 }
 
 func (o Options) now() time.Time {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto"
 	"errors"
 	"fmt"
@@ -13,7 +14,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/hiddeco/sshsig"
+	"golang.org/x/crypto/ssh"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
@@ -51,10 +55,11 @@ const sshSignatureHeader = "-----BEGIN SSH SIGNATURE-----"
 // Key continuity: a commit that changes a cluster.yaml's public key, API
 // server or CA relative to the last one known before it (so also across a
 // deletion) must carry a rotation statement signed by that previous key
-// (KeyChanged). With opts.SignatureVerifier, a commit carrying an SSH
-// signature must verify against the cluster keys known before it
-// (BadCommitSignature), and a commit a cluster signed may change only what
-// that cluster may write (OwnershipViolation).
+// (KeyChanged). A commit carrying an SSH signature by a cluster's key must
+// verify against the cluster keys known before it (BadCommitSignature; see
+// Options.SignatureVerifier), and a commit a cluster signed may change only
+// what that cluster may write (OwnershipViolation). Unsigned commits are no
+// finding by themselves.
 //
 // Findings name the path (none for a commit's signature) and the full commit
 // hash, oldest commit first. dir may be a checkout or a bare repository. A
@@ -760,7 +765,8 @@ func dirGone(tree *object.Tree, dir string) (bool, error) {
 // before it (and those its own tree adds) and returns the cluster that
 // signed it, "" when it is not signed by a cluster key.
 func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (string, error) {
-	if h.opts.SignatureVerifier == nil || !strings.HasPrefix(strings.TrimSpace(c.PGPSignature), sshSignatureHeader) {
+	armored := strings.TrimSpace(c.PGPSignature)
+	if !strings.HasPrefix(armored, sshSignatureHeader) {
 		return "", nil
 	}
 	keys := map[string]crypto.PublicKey{}
@@ -785,15 +791,31 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 			}
 		}
 	}
-	principal, err := h.opts.SignatureVerifier(c, keys)
-	if err == nil {
-		return principal, nil
+	sig, err := sshsig.Unarmor([]byte(armored))
+	if err != nil {
+		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's SSH signature cannot be read: %v", err), Commit: c.Hash.String()})
+		return "", nil
 	}
-	for _, benign := range h.opts.NotClusterSigned {
-		if errors.Is(err, benign) {
-			return "", nil
+	claimed := ""
+	for id, pub := range keys {
+		if k, err := ssh.NewPublicKey(pub); err == nil && bytes.Equal(k.Marshal(), sig.PublicKey.Marshal()) {
+			claimed = id
+			break
 		}
 	}
-	h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's SSH signature does not verify: %v", err), Commit: c.Hash.String()})
-	return "", nil
+	verifier := h.opts.SignatureVerifier
+	if verifier == nil {
+		verifier = commitsig.Verify
+	}
+	principal, err := verifier(c, keys)
+	switch {
+	case err == nil:
+		return principal, nil
+	case claimed == "":
+		return "", nil // a key no cluster published: judged as unsigned
+	default:
+		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature,
+			Message: fmt.Sprintf("the commit's SSH signature names %s's key but does not verify: %v", claimed, err), Commit: c.Hash.String()})
+		return "", nil
+	}
 }

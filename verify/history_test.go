@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
@@ -421,47 +422,81 @@ func TestUnsignedDirectoriesAreJudgedOnlyWhenManifestsAreRequired(t *testing.T) 
 	}
 }
 
-// fakeSSHSigner gives a commit an SSH signature's armour around bytes that
-// are no signature: what a verifier must refuse.
-type fakeSSHSigner struct{}
+// garbledSSHSigner gives a commit an SSH signature's armour around bytes
+// that are no signature.
+type garbledSSHSigner struct{}
 
-func (fakeSSHSigner) Sign(io.Reader) ([]byte, error) {
+func (garbledSSHSigner) Sign(io.Reader) ([]byte, error) {
 	return []byte("-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQ==\n-----END SSH SIGNATURE-----\n"), nil
 }
 
-var errUnknownSigner = errors.New("unknown signer")
+// rewordHead replaces HEAD by a commit with the same tree, parents and
+// signature but another message: a signed commit tampered with.
+func (r *histRepo) rewordHead(msg string) string {
+	r.t.Helper()
+	head, err := r.repo.Head()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c, err := r.repo.CommitObject(head.Hash())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c.Message = msg
+	obj := r.repo.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		r.t.Fatal(err)
+	}
+	h, err := r.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(head.Name(), h)); err != nil {
+		r.t.Fatal(err)
+	}
+	return h.String()
+}
+
+func signer(t *testing.T, key crypto.Signer) git.Signer {
+	t.Helper()
+	s, err := commitsig.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 func TestCommitSignatures(t *testing.T) {
 	r := newHistRepo(t)
+	alpha := signer(t, r.keys["alpha"])
+	maintainerKey, err := handshake.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	r.write("clusters/beta/inbox/alpha/request-1.yaml", "n: 1\n")
 	r.sign("alpha", "clusters/beta/inbox/alpha")
-	signed := r.commitWith("alpha: pass 1", fakeSSHSigner{})
+	r.commitWith("alpha: pass 1", alpha)
+	r.write("docs/README.md", "signed by a maintainer's own key\n")
+	r.commitWith("docs", signer(t, maintainerKey))
 	r.write("clusters/beta/status.yaml", "n: 1\n")
 	r.sign("beta", "clusters/beta")
-	foreign := r.commitWith("beta: status, but signed by alpha's key", fakeSSHSigner{})
-	r.legit("2") // unsigned: not a finding by itself
+	foreign := r.commitWith("beta's status, in a commit alpha's key signed", alpha)
+	r.write("docs/NOTES.md", "x\n")
+	garbled := r.commitWith("docs", garbledSSHSigner{})
+	r.write("clusters/beta/inbox/alpha/request-2.yaml", "n: 2\n")
+	r.sign("alpha", "clusters/beta/inbox/alpha")
+	r.commitWith("alpha: pass 2", alpha)
+	tampered := r.rewordHead("alpha: pass 2, reworded after signing")
+	r.legit("3") // unsigned: no finding by itself
 
-	var called []string
-	opts := strict
-	opts.SignatureVerifier = func(c *object.Commit, keys map[string]crypto.PublicKey) (string, error) {
-		called = append(called, c.Hash.String())
-		if len(keys) != 2 || keys["alpha"] == nil || keys["beta"] == nil {
-			t.Errorf("keys for %s: %v", c.Hash, keys)
-		}
-		if c.Hash.String() == foreign {
-			return "alpha", nil
-		}
-		return "", errors.New("sshsig: signature does not verify")
-	}
-	f := r.history(opts)
-	if len(called) != 2 {
-		t.Errorf("the verifier ran for %d commits, want the 2 signed ones", len(called))
-	}
 	want := []verify.Finding{
-		{Reason: verify.ReasonBadCommitSignature, Commit: signed},
 		{File: "clusters/beta/manifest.yaml", Reason: verify.ReasonOwnershipViolation, Commit: foreign},
 		{File: "clusters/beta/status.yaml", Reason: verify.ReasonOwnershipViolation, Commit: foreign},
+		{Reason: verify.ReasonBadCommitSignature, Commit: garbled},
+		{Reason: verify.ReasonBadCommitSignature, Commit: tampered},
 	}
+	f := r.history(strict)
 	if len(f) != len(want) {
 		t.Fatalf("want %d findings:\n%s", len(want), list(f))
 	}
@@ -470,16 +505,41 @@ func TestCommitSignatures(t *testing.T) {
 			t.Errorf("finding %d: %s, want %s", i, f[i], w)
 		}
 	}
+	if !strings.Contains(f[3].Message, "alpha's key") {
+		t.Errorf("the tampered commit's finding does not name alpha's key: %s", f[3])
+	}
 
-	// A signature by a key no cluster published (a maintainer's) is not a
-	// finding.
-	opts.SignatureVerifier = func(*object.Commit, map[string]crypto.PublicKey) (string, error) {
-		return "", errUnknownSigner
+	// Another verifier is asked about each readable SSH signature, with
+	// the keys published before the commit.
+	calls := 0
+	opts := strict
+	opts.SignatureVerifier = func(c *object.Commit, keys map[string]crypto.PublicKey) (string, error) {
+		calls++
+		if len(keys) != 2 || keys["alpha"] == nil || keys["beta"] == nil {
+			t.Errorf("keys for %s: %v", c.Hash, keys)
+		}
+		return "", errors.New("refused")
 	}
-	opts.NotClusterSigned = []error{errUnknownSigner}
-	if f := r.history(opts); len(f) != 0 {
-		t.Fatalf("a signature by an unknown key:\n%s", list(f))
+	f = r.history(opts)
+	if calls != 4 {
+		t.Errorf("the verifier ran for %d commits, want the 4 with a readable SSH signature", calls)
 	}
+	// Every refusal of a signature made with alpha's key (three commits) is
+	// a finding, with the garbled one; the maintainer's commit is no
+	// cluster's.
+	if n := count(f, verify.ReasonBadCommitSignature); n != 4 {
+		t.Errorf("%d BadCommitSignature, want 4:\n%s", n, list(f))
+	}
+}
+
+func count(findings []verify.Finding, reason string) int {
+	n := 0
+	for _, f := range findings {
+		if f.Reason == reason {
+			n++
+		}
+	}
+	return n
 }
 
 func TestAPrivateKeyOnlyInHistoryIsFoundWithHistory(t *testing.T) {
@@ -506,5 +566,58 @@ func TestAPrivateKeyOnlyInHistoryIsFoundWithHistory(t *testing.T) {
 	}
 	if !only(findings, "docs/id_ed25519", verify.ReasonPrivateMaterial, leak) {
 		t.Fatalf("with --history, want the key in %s:\n%s", leak, list(findings))
+	}
+}
+
+// fullClone is a clone of the demo repo with its history, as a reviewer
+// checks out a pull request.
+func fullClone(t *testing.T) string {
+	t.Helper()
+	cleanRepo(t)
+	dir := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", filepath.Join(workDir, "demo", "remote.git"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func TestARepoMadeByTheReconcilersPassesEveryCheckWithItsHistory(t *testing.T) {
+	dir := fullClone(t)
+	spec, _, err := schema.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := verify.Options{RequireManifests: true, History: true}
+	findings, err := verify.Check(dir, spec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 0 {
+		t.Fatalf("findings in the reconcilers' repo and history:\n%s", list(findings))
+	}
+	// The reconcilers sign their commits with their cluster keys: a
+	// verifier that refuses them all is heard.
+	refuse := opts
+	refuse.SignatureVerifier = func(*object.Commit, map[string]crypto.PublicKey) (string, error) {
+		return "", errors.New("refused")
+	}
+	if findings, err = verify.Check(dir, spec, refuse); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(findings, verify.ReasonBadCommitSignature); n < 8 {
+		t.Fatalf("%d commits signed with a cluster key; want every reconciler pass:\n%s", n, list(findings))
+	}
+
+	// One more commit, as alpha's reconciler by its trailer, unsigned.
+	appendTo(t, filepath.Join(dir, "clusters/alpha/kustomization.yaml"), "- inbox/beta/identity.yaml\n")
+	r := &histRepo{t: t, dir: dir, when: time.Now()}
+	r.git("commit", "-qam", "alpha: apply the Identity\n\nGitpeer-Cluster: alpha\n")
+	bad := r.git("rev-parse", "HEAD")
+	if findings, err = verify.Check(dir, spec, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !hasCommitFinding(findings, "clusters/alpha/kustomization.yaml", verify.ReasonUnsignedChange, bad) ||
+		!hasFinding(findings, "clusters/alpha/kustomization.yaml", "", verify.ReasonUnsignedChange) {
+		t.Fatalf("want the unsigned kustomization in the tree and in %s:\n%s", bad, list(findings))
 	}
 }

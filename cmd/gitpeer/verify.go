@@ -11,16 +11,6 @@ import (
 	"github.com/gitpeer/gitpeer/verify"
 )
 
-// commitVerifier checks the SSH signatures of commits for verify, and
-// notClusterSigned are its errors that only mean "not signed by a cluster"
-// (unsigned, not SSH, a key no cluster published). nil leaves commit
-// signatures unchecked; wire commitsig.Verify with commitsig.ErrUnsigned,
-// ErrNotSSH and ErrUnknownSigner.
-var (
-	commitVerifier   verify.SignatureVerifier
-	notClusterSigned []error
-)
-
 // errUsage exits 2: verify could not check (bad flag, bad spec, unreadable
 // repository), as distinct from checks that found something (1).
 func errUsage(err error) error { return &exitError{code: 2, err: err} }
@@ -58,9 +48,10 @@ reconcilers make, and checks the repo as Flux would apply it:
   - in a Git repository, every commit reachable from HEAD, merges included:
     each change to a writer's directory vouched for by the writer's manifest
     at that commit (trailers are not trusted), each change of a cluster's
-    key, API server or CA signed by the previous key (KeyChanged), and, where
-    signature checking is available, SSH commit signatures against the
-    cluster keys (BadCommitSignature).
+    key, API server or CA signed by the previous key (KeyChanged), each SSH
+    commit signature made with a cluster's key valid (BadCommitSignature),
+    and each commit a cluster signed confined to what that cluster may
+    write (OwnershipViolation).
 
 --base REF judges only the commits that REF lacks (a pull request's);
 --history also scans every blob of every commit for private material.
@@ -88,12 +79,10 @@ every check holds, 1 when something was found, 2 when verify could not check
 				return errUsage(err)
 			}
 			findings, err := verify.Check(dir, spec, verify.Options{
-				Now:               time.Now(),
-				RequireManifests:  requireManifests,
-				History:           history,
-				Base:              base,
-				SignatureVerifier: commitVerifier,
-				NotClusterSigned:  notClusterSigned,
+				Now:              time.Now(),
+				RequireManifests: requireManifests,
+				History:          history,
+				Base:             base,
 			})
 			if err != nil {
 				return errUsage(err)

@@ -1,53 +1,27 @@
 package main
 
 import (
-	"crypto"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/verify/verifytest"
 )
 
-// signWorkTree signs every writer's directory of the checkout at work with
-// the keys in each cluster's state dir, as the reconcilers sign them.
-func signWorkTree(t *testing.T, work string, states map[string]string) {
-	t.Helper()
-	keys := map[string]crypto.Signer{}
-	for id, state := range states {
-		data, err := os.ReadFile(filepath.Join(state, "cluster.key"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if keys[id], err = handshake.ParsePrivateKey(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := verifytest.Sign(work, keys, 1); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// signedRepo is a checkout whose only commit publishes alpha and beta with
-// every directory signed.
+// signedRepo is a checkout whose only commit publishes alpha and beta, as
+// gitpeer init writes them: cluster.yaml, kustomization.yaml and the
+// manifest that signs them.
 func signedRepo(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	git(t, root, "init", "-q", "--initial-branch=main", work)
 	write(t, filepath.Join(work, "peering.cue"), spec)
-	states := map[string]string{}
 	for _, id := range []string{"alpha", "beta"} {
-		states[id] = filepath.Join(root, "state", id)
 		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
-			"--state-dir", states[id], "--repo", work); code != 0 {
+			"--state-dir", filepath.Join(root, "state", id), "--repo", work); code != 0 {
 			t.Fatalf("init %s: %d %s", id, code, stderr)
 		}
 	}
-	signWorkTree(t, work, states)
 	git(t, work, "add", "-A")
 	git(t, work, "commit", "-qm", "publish alpha and beta")
 	return work
