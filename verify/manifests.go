@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"crypto"
 	"errors"
 	"io/fs"
 	"path"
@@ -10,17 +9,6 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )
-
-// keyTrust is a manifest.Trust of published keys: a checkout carries no
-// record of sequences already seen, so any sequence is accepted.
-type keyTrust map[string]crypto.PublicKey
-
-func (t keyTrust) Key(writer string) (crypto.PublicKey, bool) {
-	k, ok := t[writer]
-	return k, ok
-}
-
-func (keyTrust) MinSequence(string, string) uint64 { return 0 }
 
 // writerDir is a directory one cluster writes and signs.
 type writerDir struct{ writer, dir string }
@@ -50,7 +38,7 @@ func writerDirs(tree fs.FS) []writerDir {
 // listed with its content, and each listed file someone deleted, is a
 // finding. Without require, directories with no manifest are skipped.
 func (v *verifier) manifests(require bool) {
-	trust := keyTrust{}
+	trust := manifest.Keys{}
 	for id, ci := range v.infos {
 		if pub, _, err := handshake.ParsePublicKey([]byte(ci.PublicKey)); err == nil {
 			trust[id] = pub
