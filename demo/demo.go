@@ -159,9 +159,12 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 			fmt.Fprintln(w)
 		}
 	}
-	problems := verify.Tree(tree, spec, opts.Now())
+	problems, err := verify.Check(rep.Clusters[0].Runner.Repo.Dir(), spec, verify.Options{Now: opts.Now(), RequireManifests: true, History: true})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
 	if len(problems) == 0 {
-		fmt.Fprintln(w, "\nverify: every check holds")
+		fmt.Fprintln(w, "\nverify: every check holds (signed manifests, kustomize builds, history, commit signatures, no private material in any commit)")
 	} else {
 		for _, p := range problems {
 			fmt.Fprintf(w, "verify: %s\n", p)
