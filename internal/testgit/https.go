@@ -1,0 +1,158 @@
+package testgit
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// HTTPAuth is what an HTTPSServer accepts. A request with none of these
+// credentials gets 401 with a Basic challenge.
+type HTTPAuth struct {
+	// Username and Password are accepted as basic auth, when Username is set.
+	Username, Password string
+	// Token is accepted as "Authorization: Bearer <Token>", when set.
+	Token string
+	// ReadOnlyToken, when set, is a bearer token that may fetch but gets
+	// 403 Forbidden on push.
+	ReadOnlyToken string
+}
+
+// HTTPSServer is git-http-backend behind a TLS server on 127.0.0.1, with a
+// certificate from its own CA and authentication on every request.
+type HTTPSServer struct {
+	// Base is the server's https:// URL, without a trailing slash.
+	Base string
+	// CACert is the PEM certificate of the CA that issued the server's
+	// certificate: a credentials directory's ca.crt.
+	CACert []byte
+	// Root is the directory of the bare repositories.
+	Root string
+}
+
+// StartHTTPS serves the bare repositories under root over smart HTTP(S),
+// pushes included, to clients presenting auth. It stops when the test ends.
+func StartHTTPS(t testing.TB, root string, auth HTTPAuth) *HTTPSServer {
+	t.Helper()
+	backend := filepath.Join(gitExecPath(t), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Fatalf("git-http-backend: %v", err)
+	}
+	caPEM, leaf := newCA(t)
+	h := &cgi.Handler{
+		Path: backend,
+		Root: "/",
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"GIT_CONFIG_NOSYSTEM=1",
+			"GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
+		},
+		InheritEnv: []string{"PATH"},
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		push := r.URL.Query().Get("service") == "git-receive-pack" || strings.HasSuffix(r.URL.Path, "/git-receive-pack")
+		switch authorize(r, auth) {
+		case "rw":
+			h.ServeHTTP(w, r)
+		case "ro":
+			if push {
+				http.Error(w, "this token may not push", http.StatusForbidden)
+				return
+			}
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("WWW-Authenticate", `Basic realm="testgit"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+		}
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return &HTTPSServer{Base: srv.URL, CACert: caPEM, Root: root}
+}
+
+// URL is the https:// URL of the repository at Root/name.
+func (s *HTTPSServer) URL(name string) string { return s.Base + "/" + name }
+
+// authorize returns "rw", "ro" or "" for the request's credentials.
+func authorize(r *http.Request, auth HTTPAuth) string {
+	eq := func(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+	if u, p, ok := r.BasicAuth(); ok && auth.Username != "" && eq(u, auth.Username) && eq(p, auth.Password) {
+		return "rw"
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	switch {
+	case !ok:
+		return ""
+	case auth.Token != "" && eq(tok, auth.Token):
+		return "rw"
+	case auth.ReadOnlyToken != "" && eq(tok, auth.ReadOnlyToken):
+		return "ro"
+	}
+	return ""
+}
+
+// newCA returns a fresh CA's PEM certificate and a server certificate it
+// issued for 127.0.0.1 and localhost.
+func newCA(t testing.TB) ([]byte, tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "testgit CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}

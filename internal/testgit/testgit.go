@@ -1,0 +1,109 @@
+// Package testgit runs real Git hosts on loopback for tests: OpenSSH's sshd
+// serving bare repositories to a deploy key through git-shell, and
+// git-http-backend behind a TLS server with a private CA and basic or bearer
+// authentication. Both serve the same directory of bare repositories, so one
+// repo can be reached over ssh:// and https:// at once.
+//
+// Everything runs as the test's user, in the test's temp dirs, on 127.0.0.1,
+// and is stopped by t.Cleanup. Keys and certificates are generated per test.
+package testgit
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Key is an Ed25519 SSH key pair.
+type Key struct {
+	// PEM is the private key in OpenSSH format, as ssh-keygen writes it and
+	// as a credentials directory's identity file holds it.
+	PEM []byte
+	// AuthorizedKey is the public key as one authorized_keys line without
+	// options or newline ("ssh-ed25519 AAAA... comment").
+	AuthorizedKey string
+	// Public is the public key.
+	Public ssh.PublicKey
+}
+
+// NewKey generates an Ed25519 key pair, its private key encrypted with
+// passphrase unless that is empty.
+func NewKey(t testing.TB, comment, passphrase string) Key {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block *pem.Block
+	if passphrase == "" {
+		block, err = ssh.MarshalPrivateKey(priv, comment)
+	} else {
+		block, err = ssh.MarshalPrivateKeyWithPassphrase(priv, comment, []byte(passphrase))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
+	if comment != "" {
+		line += " " + comment
+	}
+	return Key{PEM: pem.EncodeToMemory(block), AuthorizedKey: line, Public: sshPub}
+}
+
+// Bare creates an empty bare repository at path whose HEAD is main, with
+// the git CLI.
+func Bare(t testing.TB, path string) {
+	t.Helper()
+	Git(t, filepath.Dir(path), "init", "--quiet", "--bare", "--initial-branch=main", path)
+}
+
+// Git runs the git CLI in dir, ignoring the user's and the system's config,
+// and returns its trimmed combined output; it fails the test on error.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// WriteFiles writes files (name → content) into dir with mode 0600, creating
+// dir: a credentials directory as a mounted Secret holds it.
+func WriteFiles(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gitExecPath is the directory of git's helper programs (git-http-backend,
+// git-shell's neighbours).
+func gitExecPath(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}

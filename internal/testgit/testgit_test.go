@@ -1,0 +1,64 @@
+package testgit
+
+import (
+	"encoding/base64"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The fixtures are checked with the git CLI, independently of go-git: a
+// push and a clone through each, and a stranger refused.
+func TestServersWithTheGitCLI(t *testing.T) {
+	root := t.TempDir()
+	Bare(t, filepath.Join(root, "repo.git"))
+	work := t.TempDir()
+	Git(t, work, "init", "--quiet", "--initial-branch=main", ".")
+	if err := os.WriteFile(filepath.Join(work, "f"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Git(t, work, "add", "f")
+	Git(t, work, "commit", "--quiet", "-m", "first")
+
+	t.Run("ssh with a deploy key and strict host key checking", func(t *testing.T) {
+		deploy := NewKey(t, "deploy", "")
+		s := StartSSHD(t, root, deploy)
+		dir := t.TempDir()
+		WriteFiles(t, dir, map[string][]byte{"identity": deploy.PEM, "known_hosts": s.KnownHosts, "stranger": NewKey(t, "x", "").PEM})
+		sshCmd := func(key string) string {
+			return "ssh -F /dev/null -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" +
+				filepath.Join(dir, "known_hosts") + " -i " + filepath.Join(dir, key)
+		}
+		Git(t, work, "-c", "core.sshCommand="+sshCmd("identity"), "push", "--quiet", s.URL("repo.git"), "main")
+		clone := filepath.Join(t.TempDir(), "c")
+		Git(t, root, "-c", "core.sshCommand="+sshCmd("identity"), "clone", "--quiet", s.URL("repo.git"), clone)
+		if _, err := os.Stat(filepath.Join(clone, "f")); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("git", "-c", "core.sshCommand="+sshCmd("stranger"), "ls-remote", s.URL("repo.git"))
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Permission denied") {
+			t.Fatalf("a stranger's key: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("https with a private CA, basic and bearer auth", func(t *testing.T) {
+		s := StartHTTPS(t, root, HTTPAuth{Username: "bot", Password: "s3cret", Token: "tok"})
+		ca := filepath.Join(t.TempDir(), "ca.crt")
+		if err := os.WriteFile(ca, s.CACert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("GIT_SSL_CAINFO", ca) // the environment's would win over http.sslCAInfo
+		basic := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("bot:s3cret"))
+		Git(t, root, "-c", "http.extraHeader="+basic, "ls-remote", s.URL("repo.git"))
+		Git(t, work, "-c", "http.extraHeader=Authorization: Bearer tok",
+			"push", "--quiet", s.URL("repo.git"), "main:other")
+		cmd := exec.Command("git", "-c", "http.extraHeader=Authorization: Bearer nope",
+			"-c", "credential.helper=", "ls-remote", s.URL("repo.git"))
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "terminal prompts disabled") {
+			t.Fatalf("a wrong token: %v\n%s", err, out)
+		}
+	})
+}
