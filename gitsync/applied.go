@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -94,13 +93,8 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, own bool, r
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	err := r.repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec("+" + ref + ":" + ref)},
-		Auth:       r.opts.Auth,
-	})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, err)
+	if err := r.pushSpecs(ctx, config.RefSpec("+"+ref+":"+ref)); err != nil {
+		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
 	res.Applied, res.Sealed = target.String(), !own
 	return nil

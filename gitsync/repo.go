@@ -44,6 +44,8 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/gitpeer/gitpeer/gitauth"
 )
 
 // Default values of Options.
@@ -56,11 +58,14 @@ const (
 type Options struct {
 	// URL is the remote: a local path (made absolute), a file:// URL, an
 	// http(s):// URL (smart HTTP) or an ssh URL. Local paths and file://
-	// exec git-upload-pack/git-receive-pack, so git must be installed.
+	// exec git-upload-pack/git-receive-pack, so git must be installed. A
+	// URL with credentials in it is refused (gitauth.CheckURL): they go in
+	// Credentials.
 	URL string
 	// Dir is the working clone, created on first use and reused after; an
-	// existing clone must have URL as its origin. Dir belongs to the Repo:
-	// untracked files in it are deleted on every Sync.
+	// existing clone whose origin is another URL is re-pointed at URL. Dir
+	// belongs to the Repo: untracked files in it are deleted on every Sync.
+	// Take LockCheckout on it to keep other processes out.
 	Dir string
 	// Branch is the shared branch passes commit to; default "main".
 	Branch string
@@ -69,6 +74,15 @@ type Options struct {
 	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
 	// none (ssh then falls back to go-git's default, the ssh agent).
 	Auth transport.AuthMethod
+	// CABundle is a PEM bundle of CA certificates trusted for https, on top
+	// of the system's; nil means the system's alone.
+	CABundle []byte
+	// Credentials, when set, replace Auth and CABundle: they are asked for
+	// at the start of Open and of every Sync, so that credentials rotated on
+	// disk take effect at the next Sync, and every fetch or push error goes
+	// through their Explain (package gitauth implements it for a
+	// credentials directory).
+	Credentials Credentials
 	// MaxAttempts is the maximum number of push attempts of one Sync,
 	// including the first one; default 5.
 	MaxAttempts int
@@ -106,6 +120,18 @@ type Options struct {
 	AppliedKey crypto.PublicKey
 }
 
+// Credentials authenticate a Repo's fetches and pushes.
+type Credentials interface {
+	// Transport returns the auth method (nil: none) and the PEM CA bundle
+	// (nil: the system's roots) for the fetches and pushes of one Open or
+	// Sync.
+	Transport() (transport.AuthMethod, []byte, error)
+	// Explain returns err, from a fetch or a push, as an error naming its
+	// cause and what to do, or err itself when it does not know it; the
+	// result must hold no secret.
+	Explain(err error) error
+}
+
 // Signature is the identity commits are made with.
 type Signature struct{ Name, Email string }
 
@@ -118,6 +144,11 @@ type Repo struct {
 	wt   *git.Worktree
 
 	mu sync.Mutex // serialises Sync
+
+	// auth and caBundle are those of the current Open or Sync (see
+	// Options.Credentials).
+	auth     transport.AuthMethod
+	caBundle []byte
 
 	headMu sync.Mutex
 	head   string
@@ -147,6 +178,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt}
+	if err := r.loadCredentials(); err != nil {
+		return nil, err
+	}
 	if _, err := r.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -223,9 +257,37 @@ func DefaultBackoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// loadCredentials sets the auth and CA bundle of the next fetches and
+// pushes from Options.
+func (r *Repo) loadCredentials() error {
+	if r.opts.Credentials == nil {
+		r.auth, r.caBundle = r.opts.Auth, r.opts.CABundle
+		return nil
+	}
+	auth, ca, err := r.opts.Credentials.Transport()
+	if err != nil {
+		return fmt.Errorf("credentials for %s: %w", r.opts.URL, err)
+	}
+	r.auth, r.caBundle = auth, ca
+	return nil
+}
+
+// explain is Credentials.Explain, when there are Credentials.
+func (r *Repo) explain(err error) error {
+	if r.opts.Credentials == nil {
+		return err
+	}
+	return r.opts.Credentials.Explain(err)
+}
+
 // normalizeURL makes a local path absolute, since the working clone's
 // process may run from another directory than the one that configured it.
+// It refuses a URL with credentials in it (gitauth.CheckURL): the URL is
+// stored in the clone's .git/config and shown in messages.
 func normalizeURL(u string) (string, error) {
+	if err := gitauth.CheckURL(u); err != nil {
+		return "", fmt.Errorf("open: %w", err)
+	}
 	ep, err := transport.NewEndpoint(u)
 	if err != nil {
 		return "", fmt.Errorf("open: URL %q: %w", u, err)
@@ -241,18 +303,18 @@ func normalizeURL(u string) (string, error) {
 }
 
 // openOrInit opens the clone in dir, or initialises one there (dir missing or
-// empty) with origin pointing at opts.URL. Fetching is left to refresh, which
-// handles an empty remote the same way on first use and later.
+// empty) with origin pointing at opts.URL. An existing clone whose origin
+// has another URL (the repo moved, or is now reached over another
+// transport) is re-pointed at opts.URL: the next refresh mirrors the new
+// remote's branch whatever the old one held, since Dir belongs to the Repo.
+// Fetching is left to refresh, which handles an empty remote the same way on
+// first use and later.
 func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	switch {
 	case err == nil:
-		remote, err := repo.Remote("origin")
-		if err != nil {
-			return nil, fmt.Errorf("open %s: remote origin: %w", dir, err)
-		}
-		if urls := remote.Config().URLs; len(urls) == 0 || urls[0] != opts.URL {
-			return nil, fmt.Errorf("open %s: origin is %v, not %s", dir, urls, opts.URL)
+		if err := setOrigin(repo, opts); err != nil {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
 		}
 		return repo, nil
 	case !errors.Is(err, git.ErrRepositoryNotExists):
@@ -280,6 +342,29 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
 	return repo, nil
+}
+
+// setOrigin makes origin's URL opts.URL, creating the remote if missing.
+// It also drops any other URL (or one with credentials that an older
+// version stored there).
+func setOrigin(repo *git.Repository, opts Options) error {
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	rc := cfg.Remotes["origin"]
+	if rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == opts.URL {
+		return nil
+	}
+	if rc == nil {
+		rc = &config.RemoteConfig{Name: "origin", Fetch: []config.RefSpec{trackingSpec(opts.Branch)}}
+		cfg.Remotes["origin"] = rc
+	}
+	rc.URLs = []string{opts.URL}
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("set origin to %s: %w", opts.URL, err)
+	}
+	return nil
 }
 
 // trackingSpec maps the remote branch to its remote-tracking ref. It is

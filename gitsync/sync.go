@@ -107,6 +107,9 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 
+	if err := r.loadCredentials(); err != nil {
+		return Result{}, err
+	}
 	res, tip, err := r.publish(ctx, pass)
 	if err != nil || r.opts.AppliedBranch == "" {
 		return res, err
@@ -147,11 +150,11 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		// the remote again whatever happens next.
 		r.rollback(tip)
 		if !isRejected(err) {
-			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, err)
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
 		if res.Attempts >= r.opts.MaxAttempts {
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
-				r.opts.Branch, r.opts.URL, res.Attempts, ErrPushConflict, err)
+				r.opts.Branch, r.opts.URL, res.Attempts, ErrPushConflict, r.explain(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -394,23 +397,105 @@ func (r *Repo) removeEmptyParents(name string) {
 // push pushes the local branch to the remote branch, fast-forward only.
 func (r *Repo) push(ctx context.Context) error {
 	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
+	return r.pushSpecs(ctx, config.RefSpec(ref+":"+ref))
+}
+
+// maxRemoteLines bounds how much of what a host says during a push is kept
+// for an error message.
+const maxRemoteLines = 20
+
+// pushSpecs pushes specs to origin; already up to date is success. A
+// failure carries what the host said on its progress channel (a hook's
+// output: why a protected branch was refused) as "remote: " lines.
+func (r *Repo) pushSpecs(ctx context.Context, specs ...config.RefSpec) error {
+	var said remoteLines
 	err := r.repo.PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
-		Auth:       r.opts.Auth,
+		RefSpecs:   specs,
+		Auth:       r.auth,
+		CABundle:   r.caBundle,
+		Progress:   &said,
 	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
+	case len(said.lines()) > 0:
+		return &remoteError{err: err, lines: said.lines()}
 	}
 	return err
 }
+
+// remoteLines collects the lines a host sends on the sideband progress
+// channel, bounded, without progress meters and control characters.
+type remoteLines struct {
+	buf []byte
+}
+
+func (l *remoteLines) Write(p []byte) (int, error) {
+	if len(l.buf) < 16<<10 {
+		l.buf = append(l.buf, p[:min(len(p), 16<<10-len(l.buf))]...)
+	}
+	return len(p), nil
+}
+
+func (l *remoteLines) lines() []string {
+	var out []string
+	for _, line := range strings.Split(string(l.buf), "\n") {
+		if i := strings.LastIndexByte(line, '\r'); i >= 0 {
+			line = line[i+1:] // a progress meter redraws its line
+		}
+		line = strings.TrimSpace(strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return -1
+			}
+			return r
+		}, line))
+		if line == "" || isProgress(line) {
+			continue
+		}
+		if len(out) == maxRemoteLines {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// isProgress reports whether a sideband line is git's own progress output,
+// not a message from the host.
+func isProgress(line string) bool {
+	for _, p := range []string{"Resolving deltas:", "Counting objects:", "Compressing objects:", "Writing objects:", "Total "} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteError is a failed push with what the host said about it.
+type remoteError struct {
+	err   error
+	lines []string
+}
+
+func (e *remoteError) Error() string {
+	return e.err.Error() + "\nremote: " + strings.Join(e.lines, "\nremote: ")
+}
+
+func (e *remoteError) Unwrap() error { return e.err }
 
 // isRejected reports whether a push failed because the remote branch moved.
 // go-git has no sentinel for this (see DEPS.md): its client-side check says
 // "non-fast-forward update", and a server that loses a race reports the
 // receive-pack status ("failed to update ref", "cannot lock ref", "fetch
-// first", ...).
+// first", ...). What the host said besides (remoteError) is not looked at:
+// a hook's message is free text.
 func isRejected(err error) bool {
+	var re *remoteError
+	if errors.As(err, &re) {
+		err = re.err
+	}
 	msg := err.Error()
 	for _, s := range []string{
 		"non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref",
@@ -471,7 +556,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		}
 		return plumbing.ZeroHash, nil
 	default:
-		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 	}
 	ref, err := r.repo.Reference(tracking, true)
 	if err != nil {
@@ -484,7 +569,8 @@ func (r *Repo) fetchSpecs(ctx context.Context, specs []config.RefSpec) error {
 	return r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   specs,
-		Auth:       r.opts.Auth,
+		Auth:       r.auth,
+		CABundle:   r.caBundle,
 		Tags:       git.NoTags,
 	})
 }

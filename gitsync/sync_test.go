@@ -131,10 +131,29 @@ func TestOpenReusesClone(t *testing.T) {
 		}
 	}
 
+	// Another URL (the repo moved, or another transport): origin follows
+	// it and the clone mirrors the new remote, with no manual fix.
 	other := opts
 	other.URL = newBare(t)
-	if _, err := Open(context.Background(), other); err == nil || !strings.Contains(err.Error(), "origin is") {
-		t.Errorf("Open with another URL = %v, want an origin mismatch", err)
+	r3, err := Open(context.Background(), other)
+	if err != nil {
+		t.Fatalf("Open with another URL: %v", err)
+	}
+	if r3.Head() != "" {
+		t.Errorf("Head after moving to an empty remote = %s, want none", r3.Head())
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, "a.yaml")); !os.IsNotExist(err) {
+		t.Errorf("a.yaml of the old remote is still in the clone: %v", err)
+	}
+	if got := runGit(t, opts.Dir, "remote", "get-url", "--all", "origin"); got != other.URL {
+		t.Errorf("origin = %q, want %q", got, other.URL)
+	}
+	res3 := mustSync(t, r3, writes("on the new remote", map[string]string{"b.yaml": "b: 1\n"}))
+	if got := runGit(t, other.URL, "rev-parse", "main"); got != res3.Commit {
+		t.Errorf("new remote main = %s, want %s", got, res3.Commit)
+	}
+	if n := runGit(t, other.URL, "rev-list", "--count", "main"); n != "1" {
+		t.Errorf("new remote has %s commits, want 1 (nothing of the old remote)", n)
 	}
 
 	junk := opts

@@ -9,6 +9,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -65,6 +67,7 @@ func StartHTTPS(t testing.TB, root string, auth HTTPAuth) *HTTPSServer {
 			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 		},
 		InheritEnv: []string{"PATH"},
+		Stderr:     io.Discard, // "Not a git repository" for the tests of a missing one
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		push := r.URL.Query().Get("service") == "git-receive-pack" || strings.HasSuffix(r.URL.Path, "/git-receive-pack")
@@ -82,6 +85,7 @@ func StartHTTPS(t testing.TB, root string, auth HTTPAuth) *HTTPSServer {
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 		}
 	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes the tests make fail
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
