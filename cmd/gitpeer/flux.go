@@ -3,6 +3,7 @@ package main
 import (
 	"crypto"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -11,13 +12,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
 // fluxSource is the Flux GitRepository (and the Secret of its verify key)
 // with which cluster id applies only what its reconciler signed: it tracks
-// gitpeer/applied/<id>, and spec.verify trusts the cluster key alone.
-func fluxSource(id string, pub crypto.PublicKey, url string) ([]byte, string, error) {
+// gitpeer/applied/<id>, and spec.verify trusts the cluster key alone. With
+// gitSecret, spec.secretRef names the Secret of the Git credentials: the one
+// reconcile mounts as --git-credentials, whose keys Flux reads alike.
+func fluxSource(id string, pub crypto.PublicKey, url, gitSecret string) ([]byte, string, error) {
 	line, err := commitsig.AuthorizedKey(pub, "gitpeer-"+id)
 	if err != nil {
 		return nil, "", err
@@ -38,6 +42,9 @@ func fluxSource(id string, pub crypto.PublicKey, url string) ([]byte, string, er
 			"verify":   map[string]any{"mode": "HEAD", "secretRef": map[string]any{"name": name + "-signing"}},
 		},
 	}
+	if gitSecret != "" {
+		repo["spec"].(map[string]any)["secretRef"] = map[string]any{"name": gitSecret}
+	}
 	var out []byte
 	for _, obj := range []any{secret, repo} {
 		data, err := yaml.Marshal(obj)
@@ -49,7 +56,8 @@ func fluxSource(id string, pub crypto.PublicKey, url string) ([]byte, string, er
 	return out, line, nil
 }
 
-// originURL is the fetch URL of remote origin of the working tree dir, "" if none.
+// originURL is the fetch URL of remote origin of the working tree dir, ""
+// if none, without any credentials it holds: it is printed.
 func originURL(dir string) string {
 	r, err := gogit.PlainOpen(dir)
 	if err != nil {
@@ -59,7 +67,20 @@ func originURL(dir string) string {
 	if err != nil || len(rem.Config().URLs) == 0 {
 		return ""
 	}
-	return rem.Config().URLs[0]
+	u := rem.Config().URLs[0]
+	if gitauth.CheckURL(u) == nil {
+		return u
+	}
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.User == nil {
+		return "" // no URL rather than a secret
+	}
+	login := parsed.User.Username()
+	parsed.User = nil
+	if parsed.Scheme == "ssh" && login != "" {
+		parsed.User = url.User(login) // the SSH login is no secret
+	}
+	return parsed.String()
 }
 
 func newAllowedSignersCmd() *cobra.Command {

@@ -6,13 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
 func newInitCmd() *cobra.Command {
 	var (
-		cluster, apiServer, repo, repoURL string
-		bf                                backendFlags
+		cluster, apiServer, repo, repoURL, gitSecret string
+		bf                                           backendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "init --cluster ID --api-server URL (--state-dir DIR | --backend kubernetes) [--repo PATH]",
@@ -60,6 +61,11 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 					return fmt.Errorf("--api-server: %w", err)
 				}
 			}
+			if repoURL != "" {
+				if err := gitauth.CheckURL(repoURL); err != nil {
+					return fmt.Errorf("--repo-url: %w", err)
+				}
+			}
 			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
 			if err != nil {
 				return err
@@ -82,7 +88,7 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 				repoURL = "ssh://git@git.example.com/platform/peering.git"
 				fmt.Fprintln(cmd.ErrOrStderr(), "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
 			}
-			flux, sshpub, err := fluxSource(cluster, b.Signer().Public(), repoURL)
+			flux, sshpub, err := fluxSource(cluster, b.Signer().Public(), repoURL, gitSecret)
 			if err != nil {
 				return err
 			}
@@ -112,6 +118,7 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
 	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin)")
+	f.StringVar(&gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
 	bf.register(f, true)
 	return cmd
 }

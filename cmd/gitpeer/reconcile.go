@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/runner"
@@ -21,7 +22,8 @@ func newReconcileCmd() *cobra.Command {
 	var (
 		cluster, repoURL, checkout, branch string
 		bf                                 backendFlags
-		once, clusterRoles, watch          bool
+		gitCredentials                     string
+		once, clusterRoles, watch, wait    bool
 		interval, lifetime                 time.Duration
 	)
 	cmd := &cobra.Command{
@@ -41,7 +43,20 @@ When a peering is removed from the spec, the provider first drains the
 Tenant and unbinds its RBAC, then both sides withdraw every artifact.
 
 --repo is a URL (https://, ssh://, file://) or a local path. --once runs one
-pass and exits; otherwise passes repeat every --interval until interrupted.`,
+pass and exits; otherwise passes repeat every --interval until interrupted.
+
+--git-credentials DIR authenticates to the repo's host with files named as
+the keys of Flux's Git Secret (in a Pod, the mounted Secret; the same Secret
+serves Flux's GitRepository): identity (an SSH deploy key; password is its
+passphrase if encrypted) and known_hosts (required: host keys are always
+checked) for ssh://; username and password, or bearerToken, and ca.crt for a
+private CA, for https://. They are read again at every pass, so a rotated
+Secret needs no restart, and are never written anywhere. A URL with
+credentials in it is refused.
+
+Only one reconcile at a time uses a checkout: it holds a lock next to it
+(<checkout>.lock) for as long as it runs, the whole life of a daemon.
+Another one fails naming the holder's process, or with --wait waits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if once && cmd.Flags().Changed("interval") {
@@ -51,6 +66,10 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if err != nil {
 				return err
 			}
+			creds, err := gitauth.New(gitCredentials, repoURL)
+			if err != nil {
+				return fmt.Errorf("--repo, --git-credentials: %w", err)
+			}
 			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
 				return err
@@ -58,7 +77,12 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 			if checkout == "" {
 				checkout = bf.defaultCheckout(cluster)
 			}
-			opts, err := runner.Signed(gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch}, b)
+			lock, err := lockCheckout(cmd.Context(), checkout, wait, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			opts, err := runner.Signed(gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, Credentials: creds}, b)
 			if err != nil {
 				return err
 			}
@@ -90,6 +114,8 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 	bf.register(f, false)
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile")
+	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
+	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
 	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
@@ -100,6 +126,19 @@ pass and exits; otherwise passes repeat every --interval until interrupted.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// lockCheckout takes the checkout's lock for this process's lifetime, or
+// says who holds it; with wait it waits, saying so once on log.
+func lockCheckout(ctx context.Context, checkout string, wait bool, log io.Writer) (*gitsync.CheckoutLock, error) {
+	lock, err := gitsync.LockCheckout(ctx, checkout, wait, func(held *gitsync.LockedError) {
+		fmt.Fprintf(log, "gitpeer: waiting: %v\n", held)
+	})
+	var held *gitsync.LockedError
+	if errors.As(err, &held) && !wait {
+		return nil, fmt.Errorf("%w; use --wait to wait", err)
+	}
+	return lock, err
 }
 
 func passOnce(ctx context.Context, r *runner.Runner, w io.Writer) error {
