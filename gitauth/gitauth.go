@@ -123,14 +123,7 @@ func New(dir, rawURL string) (*Source, error) {
 	s := &Source{url: rawURL, ep: ep}
 	port := ep.Port
 	if port == 0 {
-		switch ep.Protocol {
-		case "ssh":
-			port = 22
-		case "https":
-			port = 443
-		case "http":
-			port = 80
-		}
+		port = defaultPorts[ep.Protocol]
 	}
 	s.hostPort = net.JoinHostPort(ep.Host, strconv.Itoa(port))
 	if dir != "" {
@@ -153,13 +146,16 @@ func New(dir, rawURL string) (*Source, error) {
 // Dir is the absolute credentials directory, "" when none was given.
 func (s *Source) Dir() string { return s.dir }
 
-// Host is the remote's host, with its port when the URL names one.
+// Host is the remote's host, with its port unless that is the scheme's
+// default.
 func (s *Source) Host() string {
-	if s.ep.Port != 0 {
-		return net.JoinHostPort(s.ep.Host, strconv.Itoa(s.ep.Port))
+	if s.ep.Port == 0 || defaultPorts[s.ep.Protocol] == s.ep.Port {
+		return s.ep.Host
 	}
-	return s.ep.Host
+	return net.JoinHostPort(s.ep.Host, strconv.Itoa(s.ep.Port))
 }
+
+var defaultPorts = map[string]int{"ssh": 22, "https": 443, "http": 80}
 
 // Transport reads the directory and returns the go-git auth method and the
 // PEM CA bundle for the next fetches and pushes. Without a directory, or

@@ -231,6 +231,24 @@ func TestTransport(t *testing.T) {
 	})
 }
 
+func TestHost(t *testing.T) {
+	for url, want := range map[string]string{
+		"git@github.com:org/peering.git":             "github.com",
+		"ssh://git@git.example.com:22/peering.git":   "git.example.com",
+		"ssh://git@git.example.com:2222/peering.git": "git.example.com:2222",
+		"https://git.example.com/peering.git":        "git.example.com",
+		"https://git.example.com:8443/peering.git":   "git.example.com:8443",
+	} {
+		s, err := New("", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Host(); got != want {
+			t.Errorf("Host of %s = %s, want %s", url, got, want)
+		}
+	}
+}
+
 func TestExplain(t *testing.T) {
 	dir := writeDir(t, map[string]string{UsernameFile: "bot", PasswordFile: "hunter2-hunter2"})
 	withDir, err := New(dir, "https://git.example.com/org/peering.git")
