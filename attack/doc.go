@@ -1,0 +1,24 @@
+// Package attack holds gitpeer's attack suite (design, "Invariants" 6): every
+// promise of the trust model (docs/trust.md) tried the way a writer of the
+// peering repo would try to break it, against real repos.
+//
+// Each test sets up a bare Git repository, clusters with file backends and
+// their reconcilers (runner.Signed: signed commits and the applied branch
+// gitpeer/applied/<id>), lets the peerings settle, and then acts as an
+// attacker with the real git CLI in a clone of its own: it edits, adds and
+// deletes files, forges authors and Gitpeer-Cluster trailers, makes merge
+// commits, restores old files from history, signs with keys of its own, and
+// pushes. It then runs the reconcilers' next passes and checks that
+//
+//   - the attack is refused with a named reason in the victim's status.yaml;
+//   - nothing is signed for it (a counting wrapper around each backend's
+//     SignCSR);
+//   - what was accepted before is kept (Identities, kubeconfigs, answers);
+//   - where it is about what gets applied, the victim's applied branch never
+//     points at a tree holding it, and its head is always a commit signed by
+//     the victim's key (checked after every pass of every cluster).
+//
+// One file per family: keys, ownership, planted, tamper, replay, corrupt,
+// bomb, hostile, secrets. The package has no code of its own: it is tests
+// only, run with `go test ./attack/`.
+package attack
