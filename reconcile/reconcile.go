@@ -111,6 +111,9 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	// file its writer did not sign does not exist.
 	p.view = manifest.NewView(in.Tree, p)
 	p.in.Tree = p.view
+	if err := p.ownInfoSigned(); err != nil {
+		return nil, err
+	}
 	prev, err := layout.ReadStatus(p.in.Tree, self)
 	if err != nil {
 		// A broken status of our own is rewritten, not fatal.
@@ -172,6 +175,28 @@ func matchBackend(me *layout.ClusterInfo, b backend.Backend) error {
 	}
 	if !artifact.SameCertificates([]byte(me.CA), b.CABundle()) {
 		return fmt.Errorf("%s: ca: is not the CA of this cluster's backend (republish with gitpeer init)", file)
+	}
+	return nil
+}
+
+// ownInfoSigned refuses to act on a cluster.yaml this cluster did not sign:
+// the pass signs it again and issues Identities naming its API server, so a
+// repo writer's edit (another apiServer: matchBackend checks only the key
+// and the CA) would otherwise be vouched for, and offered to every consumer
+// that trusts this cluster for the first time. gitpeer init and rotate-key
+// sign what they publish; an unsigned cluster.yaml naming the backend's own
+// API server (the manifest was deleted, say) is accepted and signed anew.
+func (p *pass) ownInfoSigned() error {
+	file := layout.ClusterPath(p.self, layout.ClusterFile)
+	if _, err := fs.ReadFile(p.view, file); err == nil {
+		return nil
+	}
+	want, err := p.in.Backend.ClusterInfo()
+	if err != nil {
+		return err
+	}
+	if p.me.APIServer != want.APIServer {
+		return fmt.Errorf("%s: apiServer: %q is not signed by %s and is not this cluster's API server %q (republish with gitpeer init)", file, p.me.APIServer, p.self, want.APIServer)
 	}
 	return nil
 }
