@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -187,7 +188,13 @@ func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st
 		pending := layout.SliceStatus{Name: s.Name, Authentication: "Pending", Resources: "Pending", Reason: "WaitingForDecision",
 			Message: fmt.Sprintf("waiting for %s to decide in %s", provider, answerFile)}
 		if !found {
-			st.status.Slices = append(st.status.Slices, pending)
+			kept, err := p.keepSlice(provider, req, answerFile, st)
+			if err != nil {
+				return err
+			}
+			if !kept {
+				st.status.Slices = append(st.status.Slices, pending)
+			}
 			continue
 		}
 		// The request must round-trip through YAML to compare with the answer.
@@ -225,6 +232,44 @@ func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st
 		}
 	}
 	return nil
+}
+
+// keepSlice keeps, byte for byte, the ResourceSlice and Identity this
+// cluster rendered for req in an earlier pass when the provider's answer
+// cannot be read although the provider did not withdraw it (a repo writer
+// changed, deleted or hid it) and req is still exactly what was accepted:
+// an unsigned edit never withdraws a granted slice. Only the provider
+// withdraws an answer, by no longer listing it in the manifest it signs.
+func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answerFile string, st *peeringObject) (bool, error) {
+	if m, ok := p.view.Verified(provider, path.Dir(answerFile)); ok {
+		if _, listed := m.Lookup(path.Base(answerFile)); !listed {
+			return false, nil
+		}
+	}
+	want, err := liqo.Encode(req)
+	if err != nil {
+		return false, err
+	}
+	sliceFile := path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.ResourceSliceKind, req.Name))
+	idFile := path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ResourceSliceIdentityName(req.Name)))
+	rendered, found, err := p.read(sliceFile)
+	if err != nil || !found || !bytes.Equal(rendered, want) {
+		return false, err
+	}
+	identity, found, err := p.read(idFile)
+	if err != nil || !found {
+		return false, err
+	}
+	p.out.Files[sliceFile], p.out.Files[idFile] = rendered, identity
+	why := "missing"
+	for _, ig := range p.view.Audit(provider, path.Dir(answerFile)) {
+		if ig.Path == answerFile {
+			why = ig.Reason
+		}
+	}
+	st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: req.Name, Authentication: "Accepted", Resources: "Accepted",
+		Reason: liqo.ReasonSliceResourcesAccepted, Message: fmt.Sprintf("kept the slice accepted before: %s is %s", answerFile, why)})
+	return true, nil
 }
 
 // artifactReason is the reason of a refusal, MalformedArtifact when it has none.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -350,6 +351,9 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 		}
 	}
 	sort.Strings(names)
+	if err := p.keepAnswers(consumer, names, st); err != nil {
+		return err
+	}
 	for _, name := range names {
 		file := path.Join(dir, artifact.SliceFile(name))
 		data, _, err := p.read(file)
@@ -405,6 +409,53 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 			return err
 		}
 		st.status.Slices = append(st.status.Slices, sliceStatus(ans))
+	}
+	return nil
+}
+
+// keepAnswers keeps, byte for byte, every answer this cluster gave consumer
+// whose request is not among the readable ones (requested) although the
+// consumer did not withdraw it: a request a repo writer changed, deleted or
+// hid (by breaking or rolling back the consumer's manifest) never withdraws
+// a decision. Only the consumer withdraws a request, by no longer listing
+// it in the manifest it signs.
+func (p *pass) keepAnswers(consumer string, requested []string, st *peeringObject) error {
+	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
+	m, verified := p.view.Verified(consumer, dir)
+	answers, err := fs.ReadDir(p.in.Tree, layout.ClusterPath(consumer, layout.InboxDir, p.self))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range answers {
+		name, ok := artifact.SliceAnswerName(e.Name())
+		if !ok || e.IsDir() || slices.Contains(requested, name) {
+			continue
+		}
+		request := path.Join(dir, artifact.SliceFile(name))
+		if verified {
+			if _, listed := m.Lookup(artifact.SliceFile(name)); !listed {
+				continue // withdrawn by the consumer
+			}
+		}
+		answerFile := layout.InboxPath(consumer, p.self, e.Name())
+		data, found, err := p.read(answerFile)
+		if err != nil || !found {
+			return err
+		}
+		prev, err := artifact.DecodeSlice(answerFile, data)
+		if err != nil {
+			continue // not an answer this cluster could have signed
+		}
+		p.out.Files[answerFile] = data
+		why := "missing"
+		for _, ig := range p.view.Audit(consumer, dir) {
+			if ig.Path == request {
+				why = ig.Reason
+			}
+		}
+		s := sliceStatus(prev)
+		s.Message += fmt.Sprintf("; decision kept: %s is %s", request, why)
+		st.status.Slices = append(st.status.Slices, s)
 	}
 	return nil
 }
