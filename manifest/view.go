@@ -154,7 +154,7 @@ func (v *View) check(name string, data []byte) error {
 func (v *View) ReadFile(name string) ([]byte, error) {
 	data, err := fs.ReadFile(v.base, name)
 	if err != nil {
-		return nil, err
+		return nil, unreadable("read", name, err)
 	}
 	if err := v.check(name, data); err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (v *View) ReadFile(name string) ([]byte, error) {
 func (v *View) Open(name string) (fs.File, error) {
 	fi, err := fs.Stat(v.base, name)
 	if err != nil {
-		return nil, err
+		return nil, unreadable("open", name, err)
 	}
 	if !fi.IsDir() {
 		if _, err := v.ReadFile(name); err != nil {
@@ -175,7 +175,7 @@ func (v *View) Open(name string) (fs.File, error) {
 	}
 	f, err := v.base.Open(name)
 	if err != nil || !fi.IsDir() {
-		return f, err
+		return f, unreadable("open", name, err)
 	}
 	return &dir{File: f, v: v, name: name}, nil
 }
@@ -217,7 +217,7 @@ func (d *dir) ReadDir(n int) ([]fs.DirEntry, error) {
 func (v *View) Stat(name string) (fs.FileInfo, error) {
 	fi, err := fs.Stat(v.base, name)
 	if err != nil || fi.IsDir() {
-		return fi, err
+		return fi, unreadable("stat", name, err)
 	}
 	if _, err := v.ReadFile(name); err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (v *View) Stat(name string) (fs.FileInfo, error) {
 func (v *View) ReadDir(name string) ([]fs.DirEntry, error) {
 	entries, err := fs.ReadDir(v.base, name)
 	if err != nil {
-		return nil, err
+		return nil, unreadable("readdir", name, err)
 	}
 	out := entries[:0:0]
 	for _, e := range entries {
@@ -243,6 +243,22 @@ func (v *View) ReadDir(name string) ([]fs.DirEntry, error) {
 		}
 	}
 	return out, nil
+}
+
+// unreadable is err, from reading name in the base tree, as the view
+// reports it: for a path in a writer's directory, whatever cannot be read
+// there (a symbolic link a writer committed, say, which the base tree
+// refuses to follow) is not a signed file, so it does not exist (the error
+// wraps fs.ErrNotExist as well as err). A reader then behaves as for a
+// missing file instead of failing its whole pass.
+func unreadable(op, name string, err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if _, _, ok := Scope(name); !ok {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("unreadable (%w): %w", err, fs.ErrNotExist)}
 }
 
 // Verified returns the manifest of dir if it verified, for callers that

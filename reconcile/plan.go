@@ -30,16 +30,19 @@ func (p *Plan) Empty() bool { return len(p.Writes) == 0 && len(p.Deletes) == 0 }
 // tree. Only paths self may write are touched (layout.Writable).
 func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 	plan := &Plan{Writes: map[string][]byte{}}
+	// parents are the directories desired files go in: anything else
+	// standing there (a symbolic link a writer committed) is in the way.
+	parents := map[string]bool{}
 	for f, data := range desired {
 		if !layout.Writable(self, f) {
 			return nil, fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, self)
 		}
-		old, err := fs.ReadFile(tree, f)
-		if err == nil && bytes.Equal(old, data) {
-			continue
+		for d := path.Dir(f); d != "." && !parents[d]; d = path.Dir(d) {
+			parents[d] = true
 		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		// What cannot be read (a link, or a path through one) is replaced.
+		if old, err := fs.ReadFile(tree, f); err == nil && bytes.Equal(old, data) {
+			continue
 		}
 		plan.Writes[f] = data
 	}
@@ -53,7 +56,7 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if _, want := desired[p]; !want && layout.Writable(self, p) {
+		if _, want := desired[p]; !want && (layout.Writable(self, p) || parents[p]) {
 			plan.Deletes = append(plan.Deletes, p)
 		}
 		return nil
@@ -125,6 +128,8 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
 			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
 			add("remove objects for " + peer)
+		case rest == "":
+			add("remove " + f) // something in the way of a directory
 		default:
 			add("remove " + rest)
 		}

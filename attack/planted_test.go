@@ -1,0 +1,130 @@
+package attack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+const betaKust = "clusters/beta/kustomization.yaml"
+
+// TestAPlantedObjectNeverReachesTheProvider: a writer plants, in beta's
+// tree, what Flux would apply to beta if it read main: an extra
+// ClusterRoleBinding listed in beta's kustomization, a nested kustomization
+// pulling alpha's inbox, a remote base, a second kustomization file, and a
+// symbolic link in place of one of beta's directories. beta's next pass
+// removes each of them (it leaves clusters/beta/ exactly as it computes it)
+// and beta's applied branch never points at a tree holding them.
+func TestAPlantedObjectNeverReachesTheProvider(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		plant func(a *writer)
+		// gone are paths that must not be on main after beta's pass, and
+		// never on beta's applied branch.
+		gone []string
+		// unlisted is text beta's kustomization must never hold.
+		unlisted string
+	}{
+		{"an extra ClusterRoleBinding listed in beta's kustomization", func(a *writer) {
+			a.write("clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", []byte(evilBinding))
+			a.edit(betaKust, "resources:\n", "resources:\n- liqo/alpha/clusterrolebinding-evil.yaml\n")
+		}, []string{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml"}, "clusterrolebinding-evil"},
+		{"a nested kustomization pulling alpha's inbox", func(a *writer) {
+			a.write("clusters/beta/liqo/nested/kustomization.yaml", []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../alpha/inbox/beta/identity.yaml\n- ../../../alpha/inbox/beta\n"))
+			a.edit(betaKust, "resources:\n", "resources:\n- liqo/nested\n")
+		}, []string{"clusters/beta/liqo/nested"}, "nested"},
+		{"a remote base", func(a *writer) {
+			a.edit(betaKust, "resources:\n", "resources:\n- github.com/evil/x?ref=main\n")
+		}, nil, "github.com/evil"},
+		{"a second kustomization file", func(a *writer) {
+			a.write("clusters/beta/kustomization.yml", []byte("resources:\n- ../alpha/inbox/beta\n"))
+			a.write("clusters/beta/Kustomization", []byte("resources:\n- ../alpha/inbox/beta\n"))
+		}, []string{"clusters/beta/kustomization.yml", "clusters/beta/Kustomization"}, "inbox"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := settled(t, twoSpec)
+			for _, p := range tc.gone {
+				w.forbid("beta", p, "")
+			}
+			w.forbid("beta", betaKust, tc.unlisted)
+			before := w.signedAll()
+			w.attack("mallory <mallory@example.com>", "beta: tune RBAC", tc.plant)
+			for _, p := range tc.gone {
+				if _, ok := w.show(p); !ok && !strings.HasSuffix(p, "nested") {
+					t.Fatalf("the attack did not plant %s", p)
+				}
+			}
+
+			res := w.pass("beta")
+			if res.Commit == "" {
+				t.Fatal("beta's pass left the planted content")
+			}
+			for _, p := range tc.gone {
+				if files := w.listTree("main", p); len(files) > 0 {
+					t.Fatalf("%v survived beta's pass", files)
+				}
+			}
+			if k := w.mustShow(betaKust); strings.Contains(string(k), tc.unlisted) {
+				t.Fatalf("beta's kustomization still holds %q:\n%s", tc.unlisted, k)
+			}
+			if got := w.ref(layout.AppliedBranch("beta")); got != res.Commit {
+				t.Fatalf("beta's applied branch is %s, not its own commit %s", got, res.Commit)
+			}
+			w.converge()
+			w.nothingSigned(before)
+			w.mustBeReady("alpha", "beta")
+		})
+	}
+}
+
+// TestAPlantedSymbolicLinkStopsNoReconciler: a writer replaces a directory
+// by a symbolic link, where the reconcilers refuse to follow one: beta's
+// own liqo/alpha (pointing at alpha's inbox), and alpha's inbox at beta
+// (pointing at alpha's own tree). Each reconciler treats what is behind the
+// link as missing, keeps what it accepted before, goes on with its pass,
+// and the link's owner replaces it with the directory it signs. beta's
+// applied branch never holds a link in beta's own liqo/ (a link in an inbox
+// may stand there until its writer's next pass: beta's kustomization never
+// lists an inbox). (Before, a reconciler failed every pass on
+// such a link, for every peering, and never removed it.)
+func TestAPlantedSymbolicLinkStopsNoReconciler(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, link, target, owner, other string
+	}{
+		{"in place of beta's liqo/alpha", "clusters/beta/liqo/alpha", "../../alpha/inbox/beta", "beta", "alpha"},
+		{"in place of alpha's inbox at beta", "clusters/beta/inbox/alpha", "../../alpha", "alpha", "beta"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := settled(t, twoSpec)
+			if tc.owner == "beta" {
+				w.forbidLink("beta", tc.link)
+			}
+			identity := w.mustShow(identityFile)
+			before := w.signedAll()
+			w.attack("mallory <mallory@example.com>", "simplify", func(a *writer) { a.link(tc.link, tc.target) })
+			if out := w.lsTree("main", tc.link); !strings.HasPrefix(out, "120000") {
+				t.Fatalf("the attack did not commit a link: %q", out)
+			}
+
+			w.pass(tc.other) // goes on, and does not touch what is not its own
+			if out := w.lsTree("main", tc.link); !strings.HasPrefix(out, "120000") {
+				t.Fatalf("%s replaced %s's link: %q", tc.other, tc.owner, out)
+			}
+			w.pass(tc.owner)
+			if out := w.lsTree("main", tc.link); !strings.HasPrefix(out, "040000") {
+				t.Fatalf("%s did not put its directory back: %q", tc.owner, out)
+			}
+			w.converge()
+			w.nothingSigned(before)
+			w.mustBeReady("alpha", "beta")
+			if got := w.mustShow(identityFile); string(got) != string(identity) {
+				t.Fatal("alpha's Identity changed")
+			}
+		})
+	}
+}
