@@ -559,8 +559,9 @@ type template struct {
 var templates sync.Map // spec → *template
 
 // settled returns a fresh copy of a world whose peerings of spec have all
-// converged, in t.TempDir().
-func settled(t *testing.T, spec string) *world {
+// converged, in t.TempDir(). setup, if given, runs on the template world
+// before it converges, the first time spec is asked for.
+func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 	t.Helper()
 	v, _ := templates.LoadOrStore(spec, &template{})
 	tpl := v.(*template)
@@ -574,6 +575,12 @@ func settled(t *testing.T, spec string) *world {
 		if err != nil {
 			tpl.err = err
 			return
+		}
+		for _, f := range setup {
+			if err := f(w); err != nil {
+				tpl.err = err
+				return
+			}
 		}
 		if err := w.tryConverge(); err != nil {
 			tpl.err = err

@@ -351,7 +351,7 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 		}
 	}
 	sort.Strings(names)
-	if err := p.keepAnswers(consumer, names, st); err != nil {
+	if err := p.keepAnswers(consumer, names, keyDER, st); err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -418,8 +418,10 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 // consumer did not withdraw it: a request a repo writer changed, deleted or
 // hid (by breaking or rolling back the consumer's manifest) never withdraws
 // a decision. Only the consumer withdraws a request, by no longer listing
-// it in the manifest it signs.
-func (p *pass) keepAnswers(consumer string, requested []string, st *peeringObject) error {
+// it in the manifest it signs. An acceptance is kept only while its
+// certificate is valid for the consumer's key (keyDER): one for a key the
+// consumer rotated out is never put forward again.
+func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, st *peeringObject) error {
 	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
 	m, verified := p.view.Verified(consumer, dir)
 	answers, err := fs.ReadDir(p.in.Tree, layout.ClusterPath(consumer, layout.InboxDir, p.self))
@@ -445,6 +447,10 @@ func (p *pass) keepAnswers(consumer string, requested []string, st *peeringObjec
 		prev, err := artifact.DecodeSlice(answerFile, data)
 		if err != nil {
 			continue // not an answer this cluster could have signed
+		}
+		if a := prev.Status.AuthParams; a != nil && handshake.VerifyClientCertificate(a.SignedCRT, p.in.Backend.CABundle(), keyDER,
+			handshake.ResourceSliceCommonName(name, consumer), consumer, p.in.Now) != nil {
+			continue
 		}
 		p.out.Files[answerFile] = data
 		why := "missing"
