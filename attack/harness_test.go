@@ -26,6 +26,7 @@ import (
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -586,6 +587,12 @@ func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 			tpl.err = err
 			return
 		}
+		// One pack instead of hundreds of loose objects: each test copies
+		// and clones this repo several times.
+		if out, err := exec.Command("git", "-C", w.remote, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
+			tpl.err = fmt.Errorf("repack: %v: %s", err, out)
+			return
+		}
 		tpl.dir, tpl.now, tpl.ids = dir, w.clock.Now(), w.ids
 	})
 	if tpl.err != nil {
@@ -664,7 +671,9 @@ func (w *world) writer() *writer {
 func (a *writer) run(dir string, args ...string) string {
 	a.w.t.Helper()
 	cmd := exec.Command("git", args...)
-	cmd.Dir, cmd.Env = dir, a.env
+	// Commits are dated by the world's clock, like the reconcilers'.
+	date := fmt.Sprintf("@%d +0000", a.w.clock.Now().Unix())
+	cmd.Dir, cmd.Env = dir, append(a.env, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		a.w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -743,6 +752,9 @@ func (a *writer) commit(author, message string) string {
 	a.w.t.Helper()
 	a.git("add", "-A")
 	a.git("commit", "-q", "--author", author, "-m", message)
+	// A second later: what follows is newer (guard.ScanHistory attributes
+	// a blob to the oldest commit holding it).
+	a.w.clock.Advance(time.Second)
 	return a.git("rev-parse", "HEAD")
 }
 
@@ -816,4 +828,95 @@ func mustPEM(t *testing.T, pub crypto.PublicKey) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// reconcilerCommitsClean checks every commit reachable from any ref of the
+// remote that a cluster signed (with any key it held): every file it adds
+// or changes passes guard.Check. It returns how many commits it checked.
+func (w *world) reconcilerCommitsClean() int {
+	w.t.Helper()
+	repo, err := git.PlainOpen(w.remote)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	keys := map[string]crypto.PublicKey{}
+	for id, c := range w.clusters {
+		for i, k := range c.keys {
+			keys[fmt.Sprintf("%s-%d", id, i)] = k
+		}
+	}
+	refs, err := repo.References()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	seen := map[plumbing.Hash]bool{}
+	checked := 0
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		iter, err := repo.Log(&git.LogOptions{From: ref.Hash()})
+		if err != nil {
+			return err
+		}
+		return iter.ForEach(func(c *object.Commit) error {
+			if seen[c.Hash] {
+				return nil
+			}
+			seen[c.Hash] = true
+			if _, err := commitsig.Verify(c, keys); err != nil {
+				return nil // not a reconciler's
+			}
+			checked++
+			tree, err := c.Tree()
+			if err != nil {
+				return err
+			}
+			parent := &object.Tree{}
+			if c.NumParents() > 0 {
+				p, err := c.Parent(0)
+				if err != nil {
+					return err
+				}
+				if parent, err = p.Tree(); err != nil {
+					return err
+				}
+			}
+			changes, err := object.DiffTree(parent, tree)
+			if err != nil {
+				return err
+			}
+			for _, ch := range changes {
+				if ch.To.Name == "" {
+					continue // a deletion
+				}
+				f, err := tree.File(ch.To.Name)
+				if err != nil {
+					continue // not a regular file (a link)
+				}
+				content, err := f.Contents()
+				if err != nil {
+					return err
+				}
+				if err := guard.Check(ch.To.Name, []byte(content)); err != nil {
+					w.t.Errorf("commit %s, signed by a reconciler: %v", c.Hash, err)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return checked
+}
+
+// git runs the git CLI on the remote and returns its output.
+func (w *world) git(args ...string) string {
+	w.t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", w.remote}, args...)...).CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
