@@ -122,8 +122,9 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 // only as good as Flux's verification of its head, and a writer can push to
 // it too: an unsigned commit holding the binding (which Flux refuses), or an
 // older commit alpha did sign (which Flux would apply until alpha's next
-// pass). Alpha's next pass puts it back on a commit alpha signed with its
-// current clusters/alpha/.
+// pass). With a human's commit on top of main, alpha's next pass has
+// nothing to commit: it puts the applied branch on a seal commit it signs
+// on top of main, with its current clusters/alpha/.
 func TestAPushToTheAppliedBranchIsUndoneByTheNextPass(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -148,13 +149,21 @@ func TestAPushToTheAppliedBranchIsUndoneByTheNextPass(t *testing.T) {
 			w := settled(t, twoSpec)
 			w.forbid("alpha", plantedRBAC, "")
 			good := w.ref(layout.AppliedBranch("alpha"))
+			human := w.attack("admin <admin@example.com>", "docs: README", func(a *writer) { a.write("docs/README.md", []byte("hi\n")) })
 			tc.push(w, w.writer())
 			if w.ref(layout.AppliedBranch("alpha")) == good {
 				t.Fatal("the push did not land")
 			}
 			// After the pass checkApplied holds: the head is signed by
 			// alpha and holds clusters/alpha/ as on main.
-			w.pass("alpha")
+			if res := w.pass("alpha"); res.Commit != "" || !res.Sealed {
+				t.Fatalf("alpha's pass: commit %q, sealed %t; want only a seal", res.Commit, res.Sealed)
+			}
+			seal := w.ref(layout.AppliedBranch("alpha"))
+			if parent := strings.TrimSpace(w.git("rev-parse", seal+"^")); parent != human {
+				t.Fatalf("the seal's parent is %s, not main's tip %s", parent, human)
+			}
+			assertContains(t, "the seal", w.git("log", "-1", "--format=%B", seal), "alpha: seal clusters/alpha", "Gitpeer-Cluster: alpha")
 		})
 	}
 }
