@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // garbage is what a broken tool or a writer leaves in a file: not YAML, not
@@ -27,10 +28,13 @@ func TestACorruptArtifactKeepsThePeering(t *testing.T) {
 	before := w.signedAll()
 
 	// The Tenant in beta's inbox, and beta's status.
-	w.attack("mallory <mallory@example.com>", "oops", func(a *writer) {
+	attack := w.attack("mallory <mallory@example.com>", "oops", func(a *writer) {
 		a.write(tenantFile, garbage)
 		a.write("clusters/beta/status.yaml", garbage)
 	})
+	findings := w.verify()
+	mustFind(t, findings, tenantFile, verify.ReasonUnsignedChange, attack)
+	mustFind(t, findings, "clusters/beta/status.yaml", verify.ReasonUnsignedChange, attack)
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")

@@ -32,6 +32,7 @@ import (
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // templateRoot holds the settled worlds tests start from (see settled).
@@ -919,4 +920,54 @@ func (w *world) git(args ...string) string {
 		w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// verify runs gitpeer verify's checks (verify.Check: the tree as Flux sees
+// it, every commit of main's history, and with History every blob of every
+// ref for private material) on a fresh clone of main, as a reviewer would.
+func (w *world) verify() []verify.Finding {
+	w.t.Helper()
+	findings, err := w.tryVerify()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return findings
+}
+
+// tryVerify is verify, returning the error of checks that could not run.
+func (w *world) tryVerify() ([]verify.Finding, error) {
+	w.t.Helper()
+	a := w.writer()
+	spec, _, err := schema.Load(a.dir)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return verify.Check(a.dir, spec, verify.Options{Now: w.clock.Now(), History: true, RequireManifests: true})
+}
+
+// mustFind fails unless findings hold one for file with reason, from
+// commit ("" for a finding of the tree, "*" for any).
+func mustFind(t *testing.T, findings []verify.Finding, file, reason, commit string) {
+	t.Helper()
+	for _, f := range findings {
+		if f.File == file && f.Reason == reason && (commit == "*" || f.Commit == commit) {
+			return
+		}
+	}
+	var all []string
+	for _, f := range findings {
+		all = append(all, f.String())
+	}
+	t.Fatalf("verify does not name %s %s (commit %s); it found:\n%s", file, reason, commit, strings.Join(all, "\n"))
+}
+
+// noTreeFindings fails if verify finds anything in the tree as it stands
+// (findings of history, which has a commit, are kept forever).
+func noTreeFindings(t *testing.T, findings []verify.Finding) {
+	t.Helper()
+	for _, f := range findings {
+		if f.Commit == "" {
+			t.Errorf("verify finds in the tree: %s", f)
+		}
+	}
 }

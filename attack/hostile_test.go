@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // hubSpec: beta provides for alpha and for gamma.
@@ -106,4 +107,9 @@ func TestAHostilePeerCannotStallItsProvider(t *testing.T) {
 	if n := w.reconcilerCommitsClean(); n == 0 {
 		t.Fatal("no reconciler commit checked")
 	}
+	// verify scans the whole tree, and with --history every commit.
+	vf := w.verify()
+	mustFind(t, vf, poolRequest, verify.ReasonPrivateMaterial, "")
+	mustFind(t, vf, poolRequest, verify.ReasonPrivateMaterial, hostile)
+	mustFind(t, vf, "clusters/beta/inbox/alpha/resourceslice-evil.yaml", verify.ReasonPrivateMaterial, hostile)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 const (
@@ -142,6 +143,7 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 				a.resign(evil.Signer(), "alpha", "clusters/beta/inbox/alpha")
 			})
 
+			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps := w.peering("beta", "alpha", "beta")
@@ -242,7 +244,8 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			kubeconfig := w.kubeconfig("alpha", "beta")
 			applied := w.ref(layout.AppliedBranch("beta"))
 			before := w.signedAll()
-			w.attack("mallory <mallory@example.com>", "beta: new endpoint", func(a *writer) { tc.change(t, w, a) })
+			attack := w.attack("mallory <mallory@example.com>", "beta: new endpoint", func(a *writer) { tc.change(t, w, a) })
+			mustFind(t, w.verify(), betaCluster, verify.ReasonKeyChanged, attack)
 
 			w.pass("alpha")
 			ps := w.peering("alpha", "alpha", "beta")
@@ -341,6 +344,10 @@ func TestARotationSignedByThePinnedKeyIsFollowed(t *testing.T) {
 	if string(w.kubeconfig("alpha", "beta")) == string(oldKubeconfig) {
 		t.Fatal("alpha kept the kubeconfig of its old key")
 	}
+	// A genuine rotation is no finding for verify either.
+	if findings := w.verify(); len(findings) > 0 {
+		t.Fatalf("verify after a signed rotation: %v", findings)
+	}
 }
 
 // TestAKeyChangeWithoutAStatementNeedsALocalRepin: alpha lost its state and
@@ -384,6 +391,7 @@ func TestAKeyChangeWithoutAStatementNeedsALocalRepin(t *testing.T) {
 		}
 	}
 
+	mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, w.ref("main"))
 	w.pass("beta")
 	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reconcile.ReasonKeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // evilBinding makes ServiceAccount evil/evil cluster-admin: what a writer
@@ -49,6 +50,8 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
+		// push makes the attack and returns the commit that brought the
+		// change.
 		push func(w *world) string
 	}{
 		{"with a forged Gitpeer-Cluster: alpha trailer and alpha's author", func(w *world) string {
@@ -61,14 +64,14 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			a := w.writer()
 			a.git("checkout", "-q", "-b", "feature")
 			plantRBAC(a)
-			a.commit(alphaAuthor, forgedMessage)
+			feature := a.commit(alphaAuthor, forgedMessage)
 			a.git("checkout", "-q", "main")
 			a.git("merge", "-q", "--no-ff", "feature", "-m", "Merge pull request #7 from mallory/feature\n\nGitpeer-Cluster: alpha\n")
 			if parents := strings.Fields(a.git("rev-list", "--parents", "-n1", "HEAD")); len(parents) != 3 {
 				t.Fatalf("not a merge commit: %v", parents)
 			}
 			a.push()
-			return a.git("rev-parse", "HEAD")
+			return feature // the merge only brings it in: verify judges what a commit adds
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +87,12 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			if got, _ := w.show(plantedRBAC); got == nil {
 				t.Fatal("the attack did not land on main")
 			}
+			// A reviewer's verify names the files and the commit, and sees
+			// the binding as Flux would build it.
+			findings := w.verify()
+			mustFind(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
+			mustFind(t, findings, alphaKust, verify.ReasonUnsignedChange, attack)
+			mustFind(t, findings, plantedRBAC, verify.ReasonUnexpectedObject, "")
 
 			// beta reads nothing of alpha's tree but its cluster.yaml and
 			// what alpha signed: it does not act.
@@ -114,6 +123,10 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			if string(w.kubeconfig("alpha", "beta")) != string(kubeconfig) {
 				t.Fatal("alpha's kubeconfig changed")
 			}
+			// The tree is clean again; history keeps the attack.
+			findings = w.verify()
+			noTreeFindings(t, findings)
+			mustFind(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
 		})
 	}
 }

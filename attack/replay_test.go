@@ -11,6 +11,7 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // tokenSpec is twoSpec with the token acceptance policy.
@@ -89,7 +90,8 @@ func TestAnOldTenantIsNotReplayedAfterTheNonceMovedOn(t *testing.T) {
 			// beta's nonce and Identity with their manifests. (beta reads its
 			// own old directory as its own: it may take back an older
 			// certificate it signed, still valid for alpha's key.)
-			w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
+			attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
+			mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestRolledBack, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps := w.peering("beta", "alpha", "beta")
@@ -106,6 +108,9 @@ func TestAnOldTenantIsNotReplayedAfterTheNonceMovedOn(t *testing.T) {
 				a.git("checkout", old, "--", tenantFile)         // …but the old Tenant
 				a.resign(w.clusters["alpha"].b.Signer(), "alpha", "clusters/beta/inbox/alpha")
 			})
+			// verify checks the Tenant against the nonce on main: its
+			// signature is over another nonce.
+			mustFind(t, w.verify(), tenantFile, artifact.ReasonSignatureMismatch, "")
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps = w.peering("beta", "alpha", "beta")
@@ -146,7 +151,8 @@ func TestAnOldStateIsNotReplayedAfterAKeyRotation(t *testing.T) {
 	newKey := w.clusters["alpha"].key()
 	w.certifiesOnly(newKey, oldKey)
 
-	w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
+	attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
+	mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid, attack)
 	w.pass("beta")
 	ps := w.peering("beta", "alpha", "beta")
 	assertContains(t, "beta's status", describe(ps), tenantFile, manifest.ReasonManifestInvalid)
@@ -156,7 +162,8 @@ func TestAnOldStateIsNotReplayedAfterAKeyRotation(t *testing.T) {
 	w.certifiesOnly(newKey, oldKey)
 	before := w.signedAll()
 
-	w.attack("mallory <mallory@example.com>", "restore alpha", restore(old, layout.ClusterPath("alpha", layout.ClusterFile), layout.ClusterPath("alpha", manifest.FileName)))
+	attack = w.attack("mallory <mallory@example.com>", "restore alpha", restore(old, layout.ClusterPath("alpha", layout.ClusterFile), layout.ClusterPath("alpha", manifest.FileName)))
+	mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps = w.peering("beta", "alpha", "beta")

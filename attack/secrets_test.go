@@ -7,6 +7,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 const (
@@ -72,4 +73,10 @@ func TestSecretsCommittedByHumansAreFoundNotSpread(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("guard.ScanHistory found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+
+	// verify scans the whole tree, and with --history every commit.
+	vf := w.verify()
+	mustFind(t, vf, leakedKey, verify.ReasonPrivateMaterial, "")
+	mustFind(t, vf, leakedKey, verify.ReasonPrivateMaterial, keyCommit)
+	mustFind(t, vf, leakedKubeconfig, verify.ReasonPrivateMaterial, kubeconfigCommit)
 }

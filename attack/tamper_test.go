@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 const (
@@ -47,11 +48,16 @@ func TestATamperedSliceRequestIsNotGranted(t *testing.T) {
 		reason string
 		// restored is the file alpha's next pass writes back.
 		restored string
+		// found is what verify names in the attack's commit.
+		found [2]string
 	}{
-		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, manifest.ReasonUnsignedChange, poolRequest},
-		{"deleted", func(a *writer) { a.remove(poolRequest) }, "missing", poolRequest},
+		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, manifest.ReasonUnsignedChange, poolRequest,
+			[2]string{poolRequest, verify.ReasonUnsignedChange}},
+		{"deleted", func(a *writer) { a.remove(poolRequest) }, "missing", poolRequest,
+			[2]string{poolRequest, verify.ReasonUnsignedChange}},
 		{"its manifest deleted", func(a *writer) { a.remove("clusters/beta/inbox/alpha/manifest.yaml") },
-			manifest.ReasonManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml"},
+			manifest.ReasonManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml",
+			[2]string{"clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -60,7 +66,8 @@ func TestATamperedSliceRequestIsNotGranted(t *testing.T) {
 			rendered, identity := w.mustShow(poolRendered), w.mustShow(poolIdentity)
 			w.forbid("alpha", poolAnswer, `cpu: "4"`)
 			before := w.signedAll()
-			w.attack("gitpeer (alpha) <alpha@gitpeer.invalid>", "alpha: request slice pool from beta\n\nGitpeer-Cluster: alpha\n", tc.tamper)
+			attack := w.attack("gitpeer (alpha) <alpha@gitpeer.invalid>", "alpha: request slice pool from beta\n\nGitpeer-Cluster: alpha\n", tc.tamper)
+			mustFind(t, w.verify(), tc.found[0], tc.found[1], attack)
 
 			w.pass("beta")
 			w.nothingSigned(before)
@@ -147,7 +154,7 @@ func TestATamperedSliceAnswerIsNotRendered(t *testing.T) {
 			w.forbid("alpha", "clusters/alpha/kustomization.yaml", "resourceslice-big")
 			rendered, identity := w.mustShow(poolRendered), w.mustShow(poolIdentity)
 			before := w.signedAll()
-			w.attack("gitpeer (beta) <beta@gitpeer.invalid>", "beta: answer slice big of alpha\n\nGitpeer-Cluster: beta\n", func(a *writer) { tc.tamper(t, a) })
+			attack := w.attack("gitpeer (beta) <beta@gitpeer.invalid>", "beta: answer slice big of alpha\n\nGitpeer-Cluster: beta\n", func(a *writer) { tc.tamper(t, a) })
 
 			w.pass("alpha")
 			w.nothingSigned(before)
@@ -166,6 +173,7 @@ func TestATamperedSliceAnswerIsNotRendered(t *testing.T) {
 				file = poolAnswer
 			}
 			assertContains(t, "alpha's status", describe(ps), file, tc.reason)
+			mustFind(t, w.verify(), file, verify.ReasonUnsignedChange, attack)
 
 			w.pass("beta")
 			if n := w.signed("beta") - before["beta"]; n > 1 || n == 1 && file != poolAnswer {
