@@ -16,7 +16,12 @@
 //   - what was accepted before is kept (Identities, kubeconfigs, answers);
 //   - where it is about what gets applied, the victim's applied branch never
 //     points at a tree holding it, and its head is always a commit signed by
-//     the victim's key (checked after every pass of every cluster).
+//     the victim's key (checked after every pass of every cluster);
+//   - a reviewer's gitpeer verify (verify.Check with History) names it, with
+//     its reason and the commit that brought it.
+//
+// A test that found a hole the suite could not have fixed where it lives is
+// skipped with "KNOWN: …" and the reason, after every check that holds.
 //
 // One file per family: keys, ownership, planted, tamper, replay, corrupt,
 // bomb, hostile, secrets. The package has no code of its own: it is tests
