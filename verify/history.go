@@ -618,7 +618,7 @@ type manifestAt struct {
 func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt, error) {
 	file := path.Join(dir, manifest.FileName)
 	e, err := tree.FindEntry(file)
-	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+	if missingEntry(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -818,4 +818,12 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 			Message: fmt.Sprintf("the commit's SSH signature names %s's key but does not verify: %v", claimed, err), Commit: c.Hash.String()})
 		return "", nil
 	}
+}
+
+// missingEntry reports whether a FindEntry error means the path is not in
+// the tree: also when a component is not a directory (a file or a symbolic
+// link committed where a writer's directory should be), which go-git
+// reports as a missing object.
+func missingEntry(err error) bool {
+	return errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, plumbing.ErrObjectNotFound)
 }
