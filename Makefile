@@ -6,6 +6,10 @@ GO        ?= go
 BIN       := bin/gitpeer
 PKGS      := ./...
 FUZZTIME  ?= 20s
+# The version `gitpeer version` prints: git describe when this is a Git
+# checkout (a commit hash, -dirty with uncommitted changes), else "dev".
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
 # Never let go fetch a newer toolchain: pinned dependencies build with Go 1.26.
 export GOTOOLCHAIN := local
 export GOFLAGS     := -buildvcs=false
@@ -38,7 +42,7 @@ deps: ## Check the tools the build and tests need (go, git, OpenSSH's sshd), ins
 
 .PHONY: build
 build: deps ## Build bin/gitpeer
-	$(GO) build -trimpath -o $(BIN) ./cmd/gitpeer
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gitpeer
 
 .PHONY: demo
 demo: build ## Two clusters peer through commits in a fresh Git repo (DIR=... to choose where)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -68,7 +69,10 @@ Tenant, Identity) into per-cluster paths of that repo, so every hand-off of
 Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	// A template: text/template syntax in a version string is printed as is.
+	root.SetVersionTemplate(strings.ReplaceAll(versionText(), "{{", `{{"{{"}}`))
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
@@ -83,6 +87,7 @@ Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		newTrustCmd(),
 		newRotateKeyCmd(),
 		newAllowedSignersCmd(),
+		newVersionCmd(),
 	)
 	return root
 }
