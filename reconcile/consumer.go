@@ -90,6 +90,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
+	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: p.self, Provider: provider, Role: layout.RoleConsumer, NotAfter: notAfter})
 	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s%s",
 		provider, notAfter.UTC().Format(time.RFC3339), note)
 	return nil

@@ -435,6 +435,28 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	}
 }
 
+// TestReadyPeeringsReportTheirCertificates: each side of a Ready peering
+// reports the client certificate's expiry (for the daemon's metrics), and
+// nothing is reported before the Identity is accepted.
+func TestReadyPeeringsReportTheirCertificates(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	if out, _ := w.pass("beta"); len(out.Certificates) != 0 {
+		t.Fatalf("certificates before any identity: %+v", out.Certificates)
+	}
+	w.converge("beta", "alpha")
+	_, notAfter, err := handshake.CertificateValidity(mustIdentityCert(t, string(w.tree["clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"].Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, role := range map[string]layout.Role{"alpha": layout.RoleConsumer, "beta": layout.RoleProvider} {
+		out, _ := w.pass(id)
+		want := []reconcile.Certificate{{Consumer: "alpha", Provider: "beta", Role: role, NotAfter: notAfter}}
+		if len(out.Certificates) != 1 || out.Certificates[0] != want[0] {
+			t.Errorf("%s: certificates %+v, want %+v", id, out.Certificates, want)
+		}
+	}
+}
+
 func mustIdentityCert(t *testing.T, data string) []byte {
 	id, err := liqo.DecodeIdentity([]byte(data))
 	if err != nil {

@@ -145,6 +145,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		msg += fmt.Sprintf("; tenant %s", condition)
 	}
 	msg += note
+	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider, NotAfter: notAfter})
 	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
 	return nil
 }

@@ -80,6 +80,18 @@ type Output struct {
 	// sequences seen, nonce epochs issued): the caller saves them in the
 	// backend before publishing Files.
 	Pins *pins.Store
+	// Certificates are the client certificates of the peerings this pass
+	// found Ready on this cluster's side: as a provider the one it issued,
+	// as a consumer the one its verified Identity carries.
+	Certificates []Certificate
+}
+
+// Certificate is the validity of a peering's client certificate (the
+// consumer's credentials for the provider's API server).
+type Certificate struct {
+	Consumer, Provider string
+	Role               layout.Role // the side of this cluster
+	NotAfter           time.Time
 }
 
 // Pass runs one pass for the backend's cluster. It fails only when the

@@ -31,6 +31,10 @@ type Runner struct {
 	// checkout, e.g. with schema.LoadBounded; nil: schema.Load, in this
 	// process and unbounded.
 	LoadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
+	// Fetched, when set, is called each time a pass has fetched the remote
+	// tip and starts computing on it (once per push attempt): a daemon's
+	// readiness.
+	Fetched func()
 }
 
 // Result is what one pass did.
@@ -44,7 +48,8 @@ type Result struct {
 }
 
 // Pass runs one pass. Errors name what failed: the spec (with its
-// file:line:col problems), the cluster's own state, or Git.
+// file:line:col problems), the cluster's own state, or Git. When the Git
+// part fails, the Result is not nil: it reports the push attempts made.
 func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	now := time.Now
 	if r.Now != nil {
@@ -60,6 +65,9 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
 	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
+		if r.Fetched != nil {
+			r.Fetched()
+		}
 		spec, err := r.loadSpec(ctx, root)
 		if err != nil {
 			return nil, err
@@ -90,7 +98,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message}, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
+		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}
 	res.Result = gres
 	if gres.Commit == "" {
