@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gitpeer/gitpeer/internal/rbactest"
 	"github.com/gitpeer/gitpeer/pins"
 )
 
@@ -219,22 +220,12 @@ func TestRBACCoversThePinStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	verbs := map[string]bool{}
-	for _, a := range cs.Actions() {
-		var name string
-		switch a := a.(type) {
-		case interface{ GetName() string }:
-			name = a.GetName()
-		case k8stesting.UpdateAction:
-			name = a.GetObject().(metav1.Object).GetName()
+	for _, req := range rbactest.Requests(cs.Actions()) {
+		if !m.Allows(req) {
+			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", req.Verb, req.Resource, req.Name, req.Namespace)
 		}
-		res, group := a.GetResource().Resource, a.GetResource().Group
-		ok := allows(m.ClusterRole.Rules, group, res, a.GetVerb(), name) ||
-			(a.GetNamespace() == m.Role.Namespace && allows(m.Role.Rules, group, res, a.GetVerb(), name))
-		if !ok {
-			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", a.GetVerb(), res, name, a.GetNamespace())
-		}
-		if res == "secrets" {
-			verbs[a.GetVerb()] = true
+		if req.Resource == "secrets" {
+			verbs[req.Verb] = true
 		}
 	}
 	for _, v := range []string{"get", "create", "update"} {

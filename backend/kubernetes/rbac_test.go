@@ -3,65 +3,24 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stesting "k8s.io/client-go/testing"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/rbactest"
 )
 
-// rbacManifests is manifests/rbac built with kustomize.
-type rbacManifests struct {
-	ServiceAccount     corev1.ServiceAccount
-	Role               rbacv1.Role
-	RoleBinding        rbacv1.RoleBinding
-	ClusterRole        rbacv1.ClusterRole
-	ClusterRoleBinding rbacv1.ClusterRoleBinding
-}
-
-func loadRBAC(t *testing.T) *rbacManifests {
+func loadRBAC(t *testing.T) *rbactest.Manifests {
 	t.Helper()
-	dir, err := filepath.Abs("../../manifests/rbac")
+	m, err := rbactest.Load("../../manifests/rbac")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		t.Fatalf("kustomize build manifests/rbac: %v", err)
-	}
-	var m rbacManifests
-	targets := map[string]any{
-		"ServiceAccount": &m.ServiceAccount, "Role": &m.Role, "RoleBinding": &m.RoleBinding,
-		"ClusterRole": &m.ClusterRole, "ClusterRoleBinding": &m.ClusterRoleBinding,
-	}
-	for _, r := range rm.Resources() {
-		into, ok := targets[r.GetKind()]
-		if !ok {
-			t.Fatalf("manifests/rbac: unexpected %s %s", r.GetKind(), r.GetName())
-		}
-		delete(targets, r.GetKind())
-		data, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.UnmarshalStrict(data, into); err != nil {
-			t.Fatalf("manifests/rbac: %s: %v", r.GetKind(), err)
-		}
-	}
-	if len(targets) != 0 {
-		t.Fatalf("manifests/rbac lacks %v", targets)
-	}
-	return &m
+	return m
 }
 
 func TestRBACManifestsShape(t *testing.T) {
@@ -96,17 +55,6 @@ func TestRBACManifestsShape(t *testing.T) {
 			}
 		}
 	}
-}
-
-// allows reports whether rules permit a request.
-func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
-	for _, r := range rules {
-		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
-			(len(r.ResourceNames) == 0 || (name != "" && slices.Contains(r.ResourceNames, name))) {
-			return true
-		}
-	}
-	return false
 }
 
 // TestRBACCoversExactlyWhatTheBackendDoes runs every operation of the backend
@@ -167,43 +115,20 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	cs2 := newClientset(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", false))
 	initBackend(t, cs2, opts)
 
-	type rule struct{ group, resource, verb string }
-	used := map[rule]bool{}
+	used := map[rbactest.Rule]bool{}
 	actions := slices.Concat(cs.Actions()[:signerActions-1], cs.Actions()[signerActions:], cs2.Actions())
-	for _, a := range actions {
-		if a.GetSubresource() == "status" {
-			continue // the fake signer's UpdateStatus
+	for _, req := range rbactest.Requests(actions) {
+		if !m.Allows(req) {
+			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", req.Verb, req.Resource, req.Name, req.Namespace)
 		}
-		res := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			res += "/" + a.GetSubresource()
-		}
-		var name string
-		switch a := a.(type) {
-		case interface{ GetName() string }: // get and delete
-			name = a.GetName()
-		case k8stesting.UpdateAction:
-			name = a.GetObject().(metav1.Object).GetName()
-		}
-		group := a.GetResource().Group
-		ok := allows(m.ClusterRole.Rules, group, res, a.GetVerb(), name) ||
-			(a.GetNamespace() == m.Role.Namespace && allows(m.Role.Rules, group, res, a.GetVerb(), name))
-		if !ok {
-			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", a.GetVerb(), res, name, a.GetNamespace())
-		}
-		used[rule{group, res, a.GetVerb()}] = true
+		used[req.Rule] = true
 	}
-	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.ClusterRole.Rules} {
-		for _, r := range rules {
-			for _, g := range r.APIGroups {
-				for _, res := range r.Resources {
-					for _, v := range r.Verbs {
-						if !used[rule{g, res, v}] && !(res == "signers" && v == "approve") {
-							t.Errorf("manifests/rbac grants %s %s (group %q) but the backend never does it", v, res, g)
-						}
-					}
-				}
-			}
+	// The rules on the daemon's resources (its Lease, its Events) are
+	// checked by daemon/rbac_test.go.
+	backendOwned := func(res string) bool { return !rbactest.IsDaemonResource(res) }
+	for _, r := range m.Granted(backendOwned) {
+		if !used[r] && !(r.Resource == "signers" && r.Verb == "approve") {
+			t.Errorf("manifests/rbac grants %s %s (group %q) but the backend never does it", r.Verb, r.Resource, r.Group)
 		}
 	}
 	if t.Failed() {
