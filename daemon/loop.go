@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/gitpeer/gitpeer/runner"
+)
+
+// Pass outcomes, the values of gitpeer_passes_total's result label.
+const (
+	// ResultCommitted: the pass pushed a commit.
+	ResultCommitted = "committed"
+	// ResultUnchanged: the pass had nothing to change.
+	ResultUnchanged = "unchanged"
+	// ResultFailed: the pass failed; it is retried at the next tick.
+	ResultFailed = "failed"
+	// ResultAbandoned: the context ended during the pass (shutdown, lost
+	// lease) and the pass stopped where it was.
+	ResultAbandoned = "abandoned"
+)
+
+// publishTimeout bounds the publication of a pass's events, which may
+// outlive the pass's context.
+const publishTimeout = 10 * time.Second
+
+// loop runs a pass at once, then at every tick or trigger, until ctx ends.
+// It never starts a pass once ctx is done, even if a tick is also ready.
+func (d *Daemon) loop(ctx context.Context) {
+	t := time.NewTicker(d.Interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		d.pass(ctx)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-d.Trigger: // nil: never ready
+		}
+	}
+}
+
+// pass runs one pass and reports it: one log line, the metrics, and the
+// events of what changed.
+func (d *Daemon) pass(ctx context.Context) {
+	start := time.Now()
+	res, err := d.Pass(ctx)
+	elapsed := time.Since(start)
+
+	result := outcome(ctx, res, err)
+	d.Metrics.observePass(result, res, elapsed, start.Add(elapsed))
+	log := d.Log.WithValues("duration", elapsed.Round(time.Millisecond).String())
+	if res != nil && res.Attempts > 0 {
+		log = log.WithValues("attempts", res.Attempts)
+	}
+	switch result {
+	case ResultAbandoned:
+		log.Info("pass abandoned", "cause", context.Cause(ctx).Error())
+		return // nothing it saw is reliable, and nothing is left to publish it with
+	case ResultFailed:
+		log.Error(err, "pass failed")
+	case ResultCommitted:
+		log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
+	default:
+		log.V(1).Info("up to date")
+	}
+	events := d.tracker.observe(res, err)
+	for _, e := range events {
+		d.Log.Info("event", "type", e.Type, "reason", e.Reason, "message", e.Message)
+	}
+	if res != nil && res.Output != nil {
+		d.Metrics.setPeerings(res.Output.Status, res.Output.Certificates)
+	}
+	if d.Events != nil && len(events) > 0 {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+		defer cancel()
+		d.Events.Publish(pctx, events)
+	}
+}
+
+// outcome classifies a pass: an error once ctx has ended is an abandoned
+// pass, not a failed one.
+func outcome(ctx context.Context, res *runner.Result, err error) string {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ResultAbandoned
+	case err != nil:
+		return ResultFailed
+	case res != nil && res.Commit != "":
+		return ResultCommitted
+	}
+	return ResultUnchanged
+}
