@@ -23,6 +23,7 @@ func newReconcileCmd() *cobra.Command {
 		cluster, repoURL, checkout, branch string
 		bf                                 backendFlags
 		gitCredentials                     string
+		df                                 daemonFlags
 		once, clusterRoles, watch, wait    bool
 		interval, lifetime                 time.Duration
 	)
@@ -105,7 +106,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 					return fmt.Errorf("--watch: %w", err)
 				}
 			}
-			return loop(cmd.Context(), r, interval, pushed, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return df.run(cmd.Context(), r, &bf, interval, pushed)
 		},
 	}
 	f := cmd.Flags()
@@ -122,6 +123,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
 	addSpecLimitFlags(cmd)
+	df.register(cmd)
 	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -168,30 +170,6 @@ func passOnce(ctx context.Context, r *runner.Runner, w io.Writer) error {
 		fmt.Fprintf(w, "  kubeconfig for %s: %s\n", provider, where)
 	}
 	return nil
-}
-
-// loop runs passes until ctx ends. A failed pass is reported and retried at
-// the next tick: the repo or a peer may be fixed meanwhile.
-func loop(ctx context.Context, r *runner.Runner, interval time.Duration, pushed <-chan struct{}, w, errw io.Writer) error {
-	if interval <= 0 {
-		return fmt.Errorf("--interval must be positive, got %s", interval)
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if err := passOnce(ctx, r, w); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			fmt.Fprintf(errw, "gitpeer: %v\n", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-pushed: // nil without --watch: never ready
-		}
-	}
 }
 
 // localRefs is the refs directory of a repository on this machine (bare or

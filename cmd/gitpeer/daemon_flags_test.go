@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDaemonFlagsAreChecked(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	state := filepath.Join(root, "state", "alpha")
+	base := []string{"reconcile", "--cluster", "alpha", "--repo", remote, "--state-dir", state}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"leader election needs the kubernetes backend", []string{"--leader-elect"}, "--leader-elect needs --backend kubernetes"},
+		{"a lease namespace needs the kubernetes backend", []string{"--lease-namespace", "x"}, "--lease-namespace needs --backend kubernetes"},
+		{"daemon flags do not apply to --once", []string{"--once", "--metrics-addr", ":0"}, "--metrics-addr does not apply to --once"},
+		{"log flags do not apply to --once", []string{"--once", "--log-level", "debug"}, "--log-level does not apply to --once"},
+		{"an unknown log encoding", []string{"--log-encoding", "xml"}, `--log-encoding: "xml" is not one of: json, console`},
+		{"an unknown log level", []string{"--log-level", "verbose"}, `--log-level: "verbose" is not one of`},
+		{"a zero interval", []string{"--interval", "0s"}, "--interval must be positive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := gitpeer(t, append(base, c.args...)...)
+			if code == 0 || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, c.want)
+			}
+		})
+	}
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestReconcileRunsAsADaemon runs `gitpeer reconcile` without --once, scrapes
+// its metrics and probes, and stops it as SIGTERM does (its context ends).
+func TestReconcileRunsAsADaemon(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"reconcile", "--cluster", "alpha", "--repo", remote,
+			"--state-dir", filepath.Join(root, "state", "alpha"), "--interval", "50ms",
+			"--metrics-addr", metricsAddr, "--health-addr", healthAddr, "--log-level", "error"}, io.Discard, io.Discard)
+	}()
+	scrape := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	passes := regexp.MustCompile(`(?m)^gitpeer_passes_total\{result="(committed|unchanged)"\} ([1-9]\d*)$`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, body := scrape("http://" + metricsAddr + "/metrics")
+		if code == http.StatusOK && len(passes.FindAllString(body, -1)) == 2 {
+			break // alpha committed its first pass, then found nothing to do
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no committed and unchanged passes in /metrics: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := scrape("http://" + healthAddr + "/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz %d %s", code, body)
+	}
+	if code, body := scrape("http://" + healthAddr + "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz %d %s", code, body)
+	}
+	_, body := scrape("http://" + metricsAddr + "/metrics")
+	if !strings.Contains(body, `gitpeer_peering_step{consumer="alpha",provider="beta",role="consumer",step="Pending"} 1`) {
+		t.Errorf("alpha's peering is not Pending in /metrics:\n%s", body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after the context ended, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reconcile did not stop")
+	}
+}
