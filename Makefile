@@ -97,6 +97,6 @@ e2e-tools: ## Build Kubernetes v1.34.4 (apiserver, controller-manager, kubectl) 
 	WORK="$(E2E_CACHE)" bash hack/build-k8s-bins.sh kubectl
 
 .PHONY: e2e
-e2e: e2e-tools build ## Two real Kubernetes clusters peer through a Git repo over HTTP (kubernetes backend)
+e2e: e2e-tools build ## Real control planes: two clusters peer over HTTP (kubernetes backend); daemons: Events, leader election
 	PATH="$(E2E_BIN):$$PATH" KUBE_BIN="$(E2E_BIN)" GITPEER_E2E_BIN="$(CURDIR)/$(BIN)" \
-	  $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/
+	  $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/ ./daemon/

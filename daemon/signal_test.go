@@ -1,4 +1,6 @@
-//go:build unix
+//go:build unix && !e2e
+
+// Not with -tags e2e: the e2e TestMain stops its control plane on SIGTERM.
 
 package daemon
 

@@ -40,7 +40,8 @@ const (
 
 // clusterSpecs are the two control planes. Their IDX picks the port block
 // 20000+IDX*100 of hack/start-cluster.sh; 31 and 32 are reserved for this
-// suite so it never collides with other suites or a developer's clusters.
+// suite (33 for daemon/'s) so it never collides with other suites or a
+// developer's clusters.
 var clusterSpecs = []struct {
 	id  string
 	idx int
