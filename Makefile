@@ -84,6 +84,29 @@ tidy: ## go mod tidy (versions are pinned in go.mod: never -u)
 clean: ## Remove build output
 	rm -rf bin
 
+# ---------------------------------------------------------------- container image
+# The Dockerfile at the root; manifests/deploy runs IMAGE. CONTAINER_ENGINE=
+# docker or podman forces one; otherwise the first that is installed and whose
+# `info` succeeds (a daemon or runtime it can reach) builds.
+IMAGE   ?= gitpeer:dev
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+CONTAINER_ENGINE ?=
+
+.PHONY: image
+image: ## Build the container image IMAGE (default gitpeer:dev) with docker or podman, if one can run
+	@engine="$(CONTAINER_ENGINE)"; \
+	if [ -z "$$engine" ]; then \
+	  for e in docker podman; do \
+	    if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
+	  done; \
+	fi; \
+	if [ -z "$$engine" ]; then \
+	  echo "make image: no container builder available (docker or podman is missing, or its 'info' fails: no daemon or runtime reachable); image not built"; \
+	  exit 0; \
+	fi; \
+	echo "$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) ."; \
+	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
 # ---------------------------------------------------------------- e2e on real Kubernetes
 # Kubernetes and etcd binaries are built once from the Go module proxy into a
 # cache outside the repo (cold: 10-25 min; then skipped); the suite itself runs
