@@ -2,8 +2,10 @@
 package manifests
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -138,6 +140,117 @@ func TestDeploy(t *testing.T) {
 			t.Error("secret-example.yaml has data")
 		}
 	})
+}
+
+// TestDeployOverlaysFromDocs builds the overlays docs/deploy.md shows (code
+// blocks whose first line is "# overlays/<name>/<file>"), against this
+// repository's manifests, and checks that each keeps what the base promises
+// and sets what the docs say it sets.
+func TestDeployOverlaysFromDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fencedBlocks(doc, "# overlays/")
+	remote := regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests/deploy\?ref=\S+`)
+	mem := filesys.MakeFsInMemory()
+	for _, sub := range []string{"rbac", "deploy"} {
+		err := filepath.WalkDir(sub, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return mem.WriteFile(path.Join("/src/manifests", filepath.ToSlash(p)), data)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var overlays []string
+	for name, content := range files {
+		if dir, ok := strings.CutSuffix(name, "/kustomization.yaml"); ok {
+			overlays = append(overlays, dir)
+		}
+		// The docs use the base remotely; the test builds this checkout's.
+		content = remote.ReplaceAllString(content, "../../manifests/deploy")
+		if err := mem.WriteFile("/src/overlays/"+name, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(overlays)
+	if !slices.Contains(overlays, "alpha") || files["alpha/params.env"] == "" {
+		t.Fatalf("docs/deploy.md shows no overlays/alpha/kustomization.yaml and overlays/alpha/params.env, only %v", overlays)
+	}
+	if !remote.MatchString(files["alpha/kustomization.yaml"]) {
+		t.Fatalf("the documented overlay alpha does not use the base github.com/gitpeer/gitpeer//manifests/deploy?ref=…")
+	}
+	params := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(files["alpha/params.env"]))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && !strings.HasPrefix(k, "#") {
+			params[k] = v
+		}
+	}
+
+	for _, overlay := range overlays {
+		t.Run(overlay, func(t *testing.T) {
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/src/overlays/"+overlay)
+			if err != nil {
+				t.Fatalf("kustomize build of the documented overlay %s: %v\n%s", overlay, err, files[overlay+"/kustomization.yaml"])
+			}
+			objs := decodeBuild(t, rm)
+			checkDeployment(t, objs)
+			dep := objs.deployment(t)
+			// Every documented overlay is alpha's, or built on it.
+			for _, key := range []string{"CLUSTER_ID", "REPO_URL"} {
+				cm := objs.configMap(t, dep, key)
+				if params[key] == "" || cm.Data[key] != params[key] {
+					t.Errorf("%s = %q in ConfigMap %s, want alpha's %q", key, cm.Data[key], cm.Name, params[key])
+				}
+			}
+			if img := container(t, dep).Image; img == "gitpeer:dev" || !strings.Contains(img, ":") {
+				t.Errorf("image %q: the overlay does not set one", img)
+			}
+			if check := documentedOverlays[overlay]; check != nil {
+				check(t, objs)
+			} else {
+				t.Errorf("docs/deploy.md shows overlay %s, which this test does not know: say what it sets in documentedOverlays", overlay)
+			}
+		})
+	}
+}
+
+// documentedOverlays check what each overlay of docs/deploy.md is shown to set.
+var documentedOverlays = map[string]func(*testing.T, *built){
+	"alpha": func(t *testing.T, objs *built) {},
+	"alpha-large": func(t *testing.T, objs *built) {
+		dep := objs.deployment(t)
+		c := container(t, dep)
+		if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+			t.Errorf("replicas = %v, want 2", dep.Spec.Replicas)
+		}
+		if got := expand(t, c, flags(c.Args)["spec-memory"]); got != "1Gi" {
+			t.Errorf("--spec-memory %s, want 1Gi", got)
+		}
+		if got := c.Resources.Limits[corev1.ResourceMemory]; got.String() != "2Gi" {
+			t.Errorf("memory limit %s, want 2Gi", got.String())
+		}
+	},
+	"alpha-liqo-system": func(t *testing.T, objs *built) {
+		for _, r := range objs.roles {
+			if r.Name == "gitpeer" && r.Namespace != "liqo-system" {
+				t.Errorf("Role gitpeer is in %s, want liqo-system", r.Namespace)
+			}
+		}
+		for _, rb := range objs.roleBindings {
+			if rb.Name == "gitpeer" && rb.Namespace != "liqo-system" {
+				t.Errorf("RoleBinding gitpeer is in %s, want liqo-system", rb.Namespace)
+			}
+		}
+	},
 }
 
 // checkDeployment checks the promises of manifests/deploy on a build of it
@@ -640,6 +753,30 @@ func addrPort(t *testing.T, addr string) int32 {
 		t.Fatalf("address %q: port %q", addr, port)
 	}
 	return n
+}
+
+// fencedBlocks are the fenced code blocks of a Markdown document whose first
+// line is prefix followed by a file name, by that name (the first line
+// kept: it is a comment in YAML and in an env file).
+func fencedBlocks(doc []byte, prefix string) map[string]string {
+	out := map[string]string{}
+	var cur []string
+	in := false
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if in && len(cur) > 0 {
+				if name, ok := strings.CutPrefix(strings.TrimSpace(cur[0]), prefix); ok {
+					out[name] = strings.Join(cur, "\n") + "\n"
+				}
+			}
+			in, cur = !in, nil
+			continue
+		}
+		if in {
+			cur = append(cur, line)
+		}
+	}
+	return out
 }
 
 // dockerInstruction is one instruction of a Dockerfile, continuation lines
