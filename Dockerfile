@@ -22,8 +22,7 @@ COPY . .
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
-# main.version is stamped when cmd/gitpeer declares it; until then -X is a
-# no-op and the binary builds the same.
+# main.version is what `gitpeer version` prints.
 RUN GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/gitpeer ./cmd/gitpeer
 

@@ -368,31 +368,39 @@ func checkDeployment(t *testing.T, objs *built) {
 		}
 	})
 
-	t.Run("elects a leader, with the rights to its Lease", func(t *testing.T) {
+	t.Run("elects a leader, with the rights to its Lease and its Events", func(t *testing.T) {
 		if v, ok := args["leader-elect"]; !ok || v != "true" {
 			t.Errorf("--leader-elect is %q", v)
 		}
+		// The Lease gitpeer-<cluster>, and the Events on it, live in Liqo's
+		// namespace (--lease-namespace defaults to --liqo-namespace).
+		leaseNS := expand(t, c, args["liqo-namespace"])
+		if v, ok := args["lease-namespace"]; ok {
+			leaseNS = expand(t, c, v)
+		}
 		granted := map[string]bool{}
 		for _, rb := range objs.roleBindings {
-			if rb.Namespace != ns || !bindsServiceAccount(rb.Subjects, pod.ServiceAccountName, ns) {
+			if rb.Namespace != leaseNS || !bindsServiceAccount(rb.Subjects, pod.ServiceAccountName, ns) {
 				continue
 			}
 			for _, r := range objs.roles {
-				if r.Namespace != ns || rb.RoleRef.Kind != "Role" || r.Name != rb.RoleRef.Name {
+				if r.Namespace != leaseNS || rb.RoleRef.Kind != "Role" || r.Name != rb.RoleRef.Name {
 					continue
 				}
 				for _, rule := range r.Rules {
-					if slices.Contains(rule.APIGroups, "coordination.k8s.io") && slices.Contains(rule.Resources, "leases") {
-						for _, verb := range rule.Verbs {
-							granted[verb] = true
+					for _, res := range rule.Resources {
+						if res == "leases" && slices.Contains(rule.APIGroups, "coordination.k8s.io") || res == "events" {
+							for _, verb := range rule.Verbs {
+								granted[res+"/"+verb] = true
+							}
 						}
 					}
 				}
 			}
 		}
-		for _, verb := range []string{"get", "create", "update"} {
-			if !granted[verb] {
-				t.Errorf("the ServiceAccount may not %s Leases in %s", verb, ns)
+		for _, want := range []string{"leases/get", "leases/create", "leases/update", "events/create"} {
+			if !granted[want] {
+				t.Errorf("the ServiceAccount may not %s in %s", want, leaseNS)
 			}
 		}
 	})
