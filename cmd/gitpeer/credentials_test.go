@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,9 +187,27 @@ func TestPeeringOverSSHAndHTTPSWithCredentials(t *testing.T) {
 type gitpeerProcess struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	done   chan struct{}
 	err    error
+}
+
+// lockedBuffer is a bytes.Buffer the process writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startGitpeer(t *testing.T, args ...string) *gitpeerProcess {
@@ -197,7 +216,7 @@ func startGitpeer(t *testing.T, args ...string) *gitpeerProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &gitpeerProcess{cmd: exec.Command(exe, args...), lines: make(chan string, 100), stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	p := &gitpeerProcess{cmd: exec.Command(exe, args...), lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
@@ -253,7 +272,17 @@ func TestTwoReconcilersOnOneCheckout(t *testing.T) {
 	args := []string{"reconcile", "--cluster", "beta", "--repo", remote, "--state-dir", state}
 
 	daemon := startGitpeer(t, append(args, "--interval", "1h")...)
-	daemon.waitFor(t, "beta: ")
+	// The daemon logs JSON on stderr: its first pass is a "pushed" line.
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(daemon.stderr.String(), `"msg":"pushed"`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not push within 2m: %s", daemon.stderr)
+		}
+		select {
+		case <-daemon.done:
+			t.Fatalf("the daemon exited (%v): %s", daemon.err, daemon.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 
 	code, _, stderr := gitpeer(t, append(args, "--once")...)
 	want := fmt.Sprintf("checkout %s is in use by process %d (started ", filepath.Join(state, "checkout"), daemon.cmd.Process.Pid)
