@@ -25,6 +25,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
@@ -148,7 +149,7 @@ func newWorld(t *testing.T, dir, spec string) (*world, error) {
 		return nil, err
 	}
 	w := &world{t: t, dir: dir, remote: filepath.Join(dir, "remote.git"), clock: &clock{now: start},
-		ids: turnOrder(parsed), clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}}
+		ids: demo.TurnOrder(parsed), clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}}
 	if err := gitsync.InitBare(w.remote, "main"); err != nil {
 		return nil, err
 	}
@@ -528,23 +529,6 @@ func (w *world) kubeconfig(consumer, provider string) []byte {
 		w.t.Fatal(err)
 	}
 	return data
-}
-
-// turnOrder lets providers go first, as demo does.
-func turnOrder(spec *schema.Spec) []string {
-	providers := map[string]bool{}
-	for _, p := range spec.Peerings {
-		providers[p.Provider] = true
-	}
-	var first, then []string
-	for _, c := range spec.Clusters {
-		if providers[c.ID] {
-			first = append(first, c.ID)
-		} else {
-			then = append(then, c.ID)
-		}
-	}
-	return append(first, then...)
 }
 
 // A template is a world converged once and copied for each test that

@@ -109,7 +109,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	}
 	fmt.Fprintf(w, "peering repo: %s (seeded from examples/%s)\n\n", rep.Remote, opts.Example)
 
-	for _, id := range turnOrder(spec) {
+	for _, id := range TurnOrder(spec) {
 		c, err := setUp(ctx, opts, rep.Remote, id)
 		if err != nil {
 			return nil, err
@@ -236,9 +236,9 @@ func (r *Report) note(w io.Writer, cluster string, res gitsync.Result, extra str
 	}
 }
 
-// turnOrder lets providers go first: their nonce is what starts a handshake,
-// so a consumer's first turn has something to answer.
-func turnOrder(spec *schema.Spec) []string {
+// TurnOrder is the spec's cluster IDs, providers first: their nonce is what
+// starts a handshake, so a consumer's first turn has something to answer.
+func TurnOrder(spec *schema.Spec) []string {
 	providers := map[string]bool{}
 	for _, p := range spec.Peerings {
 		providers[p.Provider] = true
