@@ -59,6 +59,15 @@ func TestJSONSchemaShape(t *testing.T) {
 		cl.Properties["id"].Ref != "#/$defs/ClusterID" || cl.Properties["fingerprint"].Pattern != fingerprintPattern.String() {
 		t.Errorf("$defs.Cluster = %+v", cl)
 	}
+	if got := cl.Properties["owners"].Items; got == nil || got.Ref != "#/$defs/Owner" {
+		t.Errorf("$defs.Cluster.owners items = %+v, want $ref Owner", got)
+	}
+	if got := s.Properties["owners"].Items; got == nil || got.Ref != "#/$defs/Owner" {
+		t.Errorf("owners items = %+v, want $ref Owner", got)
+	}
+	if o := s.Defs["Owner"]; o == nil || o.Type != "string" || o.Pattern != ownerPattern.String() {
+		t.Errorf("$defs.Owner = %+v, want string, pattern %s", o, ownerPattern)
+	}
 	pe := s.Defs["Peering"]
 	if pe == nil || strings.Join(pe.Required, ",") != "consumer,provider" || pe.AdditionalProperties == nil || *pe.AdditionalProperties ||
 		pe.Properties["consumer"].Ref != "#/$defs/ClusterID" || pe.Properties["provider"].Ref != "#/$defs/ClusterID" {
@@ -120,6 +129,10 @@ peerings: [{consumer: b, provider: a, policy: open, slices: [{name: s, class: sm
 		{"bad quantity", "clusters: [{id: a, provider: {classes: [{name: c, caps: {cpu: lots}}]}}]", false, false},
 		{"bad resource name", "clusters: [{id: a, provider: {classes: [{name: c, caps: {CPU!: '1'}}]}}]", false, false},
 		{"bad policy", "peerings: [{consumer: a, provider: b, policy: loose}]", false, false},
+		{"owners", "owners: ['@org/platform']\nclusters: [{id: a, owners: ['@ann', '@org/a-team', a@example.com]}]", true, false},
+		{"bad owner", "clusters: [{id: a, owners: [ann]}]", false, false},
+		{"bad spec owner", "owners: ['@org team']", false, false},
+		{"owners not a list", "clusters: [{id: a, owners: '@ann'}]", false, false},
 		{"slice without resources", "peerings: [{consumer: a, provider: b, slices: [{name: s}]}]", false, false},
 		{"unknown cluster", "peerings: [{consumer: a, provider: b}]", false, true},
 		{"duplicate cluster", "clusters: [{id: a}, {id: a}]", false, true},

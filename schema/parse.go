@@ -56,6 +56,7 @@ const maxClusterIDLength = 63 - len("liqo-tenant-")
 var (
 	clusterIDPattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	fingerprintPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	ownerPattern       = regexp.MustCompile(`^(@[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*|[^@\s#]+@[^@\s#]+)$`)
 )
 
 // Source returns the embedded CUE schema text (package "peering", with
@@ -602,6 +603,8 @@ var explainers = map[string]func(string) string{
 	"clusters[*].provider.classes[*].name":     explainDNSLabel,
 	"peerings[*].slices[*].name":               explainDNSLabel,
 	"peerings[*].slices[*].class":              explainDNSLabel,
+	"clusters[*].owners[*]":                    explainOwner,
+	"owners[*]":                                explainOwner,
 }
 
 // mapFields are the maps keyed by resource name; explainers see their keys as *.
@@ -643,6 +646,13 @@ func explainDNSLabel(name string) string {
 	}
 	if n := utf8.RuneCountInString(name); n > 63 {
 		return fmt.Sprintf("name %q is %d characters long, more than 63", name, n)
+	}
+	return ""
+}
+
+func explainOwner(o string) string {
+	if !ownerPattern.MatchString(o) {
+		return fmt.Sprintf("invalid owner %q: want \"@user\", \"@org/team\" or an email address, as CODEOWNERS writes them", o)
 	}
 	return ""
 }

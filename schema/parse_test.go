@@ -59,6 +59,9 @@ func TestParseValid(t *testing.T) {
 		{"CUE without package clause", "peering.cue",
 			"clusters: [{id: \"a\"}, {id: \"b\"}]\npeerings: [{consumer: \"b\", provider: \"a\"}]\n",
 			&Spec{Clusters: []Cluster{{ID: "a"}, {ID: "b"}}, Peerings: []Peering{{Consumer: "b", Provider: "a"}}}},
+		{"owners of the spec and of clusters; empty lists are nil", "peering.yaml",
+			"owners: ['@org/platform']\nclusters: [{id: a, owners: ['@ann', a-team@example.com]}, {id: b, owners: []}]\n",
+			&Spec{Owners: []string{"@org/platform"}, Clusters: []Cluster{{ID: "a", Owners: []string{"@ann", "a-team@example.com"}}, {ID: "b"}}}},
 		{"CUE using references, comprehensions and helpers", "peering.cue", `
 _ids: ["alpha", "beta", "gamma"]
 #hub: "alpha"
@@ -175,6 +178,9 @@ func TestParseProblems(t *testing.T) {
 		{"52-character id", "peering.cue", `clusters: [{id: "` + id52 + `"}]`, []string{
 			`peering.cue:1:17: clusters[0].id: cluster id "` + id52 + `" is 52 characters long, more than 51: Liqo's tenant namespace "liqo-tenant-<id>" must fit in 63 characters`,
 		}},
+		{"owner without @", "peering.cue", `clusters: [{id: "alpha", owners: ["@ann", "ann"]}]`, []string{
+			`peering.cue:1:43: clusters[0].owners[1]: invalid owner "ann": want "@user", "@org/team" or an email address, as CODEOWNERS writes them`,
+		}},
 		{"fingerprint with uppercase hex", "peering.yaml", `clusters:
 - id: beta
   fingerprint: ` + strings.ToUpper(fpBeta) + `
@@ -243,7 +249,7 @@ peerings:
 		{"unknown top-level field", "peering.cue", `clusters: []
 cluster: [{id: "alpha"}]
 `, []string{
-			`peering.cue:2:1: cluster: field not allowed (allowed: clusters, peerings)`,
+			`peering.cue:2:1: cluster: field not allowed (allowed: clusters, peerings, owners)`,
 		}},
 		{"unknown fields in elements", "peering.yaml", `clusters:
 - id: alpha
@@ -254,12 +260,12 @@ peerings:
   provider: beta
   "bandwidth limit": 10
 `, []string{
-			`peering.yaml:3:3: clusters[0].name: field not allowed (allowed: id, fingerprint, provider)`,
+			`peering.yaml:3:3: clusters[0].name: field not allowed (allowed: id, fingerprint, provider, owners)`,
 			`peering.yaml:8:3: peerings[0]."bandwidth limit": field not allowed (allowed: consumer, provider, policy, tenantCondition, slices)`,
 		}},
 		{"unknown field next to a wrong type in the same struct", "peering.cue", `clusters: [{id: 7, extra: true}]`, []string{
 			`peering.cue:1:17: clusters[0].id: expected string, got int`,
-			`peering.cue:1:20: clusters[0].extra: field not allowed (allowed: id, fingerprint, provider)`,
+			`peering.cue:1:20: clusters[0].extra: field not allowed (allowed: id, fingerprint, provider, owners)`,
 		}},
 		{"provider terms", "peering.yaml", `clusters:
 - id: hub
@@ -423,7 +429,7 @@ peerings: [
 `, []string{
 			`peering.cue:3:7: clusters[1].id: duplicate cluster id "alpha" (first declared at line 2)`,
 			`peering.cue:4:7: clusters[2].id: invalid cluster id "Beta": ` + idRules,
-			`peering.cue:4:15: clusters[2].extra: field not allowed (allowed: id, fingerprint, provider)`,
+			`peering.cue:4:15: clusters[2].extra: field not allowed (allowed: id, fingerprint, provider, owners)`,
 			`peering.cue:7:32: peerings[0].provider: consumer and provider are both "alpha": a cluster cannot peer with itself`,
 			`peering.cue:8:32: peerings[1].provider: unknown cluster "gamma" (known: alpha)`,
 		}},
@@ -532,6 +538,13 @@ func TestExplainersAgreeWithSchema(t *testing.T) {
 		_, err := Parse("peering.yaml", []byte("clusters: [{id: "+quoteYAML(id)+"}]"))
 		if rejected, explained := err != nil, explainClusterID(id) != ""; rejected != explained {
 			t.Errorf("id %q: schema rejects: %v, Go explains: %v (%v)", id, rejected, explained, err)
+		}
+	}
+	owners := []string{"@ann", "@org/team", "@group/sub/subsub", "@a.b_c-d", "ann@example.com", "ann", "@", "@/team", "@org/", "@org team", "a@b@c", "#@x", "@ann\n", ""}
+	for _, o := range owners {
+		_, err := Parse("peering.yaml", []byte("owners: ["+quoteYAML(o)+"]\nclusters: [{id: a, owners: ["+quoteYAML(o)+"]}]"))
+		if rejected, explained := err != nil, explainOwner(o) != ""; rejected != explained {
+			t.Errorf("owner %q: schema rejects: %v, Go explains: %v (%v)", o, rejected, explained, err)
 		}
 	}
 	fps := []string{fpBeta, strings.ToUpper(fpBeta), "sha256:", fpBeta + "0", fpBeta[:len(fpBeta)-1], "sha512:" + fpBeta[7:], "SHA256:" + fpBeta[7:], fpBeta + "\n"}

@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -36,6 +37,10 @@ type Spec struct {
 	Clusters []Cluster `json:"clusters,omitempty"`
 	// Peerings are the consumer/provider pairs to establish, in spec order.
 	Peerings []Peering `json:"peerings,omitempty"`
+	// Owners review changes to the spec itself: "@user", "@org/team" or an
+	// email address, as CODEOWNERS writes them. Empty: every cluster's
+	// owners (see [Spec.SpecOwners]).
+	Owners []string `json:"owners,omitempty"`
 }
 
 // Cluster is one cluster of the spec.
@@ -47,6 +52,10 @@ type Cluster struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// Provider configures the cluster when it provides resources.
 	Provider *ProviderSettings `json:"provider,omitempty"`
+	// Owners are the people or teams who answer for the cluster ("@user",
+	// "@org/team" or an email address, as CODEOWNERS writes them): the code
+	// owners of the paths the cluster writes. Empty: none named.
+	Owners []string `json:"owners,omitempty"`
 }
 
 // ProviderSettings are a provider's terms, the same for all its consumers.
@@ -124,7 +133,13 @@ func (s *Spec) dropEmptyLists() {
 	if len(s.Peerings) == 0 {
 		s.Peerings = nil
 	}
+	if len(s.Owners) == 0 {
+		s.Owners = nil
+	}
 	for i := range s.Clusters {
+		if len(s.Clusters[i].Owners) == 0 {
+			s.Clusters[i].Owners = nil
+		}
 		if p := s.Clusters[i].Provider; p != nil && len(p.Classes) == 0 {
 			p.Classes = nil
 		}
@@ -166,6 +181,27 @@ func (s *Spec) Cluster(id string) (Cluster, bool) {
 		}
 	}
 	return Cluster{}, false
+}
+
+// SpecOwners are the owners of the spec itself: Owners when set, else the
+// union of every cluster's owners in spec order, each once. Nil when
+// nobody is named.
+func (s *Spec) SpecOwners() []string {
+	if s == nil {
+		return nil
+	}
+	if len(s.Owners) > 0 {
+		return slices.Clone(s.Owners)
+	}
+	var out []string
+	for _, c := range s.Clusters {
+		for _, o := range c.Owners {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
 }
 
 // HasPeering reports whether the spec asks for a peering in which consumer

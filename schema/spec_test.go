@@ -17,7 +17,7 @@ func TestSpecLookups(t *testing.T) {
 	if c, ok := s.Cluster("edge-1"); !ok || c.Fingerprint != fpBeta {
 		t.Errorf("Cluster(edge-1) = %+v, %v", c, ok)
 	}
-	if c, ok := s.Cluster("nope"); ok || c != (Cluster{}) {
+	if c, ok := s.Cluster("nope"); ok || !reflect.DeepEqual(c, Cluster{}) {
 		t.Errorf("Cluster(nope) = %+v, %v; want zero, false", c, ok)
 	}
 	if !s.HasPeering("edge-1", "hub") || s.HasPeering("hub", "edge-1") {
@@ -32,6 +32,19 @@ func TestSpecLookups(t *testing.T) {
 	}
 	if c, p := s.PeeringsOf("nope"); c != nil || p != nil {
 		t.Errorf("PeeringsOf(nope) = %v, %v; want nil, nil", c, p)
+	}
+
+	if got := s.SpecOwners(); got != nil {
+		t.Errorf("SpecOwners of a spec naming nobody = %v, want nil", got)
+	}
+	s.Clusters[0].Owners = []string{"@org/hub", "@ann"}
+	s.Clusters[2].Owners = []string{"@ann", "edge@example.com"}
+	if got, want := s.SpecOwners(), []string{"@org/hub", "@ann", "edge@example.com"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SpecOwners without spec-level owners = %v, want the clusters' union %v", got, want)
+	}
+	s.Owners = []string{"@org/platform"}
+	if got, want := s.SpecOwners(), []string{"@org/platform"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SpecOwners with spec-level owners = %v, want %v", got, want)
 	}
 
 	var nilSpec *Spec
