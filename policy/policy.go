@@ -56,6 +56,70 @@ type Request struct {
 	WasAccepted bool
 }
 
+// Violation is one reason a request exceeds what a provider offers.
+type Violation struct {
+	// Resource is the resource asked for beyond the class's caps; empty
+	// when the class itself is not offered.
+	Resource corev1.ResourceName
+	// Message says why, e.g. "requested 16 exceeds the cap 4 of class
+	// default" or `class "fast" is not offered (offered: gpu, default)`.
+	Message string
+}
+
+// String is "resource: message", or the message alone for the class.
+func (v Violation) String() string {
+	if v.Resource == "" {
+		return v.Message
+	}
+	return string(v.Resource) + ": " + v.Message
+}
+
+// Check compares a request for class (empty: DefaultClass) with the
+// classes a provider offers (DefaultCaps under "default" when classes is
+// empty): the class must be offered, and every resource requested must
+// have a cap there and be within it. It returns the class found (nil when
+// not offered) and the violations, a class violation alone or one per
+// resource in name order. Decide denies exactly what Check finds, and
+// gitpeer validate reports it before a provider has to.
+func Check(classes []Class, class string, resources corev1.ResourceList) (*Class, []Violation) {
+	name := class
+	if name == "" {
+		name = DefaultClass
+	}
+	if len(classes) == 0 {
+		classes = []Class{{Name: DefaultClass, Caps: DefaultCaps()}}
+	}
+	var found *Class
+	offered := make([]string, 0, len(classes))
+	for i := range classes {
+		offered = append(offered, classes[i].Name)
+		if classes[i].Name == name {
+			found = &classes[i]
+		}
+	}
+	if found == nil {
+		return nil, []Violation{{Message: fmt.Sprintf("class %q is not offered (offered: %s)", name, strings.Join(offered, ", "))}}
+	}
+	names := make([]string, 0, len(resources))
+	for r := range resources {
+		names = append(names, string(r))
+	}
+	sort.Strings(names)
+	var out []Violation
+	for _, r := range names {
+		q := resources[corev1.ResourceName(r)]
+		limit, ok := found.Caps[corev1.ResourceName(r)]
+		if !ok {
+			out = append(out, Violation{Resource: corev1.ResourceName(r), Message: fmt.Sprintf("class %s has no cap for it", name)})
+			continue
+		}
+		if q.Cmp(limit) > 0 {
+			out = append(out, Violation{Resource: corev1.ResourceName(r), Message: fmt.Sprintf("requested %s exceeds the cap %s of class %s", q.String(), limit.String(), name)})
+		}
+	}
+	return found, out
+}
+
 // Decide answers a slice request under the provider's classes (DefaultCaps
 // under "default" when classes is empty) and the Tenant's condition.
 func Decide(classes []Class, tenant authv1beta1.TenantCondition, req Request) Decision {
@@ -70,43 +134,13 @@ func Decide(classes []Class, tenant authv1beta1.TenantCondition, req Request) De
 			return deny("tenant is cordoned: no new slices are accepted")
 		}
 	}
-	name := req.Class
-	if name == "" {
-		name = DefaultClass
-	}
-	if len(classes) == 0 {
-		classes = []Class{{Name: DefaultClass, Caps: DefaultCaps()}}
-	}
-	var class *Class
-	offered := make([]string, 0, len(classes))
-	for i := range classes {
-		offered = append(offered, classes[i].Name)
-		if classes[i].Name == name {
-			class = &classes[i]
+	class, violations := Check(classes, req.Class, req.Resources)
+	if len(violations) > 0 {
+		msgs := make([]string, len(violations))
+		for i, v := range violations {
+			msgs[i] = v.String()
 		}
-	}
-	if class == nil {
-		return deny("class %q is not offered (offered: %s)", name, strings.Join(offered, ", "))
-	}
-	names := make([]string, 0, len(req.Resources))
-	for r := range req.Resources {
-		names = append(names, string(r))
-	}
-	sort.Strings(names)
-	var over []string
-	for _, r := range names {
-		q := req.Resources[corev1.ResourceName(r)]
-		limit, ok := class.Caps[corev1.ResourceName(r)]
-		if !ok {
-			over = append(over, fmt.Sprintf("%s: class %s has no cap for it", r, name))
-			continue
-		}
-		if q.Cmp(limit) > 0 {
-			over = append(over, fmt.Sprintf("%s: requested %s exceeds the cap %s of class %s", r, q.String(), limit.String(), name))
-		}
-	}
-	if len(over) > 0 {
-		return deny("%s", strings.Join(over, "; "))
+		return deny("%s", strings.Join(msgs, "; "))
 	}
 	granted := corev1.ResourceList{}
 	for r, q := range class.Caps {

@@ -71,3 +71,24 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckNamesEachResourceOverItsCap(t *testing.T) {
+	gpu := []Class{{Name: "gpu", Caps: list("cpu", "8", "nvidia.com/gpu", "2")}}
+	class, v := Check(gpu, "gpu", list("cpu", "16", "nvidia.com/gpu", "1", "memory", "1Gi"))
+	if class == nil || class.Name != "gpu" {
+		t.Fatalf("class %+v, want gpu", class)
+	}
+	want := []Violation{
+		{Resource: "cpu", Message: "requested 16 exceeds the cap 8 of class gpu"},
+		{Resource: "memory", Message: "class gpu has no cap for it"},
+	}
+	if len(v) != len(want) || v[0] != want[0] || v[1] != want[1] {
+		t.Errorf("violations %+v, want %+v", v, want)
+	}
+	if class, v := Check(gpu, "", list("cpu", "1")); class != nil || len(v) != 1 || v[0].Resource != "" || v[0].String() != `class "default" is not offered (offered: gpu)` {
+		t.Errorf("default class of a provider offering gpu only: %+v %+v", class, v)
+	}
+	if _, v := Check(nil, "", list("cpu", "4", "memory", "8Gi")); len(v) != 0 {
+		t.Errorf("within Liqo's default caps: %+v", v)
+	}
+}

@@ -169,7 +169,7 @@ func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.No
 func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st *peeringObject) error {
 	provider := pr.Provider
 	for _, s := range pr.Slices {
-		resources, err := quantities(s.Resources)
+		resources, err := Quantities(s.Resources)
 		if err != nil {
 			return fmt.Errorf("spec: peering %s → %s: slice %s: %w", pr.Consumer, provider, s.Name, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 // DefaultNonceLifetime is how long a nonce may go unanswered when the spec
@@ -39,18 +40,32 @@ func providerTerms(in Input, self string) (terms, error) {
 			return t, fmt.Errorf("spec: clusters %s: provider.nonceLifetime: %q is not a positive duration", self, s)
 		}
 	}
-	for _, cl := range c.Provider.Classes {
-		caps, err := quantities(cl.Caps)
-		if err != nil {
-			return t, fmt.Errorf("spec: clusters %s: provider.classes %s: caps: %w", self, cl.Name, err)
-		}
-		t.classes = append(t.classes, policy.Class{Name: cl.Name, Caps: caps})
-	}
-	return t, nil
+	t.classes, err = ProviderClasses(in.Spec, self)
+	return t, err
 }
 
-// quantities parses a spec's resource map.
-func quantities(m map[string]string) (corev1.ResourceList, error) {
+// ProviderClasses are the slice classes provider offers under the spec,
+// with their caps, as its reconciler decides with them (policy.Decide); nil
+// when the spec declares none (policy then serves Liqo's default class).
+func ProviderClasses(spec *schema.Spec, provider string) ([]policy.Class, error) {
+	c, _ := spec.Cluster(provider)
+	if c.Provider == nil {
+		return nil, nil
+	}
+	var classes []policy.Class
+	for _, cl := range c.Provider.Classes {
+		caps, err := Quantities(cl.Caps)
+		if err != nil {
+			return nil, fmt.Errorf("spec: clusters %s: provider.classes %s: caps: %w", provider, cl.Name, err)
+		}
+		classes = append(classes, policy.Class{Name: cl.Name, Caps: caps})
+	}
+	return classes, nil
+}
+
+// Quantities parses a resource map of the spec (a slice's resources, a
+// class's caps) as the reconcilers read it.
+func Quantities(m map[string]string) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for name, v := range m {
 		q, err := resource.ParseQuantity(v)

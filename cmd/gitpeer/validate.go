@@ -3,29 +3,59 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
+	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
 func newValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate [DIR]",
-		Short: "Check the peering spec of a repo against the schema",
+		Short: "Check the peering spec of a repo against the schema, the providers' classes and the published keys",
 		Long: `validate loads DIR/peering.cue (or peering.yaml) and checks it against the
 embedded CUE schema: cluster IDs are DNS-1123 labels of at most 51 characters,
 every peering names two different declared clusters, no peering is declared
-twice, pinned fingerprints are well-formed. Each problem is printed as
-file:line:col: path: message. Exit status: 0 valid, 1 problems found.
+twice, pinned fingerprints and owners are well-formed.
+
+It then checks what the reconcilers would refuse later, against the repo:
+
+  - every slice asks for a class its provider offers (Liqo's "default"
+    class, cpu 4, memory 8Gi, pods 110, ephemeral-storage 20Gi, when the
+    provider declares none), and for no resource beyond that class's caps
+    or without a cap there: the provider would deny the slice;
+  - a cluster's fingerprint is the one of the key its clusters/<id>/
+    cluster.yaml publishes (when published): a pinned provider would
+    refuse its Tenant.
+
+Each problem is printed as file:line:col: path: message (the position of
+the value in the spec when it is written out literally). Exit status: 0
+valid, 1 problems found.
 
 A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, file, err := loadSpec(cmd, dirArg(args))
+			dir := dirArg(args)
+			spec, file, err := loadSpec(cmd, dir)
 			if err != nil {
 				return err
+			}
+			problems, err := reviewSpec(dir, file, spec)
+			if err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				for _, p := range problems {
+					fmt.Fprintln(cmd.OutOrStdout(), p.String())
+				}
+				return errProblems
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d clusters, %d peerings)\n", file, len(spec.Clusters), len(spec.Peerings))
 			return nil
@@ -52,4 +82,69 @@ func loadSpec(cmd *cobra.Command, dir string) (*schema.Spec, string, error) {
 		return nil, file, errProblems
 	}
 	return spec, file, err
+}
+
+// reviewSpec finds what a valid spec (loaded from file, in the checkout
+// dir) asks for that the reconcilers would refuse: slices a provider would
+// deny for their class or caps (policy.Check over the classes its
+// reconciler decides with), and fingerprints other than the key a
+// cluster.yaml publishes. Problems are positioned in the spec; those of a
+// malformed cluster.yaml name that file and its field.
+func reviewSpec(dir, file string, spec *schema.Spec) ([]schema.Problem, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	at := schema.NewLocator(file, data)
+	var problems []schema.Problem
+	path := func(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
+
+	for i, c := range spec.Clusters {
+		if c.Fingerprint == "" {
+			continue
+		}
+		info, err := layout.ReadClusterInfo(layout.NewTree(dir), c.ID)
+		var fe *layout.FieldError
+		switch {
+		case errors.Is(err, layout.ErrNotPublished):
+			continue // nothing to compare with yet
+		case errors.As(err, &fe):
+			problems = append(problems, schema.Problem{File: filepath.Join(dir, fe.File), Path: fe.Field, Message: fe.Reason})
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if info.Fingerprint != c.Fingerprint {
+			problems = append(problems, at.Problem(path(cue.Str("clusters"), cue.Index(i), cue.Str("fingerprint")),
+				fmt.Sprintf("%s is not the key %s publishes in %s (%s): a provider pinning it would refuse %s's Tenant",
+					c.Fingerprint, c.ID, layout.ClusterPath(c.ID, layout.ClusterFile), info.Fingerprint, c.ID)))
+		}
+	}
+
+	for i, p := range spec.Peerings {
+		classes, err := reconcile.ProviderClasses(spec, p.Provider)
+		if err != nil {
+			return nil, err
+		}
+		for j, s := range p.Slices {
+			slice := []cue.Selector{cue.Str("peerings"), cue.Index(i), cue.Str("slices"), cue.Index(j)}
+			resources, err := reconcile.Quantities(s.Resources)
+			if err != nil {
+				return nil, err // the schema admits only quantities
+			}
+			_, violations := policy.Check(classes, s.Class, resources)
+			for _, v := range violations {
+				where := append(slice, cue.Str("resources"), cue.Str(string(v.Resource)))
+				if v.Resource == "" {
+					where = append(slice, cue.Str("class"))
+					if s.Class == "" {
+						where = slice
+					}
+				}
+				problems = append(problems, at.Problem(path(where...),
+					fmt.Sprintf("%s would deny slice %s: %s", p.Provider, s.Name, v.Message)))
+			}
+		}
+	}
+	return problems, nil
 }
