@@ -22,7 +22,10 @@ type Peering struct {
 	// Step is the furthest step either side reports.
 	Step layout.Step `json:"step"`
 	// Ready is true when both sides report Ready=True.
-	Ready      bool        `json:"ready"`
+	Ready bool `json:"ready"`
+	// State is the peering's state in kstatus's words: Ready, Stalled (a
+	// side reports Stalled=True: a human must act) or Reconciling.
+	State      State       `json:"state"`
 	Conditions []Condition `json:"conditions"`
 	// Slices are the peering's ResourceSlices, as the consumer reports them
 	// (the provider's view until the consumer has one).
@@ -85,23 +88,101 @@ func Collect(tree fs.FS, spec *schema.Spec) ([]Peering, error) {
 			}
 		}
 		pr.Ready = readySides == 2 && pr.Step == layout.StepReady
+		pr.State = pr.state()
 		out = append(out, pr)
 	}
 	return out, nil
+}
+
+// State is a peering's or a cluster's state, as kstatus names them.
+type State string
+
+// States, from best to worst.
+const (
+	StateReady       State = "Ready"
+	StateReconciling State = "Reconciling"
+	StateStalled     State = "Stalled"
+)
+
+// rank orders states from best to worst.
+func (s State) rank() int {
+	switch s {
+	case StateReady:
+		return 0
+	case StateReconciling:
+		return 1
+	}
+	return 2
+}
+
+func (p Peering) state() State {
+	for _, c := range p.Conditions {
+		if c.Type == meta.StalledCondition && c.Status == metav1.ConditionTrue {
+			return StateStalled
+		}
+	}
+	if p.Ready {
+		return StateReady
+	}
+	return StateReconciling
+}
+
+// Cluster is one cluster of the spec as status shows it.
+type Cluster struct {
+	ID string `json:"id"`
+	// Published is true when the cluster's cluster.yaml is in the repo
+	// and well-formed: gitpeer init ran and its pull request merged.
+	Published bool `json:"published"`
+	// State is the worst state of its peerings; empty when it has none.
+	State State `json:"state,omitempty"`
+}
+
+// Clusters are the spec's clusters, in spec order, each with the worst
+// state of its peerings among peerings (as Collect returns them).
+func Clusters(tree fs.FS, spec *schema.Spec, peerings []Peering) []Cluster {
+	out := make([]Cluster, 0, len(spec.Clusters))
+	for _, c := range spec.Clusters {
+		_, err := layout.ReadClusterInfo(tree, c.ID)
+		cl := Cluster{ID: c.ID, Published: err == nil}
+		for _, p := range peerings {
+			if p.Consumer != c.ID && p.Provider != c.ID {
+				continue
+			}
+			if cl.State == "" || p.State.rank() > cl.State.rank() {
+				cl.State = p.State
+			}
+		}
+		out = append(out, cl)
+	}
+	return out
+}
+
+// DeniedSlices are the peering's slices a provider denied.
+func (p Peering) DeniedSlices() []layout.SliceStatus {
+	var out []layout.SliceStatus
+	for _, s := range p.Slices {
+		if sliceState(s) == "Denied" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sliceState(s layout.SliceStatus) string {
+	switch {
+	case s.Authentication == "Denied" || s.Resources == "Denied":
+		return "Denied"
+	case s.Authentication == "Pending" || s.Resources == "Pending":
+		return "Pending"
+	}
+	return "Accepted"
 }
 
 // SliceSummary is "name:Accepted name:Denied(reason)" for a table cell.
 func (p Peering) SliceSummary() string {
 	parts := make([]string, 0, len(p.Slices))
 	for _, s := range p.Slices {
-		state := "Accepted"
-		switch {
-		case s.Authentication == "Denied" || s.Resources == "Denied":
-			state = "Denied"
-		case s.Authentication == "Pending" || s.Resources == "Pending":
-			state = "Pending"
-		}
-		parts = append(parts, s.Name+":"+state)
+		parts = append(parts, s.Name+":"+sliceState(s))
 	}
 	if len(parts) == 0 {
 		return "-"

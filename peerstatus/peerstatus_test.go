@@ -326,3 +326,56 @@ func TestSliceSummary(t *testing.T) {
 		})
 	}
 }
+
+func TestStateAndClusters(t *testing.T) {
+	cases := []struct {
+		name        string
+		alpha, beta *side
+		want        peerstatus.State
+	}{
+		{name: "nothing reported is Reconciling", want: peerstatus.StateReconciling},
+		{name: "both sides Ready is Ready",
+			alpha: &side{step: layout.StepReady, conditions: []metav1.Condition{ready}},
+			beta:  &side{step: layout.StepIdentityIssued, conditions: []metav1.Condition{ready}},
+			want:  peerstatus.StateReady},
+		{name: "a side Stalled is Stalled, whatever the other says",
+			alpha: &side{step: layout.StepReady, conditions: []metav1.Condition{ready}},
+			beta:  &side{step: layout.StepIdentityIssued, conditions: []metav1.Condition{notReady, stalled}},
+			want:  peerstatus.StateStalled},
+		{name: "Stalled=False is not Stalled",
+			alpha: &side{step: layout.StepTenantSent, conditions: []metav1.Condition{notReady, notStalled}},
+			want:  peerstatus.StateReconciling},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := tree(t, tc.alpha, tc.beta)
+			ps := collect(t, fsys)
+			if ps[0].State != tc.want {
+				t.Errorf("state %s, want %s", ps[0].State, tc.want)
+			}
+			// gamma → beta is never reported: Reconciling, and the worst of
+			// each cluster's peerings is its state.
+			clusters := peerstatus.Clusters(fsys, parseSpec(t), ps)
+			worst := tc.want
+			if worst == peerstatus.StateReady {
+				worst = peerstatus.StateReconciling
+			}
+			want := []peerstatus.Cluster{
+				{ID: "alpha", Published: true, State: tc.want},
+				{ID: "beta", Published: true, State: worst},
+				{ID: "gamma", Published: true, State: peerstatus.StateReconciling},
+			}
+			for i := range want {
+				if clusters[i] != want[i] {
+					t.Errorf("clusters %+v, want %+v", clusters, want)
+					break
+				}
+			}
+		})
+	}
+	fsys := tree(t, nil, nil)
+	delete(fsys, "clusters/gamma/cluster.yaml")
+	if c := peerstatus.Clusters(fsys, parseSpec(t), nil)[2]; c.Published || c.State != "" {
+		t.Errorf("gamma without cluster.yaml nor peerings: %+v", c)
+	}
+}

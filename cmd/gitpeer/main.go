@@ -23,12 +23,30 @@ import (
 type exitError struct {
 	code int
 	err  error
+	// silent: the command has already printed what went wrong.
+	silent bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
 
-// silentFailure exits 1 after the command has printed the problems itself.
-var errProblems = &exitError{code: 1, err: errors.New("problems found")}
+func (e *exitError) Unwrap() error { return e.err }
+
+// errProblems exits 1 after the command has printed the problems itself.
+var errProblems = &exitError{code: 1, err: errors.New("problems found"), silent: true}
+
+// withCode makes err exit with code, as commands whose exit status says
+// something besides failure do (verify, status --exit-code, plan: 2 on
+// error, as flux diff): printed problems stay silent.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: code, err: ee.err, silent: ee.silent}
+	}
+	return &exitError{code: code, err: err}
+}
 
 func main() {
 	schema.RunEvaluatorIfChild()
@@ -48,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee != errProblems {
+		if !ee.silent {
 			fmt.Fprintf(stderr, "gitpeer: %v\n", ee.err)
 		}
 		return ee.code

@@ -170,7 +170,7 @@ func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 		{"plain http API server", []string{"init", "--cluster", "a", "--api-server", "http://x", "--state-dir", filepath.Join(root, "s")}, 1, "--api-server: \"http://x\" is not an https URL"},
 		{"missing state dir", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "nope")}, 1, "not initialized (run gitpeer init)"},
 		{"state dir others can read", []string{"reconcile", "--once", "--cluster", "alpha", "--repo", root, "--state-dir", filepath.Join(root, "loose", "state")}, 1, "want 0700"},
-		{"unknown output format", []string{"status", root, "-o", "xml"}, 1, `-o: "xml" is not one of table, json`},
+		{"unknown output format", []string{"status", root, "-o", "xml"}, 2, `-o: "xml" is not one of table, json, yaml, mermaid`},
 		{"missing API server", []string{"init", "--cluster", "a", "--state-dir", filepath.Join(root, "s")}, 1, "--api-server is required with --backend file"},
 		{"file backend without a state dir", []string{"init", "--cluster", "a", "--api-server", "https://x"}, 1, "--state-dir is required with --backend file"},
 	}

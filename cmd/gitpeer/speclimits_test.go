@@ -47,12 +47,12 @@ func TestACostlySpecIsRefusedWithAClearError(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
-		code int // verify exits 2 when it cannot check
+		code int // verify and status exit 2 when they cannot read the repo
 		want string
 	}{
 		{"validate", []string{"validate", work, "--spec-timeout", "2s"}, 1, timeout(work)},
 		{"verify", []string{"verify", work, "--spec-timeout", "2s"}, 2, timeout(work)},
-		{"status", []string{"status", work, "--spec-timeout=2s"}, 1, timeout(work)},
+		{"status", []string{"status", work, "--spec-timeout=2s"}, 2, timeout(work)},
 		{"reconcile", []string{"reconcile", "--once", "--cluster", "alpha", "--repo", remote,
 			"--state-dir", filepath.Join(root, "state", "alpha"), "--spec-timeout", "2s"}, 1,
 			timeout(filepath.Join(root, "state", "alpha", "checkout"))},

@@ -1,53 +1,132 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"text/tabwriter"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/peerstatus"
 )
 
+// statusFormats are the values of status -o.
+var statusFormats = []string{"table", "json", "yaml", "mermaid"}
+
+// errNotReady is status --exit-code's 1: printed, nothing more to say.
+var errNotReady = &exitError{code: 1, err: errors.New("some peering is not Ready"), silent: true}
+
 func newStatusCmd() *cobra.Command {
-	var output string
+	var (
+		output, branch, gitCredentials, page string
+		exitCode                             bool
+	)
 	cmd := &cobra.Command{
-		Use:   "status [DIR]",
+		Use:   "status [DIR | URL]",
 		Short: "Show each peering's handshake step and conditions",
-		Long: `status reads the spec and every cluster's status.yaml in a checkout and
-prints, for each peering, the furthest step of its handshake (Pending,
-NonceSent, TenantSent, IdentityIssued, Ready), whether both sides are Ready,
-and the conditions each side reports.`,
+		Long: `status reads the spec and every cluster's signed status.yaml and prints,
+for each peering, the furthest step of its handshake (Pending, NonceSent,
+TenantSent, IdentityIssued, Ready), whether both sides are Ready, its
+slices and the conditions each side reports.
+
+DIR is a checkout, read as it stands (default "."). Anything else is a
+repository to clone read-only into a temporary directory (--branch, default
+main): an https://, ssh:// or file:// URL, or a local bare repository, with
+--git-credentials DIR as reconcile takes it.
+
+-o table (default): one row per peering, and under it the reason of each
+slice not Accepted. -o json or yaml: every peering with its state (Ready,
+Reconciling, Stalled), step, conditions and slices. -o mermaid: a Mermaid
+flowchart, clusters and peerings coloured by state.
+
+--write FILE also keeps FILE (e.g. STATUS.md) as a Markdown page with the
+graph and the table, rewritten only when the status changed (it holds no
+time nor commit), for a CI job to commit.
+
+Exit status: 0; with --exit-code, 1 while any peering is not Ready (as
+git diff --exit-code; kubectl get and flux get exit 0 whatever the state,
+and so does status without it); 2 when status could not read the repo.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o: %q is not one of table, json", output)
+			if !slices.Contains(statusFormats, output) {
+				return withCode(2, fmt.Errorf("-o: %q is not one of %s", output, strings.Join(statusFormats, ", ")))
 			}
-			dir := dirArg(args)
-			spec, _, err := loadSpec(cmd, dir)
+			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials)
 			if err != nil {
-				return err
+				return withCode(2, err)
 			}
-			peerings, err := peerstatus.Collect(layout.NewTree(dir), spec)
+			defer src.Close()
+			spec, specPath, err := loadSpec(cmd, src.Dir)
 			if err != nil {
-				return err
+				return withCode(2, err)
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(peerings)
+			tree := layout.NewTree(src.Dir)
+			peerings, err := peerstatus.Collect(tree, spec)
+			if err != nil {
+				return withCode(2, err)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tSTEP\tREADY\tSLICES\tMESSAGE")
-			for _, p := range peerings {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.SliceSummary(), p.Summary())
+			clusters := peerstatus.Clusters(tree, spec, peerings)
+			if err := printStatus(cmd, output, clusters, peerings); err != nil {
+				return withCode(2, err)
 			}
-			return tw.Flush()
+			if page != "" {
+				var b bytes.Buffer
+				if err := peerstatus.WritePage(&b, filepath.Base(specPath), clusters, peerings); err != nil {
+					return withCode(2, err)
+				}
+				changed, err := writeIfChanged(page, b.Bytes())
+				if err != nil {
+					return withCode(2, fmt.Errorf("--write: %w", err))
+				}
+				state := "up to date"
+				if changed {
+					state = "written"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", page, state)
+			}
+			if exitCode {
+				for _, p := range peerings {
+					if !p.Ready {
+						return errNotReady
+					}
+				}
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(statusFormats, ", "))
+	f.BoolVar(&exitCode, "exit-code", false, "exit 1 while any peering is not Ready")
+	f.StringVar(&page, "write", "", "also write a Markdown page (graph and table) to this file, when it changed")
+	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
+	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+func printStatus(cmd *cobra.Command, output string, clusters []peerstatus.Cluster, peerings []peerstatus.Peering) error {
+	w := cmd.OutOrStdout()
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(peerings)
+	case "yaml":
+		b, err := yaml.Marshal(peerings)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	case "mermaid":
+		return peerstatus.WriteMermaid(w, clusters, peerings)
+	}
+	return peerstatus.WriteTable(w, peerings)
 }

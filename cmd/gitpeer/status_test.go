@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStatusGolden prints each case of testdata/status (a repo tree made by
+// testdata/status/gen.go) in every format, with --exit-code's status and
+// the page of --write.
+func TestStatusGolden(t *testing.T) {
+	for _, name := range goldenCases(t, "status") {
+		input := filepath.Join("testdata", "status", name, "input")
+		t.Run(name, func(t *testing.T) {
+			for _, format := range statusFormats {
+				code, out, stderr := gitpeer(t, "status", input, "-o", format)
+				if code != 0 {
+					t.Fatalf("-o %s: exit %d: %s", format, code, stderr)
+				}
+				golden(t, "status", name, format, []byte(out))
+			}
+			page := filepath.Join(t.TempDir(), "STATUS.md")
+			code, out, stderr := gitpeer(t, "status", input, "--exit-code", "--write", page)
+			if stderr != page+": written\n" {
+				t.Errorf("--write says %q", stderr)
+			}
+			table, _ := os.ReadFile(filepath.Join("testdata", "status", name, "expected", "table"))
+			if !*update && out != string(table) {
+				t.Errorf("--write changed what is printed:\n%s", out)
+			}
+			golden(t, "status", name, "exit-code", []byte(fmt.Sprintln(code)))
+			data, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "status", name, "STATUS.md", data)
+			if _, _, stderr := gitpeer(t, "status", input, "--write", page); stderr != page+": up to date\n" {
+				t.Errorf("second --write says %q", stderr)
+			}
+		})
+	}
+}
+
+func TestStatusOfARepositoryURL(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	for _, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id)); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where clones go
+	for _, target := range []string{remote, "file://" + remote} {
+		code, out, stderr := gitpeer(t, "status", target, "-o", "json", "--exit-code")
+		var peerings []struct {
+			Ready bool
+			State string
+		}
+		if err := json.Unmarshal([]byte(out), &peerings); code != 0 || err != nil || len(peerings) != 1 || !peerings[0].Ready || peerings[0].State != "Ready" {
+			t.Fatalf("status %s: exit %d %v\n%s%s", target, code, err, out, stderr)
+		}
+	}
+	// The checkout has not pulled: its status is the one it holds.
+	if code, out, _ := gitpeer(t, "status", work, "--exit-code"); code != 1 || !strings.Contains(out, "alpha     beta      Pending  false") {
+		t.Fatalf("status of a stale checkout: exit %d\n%s", code, out)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("clones left behind: %v", entries)
+	}
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"credentials for a checkout", []string{"status", work, "--git-credentials", root}, "--git-credentials applies to a repository URL, and " + work + " is a checkout"},
+		{"neither a checkout nor a repository", []string{"status", root}, root + ": no peering spec (want one of peering.cue, peering.yaml, peering.yml) and not a Git repository or URL"},
+		{"a branch the repository lacks", []string{"status", remote, "--branch", "nope"}, "branch nope has no peering spec"},
+		{"a repository URL with credentials in it", []string{"status", "https://user:secret@git.example/peering.git"}, "credentials"},
+		{"an unknown format", []string{"status", work, "-o", "xml"}, `-o: "xml" is not one of table, json, yaml, mermaid`},
+		{"an unknown flag", []string{"status", work, "--nope"}, "unknown flag: --nope"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := gitpeer(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "secret") {
+				t.Fatalf("exit %d, want 2; output:\n%s%s\nwant it to contain %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}
