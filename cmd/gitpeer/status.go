@@ -52,7 +52,7 @@ time nor commit), for a CI job to commit.
 Exit status: 0; with --exit-code, 1 while any peering is not Ready (as
 git diff --exit-code; kubectl get and flux get exit 0 whatever the state,
 and so does status without it); 2 when status could not read the repo.`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(statusFormats, output) {
 				return withCode(2, fmt.Errorf("-o: %q is not one of %s", output, strings.Join(statusFormats, ", ")))

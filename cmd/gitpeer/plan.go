@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/reconcile"
+)
+
+// errChanges is plan's exit 1: the diff is printed, nothing more to say.
+var errChanges = &exitError{code: 1, err: errors.New("the pass would change the repo"), silent: true}
+
+func newPlanCmd() *cobra.Command {
+	var (
+		cluster, repoURL, branch, gitCredentials string
+		bf                                       backendFlags
+		clusterRoles                             bool
+		lifetime                                 time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "plan --cluster ID [DIR | URL] (--state-dir DIR | --backend kubernetes)",
+		Short: "Show, as a diff, what this cluster's next pass would write",
+		Long: `plan runs one pass of the cluster's reconciler read-only and prints what it
+would commit: the commit message, then a unified diff per file it would add,
+change or delete (manifest.yaml included). It never commits, pushes, saves
+pins, stores or removes a kubeconfig, and signs no certificate with the
+cluster's CA: an Identity it would issue carries a placeholder certificate
+from a throwaway CA, as the pass would sign a fresh one anyway.
+
+The repo is DIR (default "."), a checkout read as it stands, uncommitted
+edits included (to see what a spec change would do before pushing it), or a
+URL or bare repository (also as --repo, as reconcile takes it), cloned
+read-only at --branch's tip into a temporary directory with
+--git-credentials. The cluster's backend flags are reconcile's: its pins,
+tokens and keys are read, never written.
+
+Exit status, as flux diff's: 0 nothing to do, 1 the pass would change
+something, 2 plan could not tell (bad flags or spec, unreadable repo or
+backend, a pass that would fail).`,
+		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := dirArg(args)
+			switch {
+			case cluster == "":
+				return withCode(2, errors.New("--cluster is required"))
+			case repoURL != "" && len(args) > 0:
+				return withCode(2, errors.New("give the repo as DIR | URL or as --repo, not both"))
+			case repoURL != "":
+				target = repoURL
+			}
+			err := runPlan(cmd, target, branch, gitCredentials, cluster, &bf, clusterRoles, lifetime)
+			if err == errChanges {
+				return err
+			}
+			return withCode(2, err)
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
+	f := cmd.Flags()
+	f.StringVar(&cluster, "cluster", "", "this cluster's ID (must match the state dir)")
+	f.StringVar(&repoURL, "repo", "", "peering repo URL or path, as reconcile takes it (instead of DIR | URL)")
+	bf.register(f, false)
+	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned")
+	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
+	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "as reconcile: render Liqo's ClusterRoles for a provider running no Liqo")
+	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "as reconcile: validity of certificates this cluster signs as a provider")
+	addSpecLimitFlags(cmd)
+	return cmd
+}
+
+// runPlan is plan's body: nil when the pass would change nothing,
+// errChanges when it would, another error when it cannot tell.
+func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration) error {
+	ctx := cmd.Context()
+	b, err := bf.open(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	keeper, ok := b.(backend.PinKeeper)
+	if !ok {
+		return fmt.Errorf("cluster %s: backend keeps no pins", cluster)
+	}
+	stored, err := keeper.LoadPins(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster %s: pins: %w", cluster, err)
+	}
+	src, err := openSource(ctx, target, branch, credentials)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	spec, _, err := loadSpec(cmd, src.Dir)
+	if err != nil {
+		return err
+	}
+	tree := layout.NewTree(src.Dir)
+	wrapped, readOnly := newPlanBackend(b)
+	out, err := reconcile.Pass(ctx, reconcile.Input{
+		Spec: spec, Tree: tree, Backend: wrapped, Now: time.Now(), CertificateLifetime: lifetime,
+		LiqoClusterRoles: clusterRoles, Pins: stored,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster, err)
+	}
+	// out.Pins, out.Identities and out.Revoked are what the runner would
+	// save, store and remove after the push: plan drops them.
+	plan, err := reconcile.Diff(tree, cluster, out.Files)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster, err)
+	}
+	// The commit would be refused as a whole (gitsync): say so, as the
+	// pass would fail.
+	for _, name := range sortedKeys(plan.Writes) {
+		if err := guard.Check(name, plan.Writes[name]); err != nil {
+			return fmt.Errorf("cluster %s: the pass would fail: %w", cluster, err)
+		}
+	}
+	w := cmd.OutOrStdout()
+	if plan.Empty() {
+		fmt.Fprintf(w, "%s: up to date\n", cluster)
+		return nil
+	}
+	if err := writePlan(w, tree, plan); err != nil {
+		return err
+	}
+	if readOnly.placeholders() > 0 {
+		fmt.Fprintf(w, "\nnote: %d certificate(s) above are placeholders from a throwaway CA: plan signs nothing with %s's CA, the pass will\n", readOnly.placeholders(), cluster)
+	}
+	for _, provider := range out.Revoked {
+		fmt.Fprintf(w, "\nonce pushed: the kubeconfig for %s would be removed from the backend\n", provider)
+	}
+	return errChanges
+}
+
+// writePlan prints plan's commit message, indented as git log does, then a
+// unified diff of every file it adds, changes or deletes, by path.
+func writePlan(w io.Writer, tree fs.FS, plan *reconcile.Plan) error {
+	fmt.Fprintln(w, "commit message:")
+	for _, l := range strings.Split(strings.TrimRight(plan.Message, "\n"), "\n") {
+		fmt.Fprintln(w, strings.TrimRight("    "+l, " "))
+	}
+	paths := sortedKeys(plan.Writes)
+	paths = append(paths, plan.Deletes...)
+	sort.Strings(paths)
+	for _, name := range paths {
+		old, err := fs.ReadFile(tree, name)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// A link or a path through one: the pass replaces it.
+			old = nil
+		}
+		from, to := "a/"+name, "b/"+name
+		data, written := plan.Writes[name]
+		header := fmt.Sprintf("\ndiff --git a/%s b/%s\n", name, name)
+		switch {
+		case written && old == nil:
+			from, header = "/dev/null", header+"new file mode 100644\n"
+		case !written:
+			to, header = "/dev/null", header+"deleted file mode 100644\n"
+		}
+		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: splitLines(old), B: splitLines(data), FromFile: from, ToFile: to, Context: 3,
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, header+diff); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitLines splits s into lines ending in "\n", marking a last line
+// without one as git does.
+func splitLines(s []byte) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	lines := strings.SplitAfter(string(s), "\n")
+	if last := lines[len(lines)-1]; last == "" {
+		lines = lines[:len(lines)-1]
+	} else {
+		lines[len(lines)-1] = last + "\n\\ No newline at end of file\n"
+	}
+	return lines
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// planBackend is a cluster's backend for a read-only pass: it reads keys,
+// nonces and tokens as the pass does, but signs no certificate with the
+// cluster's CA (with the kubernetes backend that would create and approve
+// a CertificateSigningRequest in the cluster), and stores nothing.
+type planBackend struct {
+	backend.Backend
+
+	once  sync.Once
+	ca    *handshake.CA
+	caErr error
+	n     int
+}
+
+// SignCSR signs with a throwaway CA made for this plan, so the Identity the
+// pass would issue has its shape, subject and lifetime, and no credential
+// is minted.
+func (b *planBackend) SignCSR(_ context.Context, csrPEM []byte, lifetime time.Duration) ([]byte, error) {
+	b.once.Do(func() {
+		b.ca, _, b.caErr = handshake.NewCA("gitpeer plan placeholder (not "+b.ClusterID()+"'s CA)", time.Now(), lifetime)
+	})
+	if b.caErr != nil {
+		return nil, b.caErr
+	}
+	b.n++
+	return b.ca.SignCSR(csrPEM, time.Now(), lifetime)
+}
+
+func (b *planBackend) placeholders() int { return b.n }
+
+// StoreKubeconfig is never called by a pass; plan stores nothing anyway.
+func (b *planBackend) StoreKubeconfig(context.Context, *authv1beta1.Identity) (string, error) {
+	return "", errors.New("plan stores no kubeconfig")
+}
+
+// planTokenBackend is planBackend over a backend that keeps tokens: the
+// pass reads them as it would (a backend without is a distinct case to the
+// pass, so planBackend alone does not claim to keep any).
+type planTokenBackend struct {
+	*planBackend
+	tokens backend.TokenStore
+}
+
+// newPlanBackend wraps b for a read-only pass.
+func newPlanBackend(b backend.Backend) (backend.Backend, *planBackend) {
+	pb := &planBackend{Backend: b}
+	if ts, ok := b.(backend.TokenStore); ok {
+		return &planTokenBackend{planBackend: pb, tokens: ts}, pb
+	}
+	return pb, pb
+}
+
+// Token reads the token shared with peer, as the pass does.
+func (b *planTokenBackend) Token(ctx context.Context, peer string) ([]byte, error) {
+	return b.tokens.Token(ctx, peer)
+}
+
+// SetToken is never called by a pass; plan writes nothing.
+func (b *planTokenBackend) SetToken(context.Context, string, []byte) error {
+	return errors.New("plan writes no token")
+}
