@@ -127,7 +127,11 @@ func Render(spec *schema.Spec, opts Options) ([]byte, error) {
 		for i, c := range unnamed {
 			ids[i] = c.ID
 		}
-		fmt.Fprintf(&b, "#\n# Clusters naming no owners: %s.\n# %s\n", strings.Join(ids, ", "), unnamedNote[opts.Host])
+		note := unnamedNote[opts.Host]
+		if len(named) == 0 {
+			note = "No line covers their paths."
+		}
+		fmt.Fprintf(&b, "#\n# Clusters naming no owners: %s.\n# %s\n", strings.Join(ids, ", "), note)
 	}
 	b.WriteByte('\n')
 
