@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitpeer/gitpeer/gitauth"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // TestStatusGolden prints each case of testdata/status (a repo tree made by
@@ -91,5 +94,42 @@ func TestStatusOfARepositoryURL(t *testing.T) {
 				t.Fatalf("exit %d, want 2; output:\n%s%s\nwant it to contain %q", code, stdout, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestStatusAndPlanReadARemoteWithCredentials: status and plan clone over
+// https:// (basic auth, private CA) and ssh:// (deploy key, known_hosts)
+// with --git-credentials as reconcile takes it; a refused credential is an
+// error (exit 2) naming its cause, and no secret is printed.
+func TestStatusAndPlanReadARemoteWithCredentials(t *testing.T) {
+	const password = "pw-5d1e7a20-do-not-leak"
+	root, remote, _ := peeringRepo(t, spec)
+	if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", remote, "--state-dir", filepath.Join(root, "state", "beta")); code != 0 {
+		t.Fatal(stderr)
+	}
+	deploy := testgit.NewKey(t, "reader", "")
+	sshd := testgit.StartSSHD(t, root, deploy)
+	https := testgit.StartHTTPS(t, root, testgit.HTTPAuth{Username: "reader", Password: password})
+	creds := t.TempDir()
+	sshCreds, httpsCreds := filepath.Join(creds, "ssh"), filepath.Join(creds, "https")
+	testgit.WriteFiles(t, sshCreds, map[string][]byte{gitauth.IdentityFile: deploy.PEM, gitauth.KnownHostsFile: sshd.KnownHosts})
+	testgit.WriteFiles(t, httpsCreds, map[string][]byte{
+		gitauth.UsernameFile: []byte("reader"), gitauth.PasswordFile: []byte(password), gitauth.CAFile: https.CACert})
+
+	for _, r := range []struct{ url, creds string }{{sshd.URL("remote.git"), sshCreds}, {https.URL("remote.git"), httpsCreds}} {
+		code, out, stderr := gitpeer(t, "status", r.url, "--git-credentials", r.creds)
+		if code != 0 || !strings.Contains(out, "alpha     beta      NonceSent") {
+			t.Fatalf("status %s: exit %d\n%s%s", r.url, code, out, stderr)
+		}
+		code, out, stderr = gitpeer(t, "plan", "--cluster", "alpha", r.url, "--git-credentials", r.creds, "--state-dir", filepath.Join(root, "state", "alpha"))
+		if code != 1 || !strings.Contains(out, "    alpha: send tenant to beta") {
+			t.Fatalf("plan %s: exit %d\n%s%s", r.url, code, out, stderr)
+		}
+	}
+
+	testgit.WriteFiles(t, httpsCreds, map[string][]byte{gitauth.PasswordFile: []byte("wrong-" + password)})
+	code, out, stderr := gitpeer(t, "status", https.URL("remote.git"), "--git-credentials", httpsCreds)
+	if code != 2 || !strings.Contains(stderr, "authentication") || strings.Contains(out+stderr, password) {
+		t.Fatalf("status with a wrong password: exit %d\n%s%s", code, out, stderr)
 	}
 }
