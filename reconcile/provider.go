@@ -268,7 +268,13 @@ func (p *pass) checkToken(ctx context.Context, file string, t *authv1beta1.Tenan
 	}
 	token, err := store.Token(ctx, consumer)
 	if err != nil {
-		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: fmt.Errorf("no token shared with %s: %w", consumer, err)}
+		// The status goes into the shared repo: name the remedy, not where
+		// this cluster keeps its tokens.
+		why := fmt.Errorf("no token shared with %s on this cluster (gitpeer token generate --peer %s): %w", consumer, consumer, backend.ErrNoToken)
+		if !errors.Is(err, backend.ErrNoToken) {
+			why = fmt.Errorf("the token store of this cluster could not be read; see its reconciler's log")
+		}
+		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: why}
 	}
 	if reason := artifact.CheckTokenProof(t.Annotations[artifact.AnnotationTokenProof], token, n.Value); reason != "" {
 		what := "wrong token proof"
