@@ -19,6 +19,9 @@
 //     directory as it stands on the shared branch (design, "Trust" point
 //     3). That branch, written by this cluster alone, is the only ref
 //     gitsync force-pushes.
+//   - With Options.PushBranch (a review flow), the pass's commit goes to
+//     that branch instead, rebuilt on the shared branch tip; only this
+//     cluster's own previous proposal there is ever replaced.
 //   - Dir belongs to the Repo: anything in it that is not in the remote tip
 //     is discarded at the start of each Sync.
 //
@@ -116,8 +119,23 @@ type Options struct {
 	ClusterID string
 	// AppliedKey, when set, is the public key of Signer: an applied branch
 	// whose commit this key did not sign is resealed even if its scope is
-	// already right.
+	// already right, and a push branch whose head this key signed is this
+	// cluster's own proposal (see PushBranch).
 	AppliedKey crypto.PublicKey
+
+	// PushBranch, when set, turns Sync into a review flow (after Flux's
+	// image-automation-controller, "a push branch distinct from the checkout
+	// branch"): the pass still runs on Branch's tip, which is only read
+	// (merged = approved), and its commit is pushed to PushBranch instead,
+	// as Branch's tip plus exactly that one signed commit. When the pass
+	// changes nothing, PushBranch is deleted, so that hosts close its pull
+	// request. PushBranch is force-updated, but only over what is absent,
+	// already merged into Branch, or this cluster's own previous proposal
+	// (its head signed with AppliedKey, its parent on Branch); anything else
+	// is someone's work and Sync refuses, wrapping ErrForeignCommit. It
+	// requires Signer and AppliedKey and a name other than Branch and
+	// AppliedBranch.
+	PushBranch string
 }
 
 // Credentials authenticate a Repo's fetches and pushes.
@@ -226,6 +244,9 @@ func withDefaults(opts Options) (Options, error) {
 		return opts, fmt.Errorf("open: branch %q: %w", opts.Branch, err)
 	}
 	if err := checkApplied(opts); err != nil {
+		return opts, err
+	}
+	if err := checkPush(opts); err != nil {
 		return opts, err
 	}
 	if opts.MaxAttempts <= 0 {

@@ -67,6 +67,17 @@ type Result struct {
 	// Sealed reports that Applied is a seal commit this Sync made and
 	// pushed (to the applied branch only).
 	Sealed bool
+
+	// PushBranch is Options.PushBranch. With it, Commit is always "": the
+	// pass's commit goes to PushBranch, never to the shared branch.
+	PushBranch string
+	// Proposed is the hex hash of the commit PushBranch holds after the
+	// Sync, the shared branch tip plus the pass's change (Message, Files);
+	// "" when the pass changed nothing.
+	Proposed string
+	// Withdrawn reports that this Sync deleted PushBranch: the pass changed
+	// nothing, so whatever the branch proposed is merged or moot.
+	Withdrawn bool
 }
 
 // Sync runs one pass and publishes its change as at most one commit:
@@ -103,6 +114,15 @@ type Result struct {
 // The applied branch is force-updated (this cluster alone writes it). A
 // failure there fails the Sync with an error naming the ref; the shared
 // branch push, if any, stands and Result.Commit reports it.
+//
+// With Options.PushBranch, step 3 pushes nothing to the shared branch: the
+// commit (on the fetched tip) goes to PushBranch, leased to what the fetch
+// saw there, and replaces it only when the fetched head is absent, merged,
+// or this cluster's own proposal (else ErrForeignCommit); a pass that
+// changes nothing deletes PushBranch; an open proposal with the same tree
+// on the same tip is left alone. A push rejected because someone moved
+// PushBranch is retried as above, after a fresh look at what they pushed.
+// The applied branch then vouches for the fetched tip (merged = approved).
 func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -110,7 +130,11 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	if err := r.loadCredentials(); err != nil {
 		return Result{}, err
 	}
-	res, tip, err := r.publish(ctx, pass)
+	publish := r.publish
+	if r.opts.PushBranch != "" {
+		publish = r.propose
+	}
+	res, tip, err := publish(ctx, pass)
 	if err != nil || r.opts.AppliedBranch == "" {
 		return res, err
 	}
@@ -409,13 +433,24 @@ const maxRemoteLines = 20
 // output: why a protected branch was refused) as "remote: " lines.
 func (r *Repo) pushSpecs(ctx context.Context, specs ...config.RefSpec) error {
 	var said remoteLines
-	err := r.repo.PushContext(ctx, &git.PushOptions{
+	return r.runPush(ctx, r.pushOptions(&said, specs...), &said)
+}
+
+// pushOptions are the options of a push of specs to origin whose progress
+// channel goes to said.
+func (r *Repo) pushOptions(said *remoteLines, specs ...config.RefSpec) *git.PushOptions {
+	return &git.PushOptions{
 		RemoteName: "origin",
 		RefSpecs:   specs,
 		Auth:       r.auth,
 		CABundle:   r.caBundle,
-		Progress:   &said,
-	})
+		Progress:   said,
+	}
+}
+
+// runPush pushes with opts, as pushSpecs does.
+func (r *Repo) runPush(ctx context.Context, opts *git.PushOptions, said *remoteLines) error {
+	err := r.repo.PushContext(ctx, opts)
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return nil
@@ -522,27 +557,34 @@ func (r *Repo) refresh(ctx context.Context) (plumbing.Hash, error) {
 	return tip, nil
 }
 
-// fetch updates the tracking ref of the branch, and of the applied branch
-// when there is one, and returns the branch tip (zero when the remote has no
-// such branch). A missing applied branch is not an error: its tracking ref is
-// removed.
+// fetch updates the tracking ref of the branch, and of the applied and the
+// push branch when there are, and returns the branch tip (zero when the
+// remote has no such branch). A missing applied or push branch is not an
+// error: its tracking ref is removed.
 func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
 	specs := []config.RefSpec{trackingSpec(r.opts.Branch)}
-	if r.opts.AppliedBranch != "" {
-		specs = append(specs, trackingSpec(r.opts.AppliedBranch))
+	var optional []string
+	for _, b := range []string{r.opts.AppliedBranch, r.opts.PushBranch} {
+		if b != "" {
+			optional = append(optional, b)
+			specs = append(specs, trackingSpec(b))
+		}
 	}
 	err := r.fetchSpecs(ctx, specs)
 	if len(specs) > 1 {
 		noMatch := errors.Is(err, git.NoMatchingRefSpecError{})
-		if noMatch || errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			if err := r.repo.Storer.RemoveReference(r.appliedTracking()); err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.opts.URL, err)
+		empty := errors.Is(err, transport.ErrEmptyRemoteRepository)
+		if noMatch || empty {
+			// go-git fails the whole fetch when one ref is missing: the
+			// applied branch before its first update, the push branch
+			// while nothing is proposed, the branch, or all. Fetch each
+			// alone.
+			if err := r.fetchOptional(ctx, optional, empty); err != nil {
+				return plumbing.ZeroHash, err
 			}
 		}
 		if noMatch {
-			// go-git fails the whole fetch when one ref is missing: the
-			// applied branch before its first update, the branch, or both.
 			err = r.fetchSpecs(ctx, specs[:1])
 		}
 	}
@@ -563,6 +605,27 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
 	}
 	return ref.Hash(), nil
+}
+
+// fetchOptional fetches each of branches alone, removing the tracking ref of
+// those the remote does not have (all of them when the remote is empty).
+func (r *Repo) fetchOptional(ctx context.Context, branches []string, empty bool) error {
+	for _, b := range branches {
+		err := errors.New("empty") // not fetched: the remote has no refs
+		if !empty {
+			err = r.fetchSpecs(ctx, []config.RefSpec{trackingSpec(b)})
+		}
+		switch {
+		case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		case empty, errors.Is(err, git.NoMatchingRefSpecError{}), errors.Is(err, transport.ErrEmptyRemoteRepository):
+			if err := r.repo.Storer.RemoveReference(plumbing.NewRemoteReferenceName("origin", b)); err != nil {
+				return fmt.Errorf("fetch %s: %w", r.opts.URL, err)
+			}
+		default:
+			return fmt.Errorf("fetch %s from %s: %w", b, r.opts.URL, r.explain(err))
+		}
+	}
+	return nil
 }
 
 func (r *Repo) fetchSpecs(ctx context.Context, specs []config.RefSpec) error {

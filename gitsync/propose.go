@@ -1,0 +1,237 @@
+package gitsync
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/commitsig"
+)
+
+// Review flows (Options.PushBranch), after Flux's image-automation-controller:
+// the pass still reads the shared branch alone (merged = approved), but its
+// commit goes to a push branch that a human reviews and merges. The push
+// branch is this cluster's own proposal, so it is force-updated, yet only
+// over this cluster's own previous proposal: a commit someone else put there
+// is never overwritten.
+
+// ErrForeignCommit is returned (wrapped) by Sync with Options.PushBranch
+// when the push branch holds a commit this cluster did not make and that is
+// not merged into the shared branch: replacing or deleting the branch would
+// lose it, so nothing is pushed. Merging or deleting the branch settles it.
+var ErrForeignCommit = errors.New("push branch holds a commit gitpeer did not make")
+
+// foreignCommitError names the commit that blocks the push branch.
+type foreignCommitError struct {
+	branch string
+	commit *object.Commit
+}
+
+func (e *foreignCommitError) Error() string {
+	return fmt.Sprintf("branch %s has commit %s by %s <%s> that gitpeer did not make; merge or delete it, then re-run",
+		e.branch, e.commit.Hash.String()[:12], e.commit.Author.Name, e.commit.Author.Email)
+}
+
+func (e *foreignCommitError) Unwrap() error { return ErrForeignCommit }
+
+// checkPush validates Options.PushBranch: a valid branch name other than the
+// shared and the applied branch, with a Signer and its public key
+// (AppliedKey), by which Sync recognises its own previous proposals.
+func checkPush(opts Options) error {
+	if opts.PushBranch == "" {
+		return nil
+	}
+	if err := plumbing.NewBranchReferenceName(opts.PushBranch).Validate(); err != nil {
+		return fmt.Errorf("open: push branch %q: %w", opts.PushBranch, err)
+	}
+	switch {
+	case opts.PushBranch == opts.Branch:
+		return fmt.Errorf("open: push branch %q is the shared branch", opts.PushBranch)
+	case opts.PushBranch == opts.AppliedBranch:
+		return fmt.Errorf("open: push branch %q is the applied branch", opts.PushBranch)
+	case opts.Signer == nil || opts.AppliedKey == nil:
+		return errors.New("open: PushBranch needs a Signer and its public key (AppliedKey) to recognise its own proposals")
+	}
+	return nil
+}
+
+// pushRef is the push branch's name, locally and on the remote.
+func (r *Repo) pushRef() plumbing.ReferenceName {
+	return plumbing.NewBranchReferenceName(r.opts.PushBranch)
+}
+
+// pushTracking is the remote-tracking ref of the push branch, as of the
+// last fetch; absent when the remote has no push branch.
+func (r *Repo) pushTracking() plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName("origin", r.opts.PushBranch)
+}
+
+// propose is publish for Options.PushBranch. The pass runs on the shared
+// branch tip T, which is never pushed to; the push branch becomes T plus
+// the pass's commit, or is deleted when the pass changes nothing. It
+// returns T.
+func (r *Repo) propose(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
+	res := Result{PushBranch: r.opts.PushBranch}
+	for {
+		tip, err := r.refresh(ctx)
+		if err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+		cur, own, err := r.currentProposal(tip)
+		if err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+		commit, p, err := r.commitPass(ctx, pass, tip)
+		// The shared branch is only read: the clone goes back to its tip
+		// whatever the pass made.
+		r.rollback(tip)
+		if err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+
+		var spec config.RefSpec
+		switch {
+		case commit.IsZero() && cur.IsZero():
+			return res, tip, nil // nothing proposed, nothing to withdraw
+		case commit.IsZero():
+			spec = config.RefSpec(":" + r.pushRef())
+		case own && r.sameProposal(cur, commit):
+			// The open proposal already holds this change on this tip:
+			// leave it (and its review) alone.
+			res.Proposed, res.Message, res.Files = cur.String(), p.message, p.files
+			return res, tip, nil
+		default:
+			if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.pushRef(), commit)); err != nil {
+				return res, plumbing.ZeroHash, fmt.Errorf("propose on %s: %w", r.pushRef(), err)
+			}
+			spec = config.RefSpec(r.pushRef() + ":" + r.pushRef())
+			if !cur.IsZero() {
+				spec = "+" + spec
+			}
+		}
+
+		res.Attempts++
+		err = r.pushLeased(ctx, spec, cur)
+		if err == nil {
+			if commit.IsZero() {
+				res.Withdrawn = true
+			} else {
+				res.Proposed, res.Message, res.Files = commit.String(), p.message, p.files
+			}
+			return res, tip, nil
+		}
+		if !isRejected(err) && !strings.Contains(err.Error(), "required to be") {
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.pushRef(), r.opts.URL, r.explain(err))
+		}
+		// Someone moved the push branch since the fetch: look again, and
+		// refuse if what they pushed is not ours.
+		if res.Attempts >= r.opts.MaxAttempts {
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
+				r.pushRef(), r.opts.URL, res.Attempts, ErrPushConflict, r.explain(err))
+		}
+		select {
+		case <-ctx.Done():
+			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.pushRef(), r.opts.URL, ctx.Err())
+		case <-time.After(r.opts.Backoff(res.Attempts)):
+		}
+	}
+}
+
+// pushLeased pushes spec only if the remote push branch is still cur (absent
+// when cur is zero), so that a commit pushed there since the fetch is never
+// overwritten. An absent branch needs no lease: the unforced push of a
+// commit on the shared branch tip fails if a branch appeared meanwhile.
+func (r *Repo) pushLeased(ctx context.Context, spec config.RefSpec, cur plumbing.Hash) error {
+	var said remoteLines
+	opts := r.pushOptions(&said, spec)
+	if !cur.IsZero() {
+		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(cur.String() + ":" + r.pushRef().String())}
+	}
+	return r.runPush(ctx, opts, &said)
+}
+
+// currentProposal reads the push branch as last fetched and decides whether
+// Sync may replace it: it may when the branch is absent (zero hash), when
+// its head is merged into tip (reachable from it), or when its head is this
+// cluster's own proposal: a commit signed with AppliedKey whose one parent
+// is merged into tip (own). Anything else is someone's work: the error
+// wraps ErrForeignCommit and names the first commit gitpeer did not make.
+func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, err error) {
+	ref, err := r.repo.Reference(r.pushTracking(), true)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return plumbing.ZeroHash, false, nil
+	case err != nil:
+		return plumbing.ZeroHash, false, fmt.Errorf("read %s: %w", r.pushRef(), err)
+	}
+	cur = ref.Hash()
+	head, err := r.repo.CommitObject(cur)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("read %s at %s: %w", r.pushRef(), cur, err)
+	}
+	var tipCommit *object.Commit
+	if !tip.IsZero() {
+		if tipCommit, err = r.repo.CommitObject(tip); err != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("read %s at %s: %w", r.opts.Branch, tip, err)
+		}
+	}
+	merged := func(c *object.Commit) bool {
+		if tipCommit == nil {
+			return false
+		}
+		ok, err := c.IsAncestor(tipCommit)
+		return err == nil && ok
+	}
+	if merged(head) {
+		return cur, false, nil
+	}
+	// Walk down own commits to the first that is someone else's (a human
+	// commit under a rebased proposal is theirs too), or to the target.
+	c := head
+	for range 64 {
+		if !r.signedBySelf(c) || c.NumParents() != 1 {
+			break
+		}
+		parent, err := c.Parent(0)
+		if err != nil {
+			break
+		}
+		if merged(parent) {
+			if c == head {
+				return cur, true, nil
+			}
+			break
+		}
+		c = parent
+	}
+	return plumbing.ZeroHash, false, fmt.Errorf("propose on %s: %w", r.opts.PushBranch, &foreignCommitError{branch: r.opts.PushBranch, commit: c})
+}
+
+// signedBySelf reports whether c carries a signature by AppliedKey.
+func (r *Repo) signedBySelf(c *object.Commit) bool {
+	_, err := commitsig.Verify(c, map[string]crypto.PublicKey{"self": r.opts.AppliedKey})
+	return err == nil
+}
+
+// sameProposal reports whether the proposals a and b hold the same tree on
+// the same parent: a re-run on an unchanged tip that would only change the
+// commit's date.
+func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
+	ca, err := r.repo.CommitObject(a)
+	if err != nil {
+		return false
+	}
+	cb, err := r.repo.CommitObject(b)
+	if err != nil {
+		return false
+	}
+	return ca.TreeHash == cb.TreeHash && len(ca.ParentHashes) == 1 && len(cb.ParentHashes) == 1 &&
+		ca.ParentHashes[0] == cb.ParentHashes[0]
+}
