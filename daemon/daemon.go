@@ -51,6 +51,10 @@ type Daemon struct {
 	// Leader, when set, makes passes run only while this process holds the
 	// Lease; nil runs them unconditionally.
 	Leader *LeaderElection
+	// Compare, when set, says where to see a proposal on the review branch
+	// (reconcile --push-branch): a compare URL or a git command, logged
+	// with each proposal.
+	Compare func() string
 
 	// tracker remembers what the last passes reported, to publish changes.
 	tracker tracker

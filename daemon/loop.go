@@ -11,6 +11,12 @@ import (
 const (
 	// ResultCommitted: the pass pushed a commit.
 	ResultCommitted = "committed"
+	// ResultProposed: the pass's change is on the review branch
+	// (reconcile --push-branch), pushed now or still open from before.
+	ResultProposed = "proposed"
+	// ResultWithdrawn: the pass had nothing left to propose and deleted
+	// the review branch.
+	ResultWithdrawn = "withdrawn"
 	// ResultUnchanged: the pass had nothing to change.
 	ResultUnchanged = "unchanged"
 	// ResultFailed: the pass failed; it is retried at the next tick.
@@ -60,6 +66,18 @@ func (d *Daemon) pass(ctx context.Context) {
 		log.Error(err, "pass failed")
 	case ResultCommitted:
 		log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
+	case ResultProposed:
+		kv := []any{"branch", res.PushBranch, "commit", res.Proposed, "steps", res.Steps, "files", len(res.Files)}
+		if d.Compare != nil {
+			kv = append(kv, "compare", d.Compare())
+		}
+		if res.Attempts > 0 {
+			log.Info("proposed", kv...)
+		} else {
+			log.V(1).Info("proposal unchanged", kv...) // an open review, as it was
+		}
+	case ResultWithdrawn:
+		log.Info("withdrawn", "branch", res.PushBranch, "reason", "nothing left to propose")
 	default:
 		log.V(1).Info("up to date")
 	}
@@ -87,6 +105,10 @@ func outcome(ctx context.Context, res *runner.Result, err error) string {
 		return ResultFailed
 	case res != nil && res.Commit != "":
 		return ResultCommitted
+	case res != nil && res.Proposed != "":
+		return ResultProposed
+	case res != nil && res.Withdrawn:
+		return ResultWithdrawn
 	}
 	return ResultUnchanged
 }

@@ -25,7 +25,7 @@ var Steps = []layout.Step{
 // Metrics are the daemon's Prometheus metrics, all named gitpeer_*:
 //
 //	gitpeer_pass_duration_seconds            histogram of pass durations
-//	gitpeer_passes_total{result}             passes by Result* (committed, unchanged, failed, abandoned)
+//	gitpeer_passes_total{result}             passes by Result* (committed, proposed, withdrawn, unchanged, failed, abandoned)
 //	gitpeer_commits_total                    commits pushed
 //	gitpeer_push_attempts_total              push attempts, the first ones included
 //	gitpeer_push_retries_total               push attempts after a rejected one (the remote had moved)
@@ -60,7 +60,7 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 13), // 50ms .. 205s
 		}),
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gitpeer_passes_total", Help: "Passes by result: committed, unchanged, failed or abandoned.",
+			Name: "gitpeer_passes_total", Help: "Passes by result: committed, proposed, withdrawn, unchanged, failed or abandoned.",
 		}, []string{"result"}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gitpeer_commits_total", Help: "Commits pushed.",
@@ -79,7 +79,7 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 		}),
 		peerings: newPeeringCollector(time.Now),
 	}
-	for _, r := range []string{ResultCommitted, ResultUnchanged, ResultFailed, ResultAbandoned} {
+	for _, r := range []string{ResultCommitted, ResultProposed, ResultWithdrawn, ResultUnchanged, ResultFailed, ResultAbandoned} {
 		m.passes.WithLabelValues(r)
 	}
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -112,7 +112,7 @@ func (m *Metrics) observePass(result string, res *runner.Result, elapsed time.Du
 	case ResultCommitted:
 		m.commits.Inc()
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
-	case ResultUnchanged:
+	case ResultProposed, ResultWithdrawn, ResultUnchanged:
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
 	}
 }

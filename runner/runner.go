@@ -101,7 +101,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}
 	res.Result = gres
-	if gres.Commit == "" {
+	if gres.Commit == "" && gres.Proposed == "" {
 		res.Steps = nil
 	}
 	for _, id := range res.Output.Identities {

@@ -111,7 +111,7 @@ func (f *daemonFlags) check(cmd *cobra.Command) error {
 // run runs r as a daemon until ctx ends: passes every interval and on
 // trigger, with the logs, metrics, probes, Events and leader election the
 // flags ask for.
-func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlags, interval time.Duration, trigger <-chan struct{}) error {
+func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlags, interval time.Duration, trigger <-chan struct{}, review *reviewFlow) error {
 	log := logger.NewLogger(f.log)
 	logger.SetLogger(log) // client-go's (klog) lines go through it too
 	cluster := r.Backend.ClusterID()
@@ -121,6 +121,9 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 	r.Fetched = health.MarkFetched
 	d := &daemon.Daemon{
 		Cluster: cluster, Pass: r.Pass, Interval: interval, Trigger: trigger, Log: log, Metrics: metrics,
+	}
+	if review != nil {
+		d.Compare = review.compare
 	}
 	if bf.kind == backendKubernetes {
 		stop, err := f.kubernetes(d, bf, health)

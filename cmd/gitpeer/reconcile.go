@@ -21,6 +21,7 @@ import (
 func newReconcileCmd() *cobra.Command {
 	var (
 		cluster, repoURL, checkout, branch string
+		pushBranch                         string
 		bf                                 backendFlags
 		gitCredentials                     string
 		df                                 daemonFlags
@@ -63,6 +64,14 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if once && cmd.Flags().Changed("interval") {
 				return errors.New("--once and --interval are exclusive")
 			}
+			var review *reviewFlow
+			if cmd.Flags().Changed("push-branch") {
+				b, err := expandPushBranch(pushBranch, cluster, branch)
+				if err != nil {
+					return err
+				}
+				review = &reviewFlow{branch: b, target: branch, repoURL: repoURL}
+			}
 			lim, err := specLimits(cmd)
 			if err != nil {
 				return err
@@ -83,7 +92,11 @@ Another one fails naming the holder's process, or with --wait waits.`,
 				return err
 			}
 			defer lock.Unlock()
-			opts, err := runner.Signed(gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, Credentials: creds}, b)
+			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, Credentials: creds}
+			if review != nil {
+				gopts.PushBranch = review.branch
+			}
+			opts, err := runner.Signed(gopts, b)
 			if err != nil {
 				return err
 			}
@@ -94,7 +107,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles,
 				LoadSpec: boundedSpecLoader(lim)}
 			if once {
-				return passOnce(cmd.Context(), r, cmd.OutOrStdout())
+				return passOnce(cmd.Context(), r, review, cmd.OutOrStdout())
 			}
 			var pushed <-chan struct{}
 			if watch {
@@ -106,7 +119,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 					return fmt.Errorf("--watch: %w", err)
 				}
 			}
-			return df.run(cmd.Context(), r, &bf, interval, pushed)
+			return df.run(cmd.Context(), r, &bf, interval, pushed, review)
 		},
 	}
 	f := cmd.Flags()
@@ -115,6 +128,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	bf.register(f, false)
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile")
+	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
@@ -124,6 +138,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
 	addSpecLimitFlags(cmd)
 	df.register(cmd)
+	cmd.Long += pushBranchHelp
 	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -143,15 +158,33 @@ func lockCheckout(ctx context.Context, checkout string, wait bool, log io.Writer
 	return lock, err
 }
 
-func passOnce(ctx context.Context, r *runner.Runner, w io.Writer) error {
+// reviewFlow is a --push-branch: where proposals go, for which branch, and
+// the repo they are compared in.
+type reviewFlow struct {
+	branch, target, repoURL string
+}
+
+// compare is the compare hint of the review branch.
+func (f *reviewFlow) compare() string { return compareHint(f.repoURL, f.target, f.branch) }
+
+func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Writer) error {
 	res, err := r.Pass(ctx)
 	if err != nil {
 		return err
 	}
 	id := r.Backend.ClusterID()
-	if res.Commit == "" {
+	switch {
+	case res.Proposed != "":
+		fmt.Fprintf(w, "%s: proposed %d changes on branch %s; compare: %s\n", id, len(res.Files), res.PushBranch, review.compare())
+		fmt.Fprintf(w, "  %s (%s)\n", strings.Join(res.Steps, "; "), res.Proposed[:12])
+		for _, f := range res.Files {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	case res.Withdrawn:
+		fmt.Fprintf(w, "%s: up to date; deleted branch %s: nothing left to propose\n", id, res.PushBranch)
+	case res.Commit == "":
 		fmt.Fprintf(w, "%s: up to date\n", id)
-	} else {
+	default:
 		fmt.Fprintf(w, "%s: %s (%s, %d push attempt(s))\n", id, strings.Join(res.Steps, "; "), res.Commit[:12], res.Attempts)
 		for _, f := range res.Files {
 			fmt.Fprintf(w, "  %s\n", f)

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+// pushBranchHelp is added to reconcile's help.
+const pushBranchHelp = `
+
+--push-branch TEMPLATE turns the push into a review flow: the pass still reads
+only --branch (merged = approved), but its commit goes to the branch TEMPLATE
+names ({cluster} is this cluster's ID, e.g. gitpeer/{cluster}), rebuilt at
+every pass as --branch's tip plus exactly one signed commit. A pass with
+nothing left to propose deletes the branch (hosts then close its pull
+request). Re-running replaces the branch only when it holds this cluster's
+own previous proposal, or something already merged: a commit anyone else
+pushed there is never overwritten, the pass fails naming it. reconcile prints
+the branch and where to compare it; opening the pull request is left to you
+or your host's automation. See docs/gitops.md, "Review branches".`
+
+// placeholder matches a {name} of a --push-branch template.
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// expandPushBranch returns the branch --push-branch template names for
+// cluster: {cluster} replaced by its ID. The result must be a valid branch
+// name other than target and outside the applied branches (gitpeer/applied/).
+func expandPushBranch(template, cluster, target string) (string, error) {
+	var unknown []string
+	branch := placeholder.ReplaceAllStringFunc(template, func(p string) string {
+		if p == "{cluster}" {
+			return cluster
+		}
+		unknown = append(unknown, p)
+		return p
+	})
+	appliedPrefix := layout.AppliedBranchPrefix
+	switch {
+	case len(unknown) > 0:
+		return "", fmt.Errorf("--push-branch %q: unknown placeholder %s (only {cluster} is known)", template, unknown[0])
+	case plumbing.NewBranchReferenceName(branch).Validate() != nil || strings.HasPrefix(branch, "refs/"):
+		return "", fmt.Errorf("--push-branch %q: %q is not a valid branch name", template, branch)
+	case branch == target:
+		return "", fmt.Errorf("--push-branch %q: %s is the branch reconciled (--branch): proposals go to another branch", template, branch)
+	case strings.HasPrefix(branch+"/", appliedPrefix):
+		return "", fmt.Errorf("--push-branch %q: %s is under %s, where the applied branches live", template, branch, appliedPrefix)
+	}
+	return branch, nil
+}
+
+// compareHint tells where to see what branch proposes for target: the
+// compare page of the repo's host when repoURL is an https or ssh URL of a
+// GitHub, GitLab or Gitea (Forgejo, Codeberg) host, recognised by its name,
+// else the git command that lists the proposed commit.
+func compareHint(repoURL, target, branch string) string {
+	fallback := fmt.Sprintf("git log %s..%s", target, branch)
+	host, path, ok := webLocation(repoURL)
+	if !ok {
+		return fallback
+	}
+	base := "https://" + host + "/" + path
+	name := strings.ToLower(host)
+	switch {
+	case strings.Contains(name, "github"):
+		return fmt.Sprintf("%s/compare/%s...%s", base, target, branch)
+	case strings.Contains(name, "gitlab"):
+		return fmt.Sprintf("%s/-/compare/%s...%s", base, target, branch)
+	case strings.Contains(name, "gitea"), strings.Contains(name, "forgejo"), strings.Contains(name, "codeberg"):
+		return fmt.Sprintf("%s/compare/%s...%s", base, target, branch)
+	}
+	return fallback
+}
+
+// webLocation returns the web host (with its port for https) and the
+// owner/repo path, without .git, of an https, ssh or scp-like
+// (git@host:owner/repo) repo URL.
+func webLocation(repoURL string) (host, path string, ok bool) {
+	if i := strings.Index(repoURL, "://"); i < 0 {
+		// scp-like: [user@]host:path, with no slash before the colon.
+		at := strings.LastIndex(repoURL, "@")
+		colon := strings.Index(repoURL, ":")
+		if colon < 0 || strings.Contains(repoURL[:colon], "/") {
+			return "", "", false
+		}
+		host, path = repoURL[at+1:colon], repoURL[colon+1:]
+	} else {
+		u, err := url.Parse(repoURL)
+		if err != nil {
+			return "", "", false
+		}
+		switch u.Scheme {
+		case "https":
+			host = u.Host
+		case "ssh":
+			host = u.Hostname() // the web UI is not on the ssh port
+		default:
+			return "", "", false
+		}
+		path = u.Path
+	}
+	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
+	if host == "" || !strings.Contains(path, "/") {
+		return "", "", false
+	}
+	return host, path, true
+}

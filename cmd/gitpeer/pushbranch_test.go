@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestCompareHint(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://github.com/o/r.git", "https://github.com/o/r/compare/main...gitpeer/alpha"},
+		{"https://github.com/o/r", "https://github.com/o/r/compare/main...gitpeer/alpha"},
+		{"ssh://git@github.com/o/r.git", "https://github.com/o/r/compare/main...gitpeer/alpha"},
+		{"git@github.com:o/r.git", "https://github.com/o/r/compare/main...gitpeer/alpha"},
+		{"https://github.example.com/o/r.git", "https://github.example.com/o/r/compare/main...gitpeer/alpha"},
+		{"https://gitlab.com/group/sub/r.git", "https://gitlab.com/group/sub/r/-/compare/main...gitpeer/alpha"},
+		{"ssh://git@gitlab.example.com:2222/g/r.git", "https://gitlab.example.com/g/r/-/compare/main...gitpeer/alpha"},
+		{"git@gitlab.com:g/r.git", "https://gitlab.com/g/r/-/compare/main...gitpeer/alpha"},
+		{"https://gitea.example.com:3000/o/r.git", "https://gitea.example.com:3000/o/r/compare/main...gitpeer/alpha"},
+		{"ssh://git@codeberg.org/o/r.git", "https://codeberg.org/o/r/compare/main...gitpeer/alpha"},
+		{"https://git.example.com/o/r.git", "git log main..gitpeer/alpha"},
+		{"http://github.com/o/r.git", "git log main..gitpeer/alpha"},
+		{"file:///srv/peering.git", "git log main..gitpeer/alpha"},
+		{"/srv/peering.git", "git log main..gitpeer/alpha"},
+		{"https://github.com/r.git", "git log main..gitpeer/alpha"},
+	} {
+		if got := compareHint(tc.url, "main", "gitpeer/alpha"); got != tc.want {
+			t.Errorf("compareHint(%s) = %s, want %s", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestExpandPushBranch(t *testing.T) {
+	for _, tc := range []struct{ template, want, err string }{
+		{"gitpeer/{cluster}", "gitpeer/alpha", ""},
+		{"review/{cluster}/peering", "review/alpha/peering", ""},
+		{"gitpeer-proposals", "gitpeer-proposals", ""},
+		{"main", "", "is the branch reconciled"},
+		{"gitpeer/applied/{cluster}", "", "where the applied branches live"},
+		{"gitpeer/applied", "", "where the applied branches live"},
+		{"gitpeer/{id}", "", "unknown placeholder {id}"},
+		{"gitpeer/{cluster}..x", "", "not a valid branch name"},
+		{"", "", "not a valid branch name"},
+		{"refs/heads/x", "", "not a valid branch name"},
+	} {
+		got, err := expandPushBranch(tc.template, "alpha", "main")
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("expandPushBranch(%q) = %q, %v; want %q", tc.template, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("expandPushBranch(%q) = %q, %v; want an error saying %q", tc.template, got, err, tc.err)
+		}
+	}
+}
+
+// TestReconcileProposesOnAReviewBranch: with --push-branch, a pass leaves
+// main alone and says where its proposal is; once a human merges it, the
+// next pass has nothing to propose and deletes the branch.
+func TestReconcileProposesOnAReviewBranch(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	main := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+	reconcile := func() (int, string, string) {
+		return gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", remote,
+			"--state-dir", filepath.Join(root, "state", "beta"), "--push-branch", "gitpeer/{cluster}")
+	}
+
+	code, out, stderr := reconcile()
+	if code != 0 {
+		t.Fatalf("reconcile --push-branch: %d %s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^beta: proposed [1-9][0-9]* changes on branch gitpeer/beta; compare: git log main\.\.gitpeer/beta$`).MatchString(out) {
+		t.Errorf("reconcile --push-branch printed:\n%s", out)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != main {
+		t.Errorf("main moved to %s", got)
+	}
+	if parent := strings.TrimSpace(git(t, remote, "rev-parse", "gitpeer/beta^")); parent != main {
+		t.Errorf("gitpeer/beta^ = %s, want main %s", parent, main)
+	}
+
+	// A reviewer merges it; the next pass has nothing left to propose.
+	git(t, work, "fetch", "-q", "origin", "gitpeer/beta")
+	git(t, work, "merge", "-q", "--no-ff", "-m", "Merge gitpeer/beta", "FETCH_HEAD")
+	git(t, work, "push", "-q", "origin", "main")
+	code, out, stderr = reconcile()
+	if code != 0 || !strings.Contains(out, "beta: up to date; deleted branch gitpeer/beta: nothing left to propose") {
+		t.Fatalf("reconcile after the merge: %d\n%s%s", code, out, stderr)
+	}
+	if exec.Command("git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/gitpeer/beta").Run() == nil {
+		t.Error("gitpeer/beta still exists")
+	}
+
+	if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", remote,
+		"--state-dir", filepath.Join(root, "state", "beta"), "--push-branch", "gitpeer/applied/{cluster}"); code == 0 ||
+		!strings.Contains(stderr, "where the applied branches live") {
+		t.Errorf("--push-branch under gitpeer/applied/: %d %s", code, stderr)
+	}
+}
