@@ -161,7 +161,7 @@ func (r *Repo) pushLeased(ctx context.Context, spec config.RefSpec, cur plumbing
 // Sync may replace it: it may when the branch is absent (zero hash), when
 // its head is merged into tip (reachable from it), or when its head is this
 // cluster's own proposal: a commit signed with AppliedKey whose one parent
-// is merged into tip (own). Anything else is someone's work: the error
+// is merged into tip, or that has none while tip is zero (own). Anything else is someone's work: the error
 // wraps ErrForeignCommit and names the first commit gitpeer did not make.
 func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, err error) {
 	ref, err := r.repo.Reference(r.pushTracking(), true)
@@ -195,6 +195,9 @@ func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, 
 	// Walk down own commits to the first that is someone else's (a human
 	// commit under a rebased proposal is theirs too), or to the target.
 	c := head
+	if tipCommit == nil && head.NumParents() == 0 && r.signedBySelf(head) {
+		return cur, true, nil // the proposal of a branch's first commit
+	}
 	for range 64 {
 		if !r.signedBySelf(c) || c.NumParents() != 1 {
 			break
