@@ -108,18 +108,23 @@ image: ## Build the container image IMAGE (default gitpeer:dev) with docker or p
 	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 # ---------------------------------------------------------------- e2e on real Kubernetes
-# Kubernetes and etcd binaries are built once from the Go module proxy into a
-# cache outside the repo (cold: 10-25 min; then skipped); the suite itself runs
+# Kubernetes and etcd binaries (and Flux's source-controller and
+# kustomize-controller) are built once from the Go module proxy into a cache
+# outside the repo (cold: 10-25 min, Flux ~7 more; then skipped); the suite itself runs
 # in temp dirs and stops every process it starts.
 E2E_CACHE ?= $(or $(GITPEER_E2E_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gitpeer-e2e)
 E2E_BIN   := $(E2E_CACHE)/bin
-E2E_TIMEOUT ?= 10m
+E2E_TIMEOUT ?= 15m
 
 .PHONY: e2e-tools
 e2e-tools: ## Build Kubernetes v1.34.4 (apiserver, controller-manager, kubectl) and etcd v3.6.5 into the e2e cache
 	WORK="$(E2E_CACHE)" bash hack/build-k8s-bins.sh kubectl
 
+.PHONY: e2e-flux-tools
+e2e-flux-tools: ## Build Flux source-controller v1.9.6 and kustomize-controller v1.9.5, and extract their CRDs, into the e2e cache
+	WORK="$(E2E_CACHE)" bash hack/build-flux.sh
+
 .PHONY: e2e
-e2e: e2e-tools build ## Real control planes: two clusters peer over HTTP (kubernetes backend); daemons: Events, leader election
+e2e: e2e-tools e2e-flux-tools build ## Real control planes: two clusters peer over HTTP(S) (kubernetes backend), applied by a test and by real Flux; daemons: Events, leader election
 	PATH="$(E2E_BIN):$$PATH" KUBE_BIN="$(E2E_BIN)" GITPEER_E2E_BIN="$(CURDIR)/$(BIN)" \
-	  $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/ ./daemon/
+	  FLUX_CRDS="$(E2E_CACHE)/flux-crds" $(GO) test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/ ./daemon/
