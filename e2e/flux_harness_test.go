@@ -1,0 +1,213 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fluxNamespace is where Flux runs and where its objects live.
+const fluxNamespace = "flux-system"
+
+// fluxTools are the Flux binaries and CRDs hack/build-flux.sh put in the
+// e2e cache (make e2e-flux-tools).
+type fluxTools struct {
+	sourceController, kustomizeController, crds string
+}
+
+// findFluxTools finds the controllers in KUBE_BIN and the CRDs in FLUX_CRDS
+// (default: the cache's flux-crds).
+func findFluxTools(t *testing.T) fluxTools {
+	t.Helper()
+	ft := fluxTools{
+		sourceController:    filepath.Join(s.kubeBin, "source-controller"),
+		kustomizeController: filepath.Join(s.kubeBin, "kustomize-controller"),
+		crds:                env("FLUX_CRDS", filepath.Join(cacheDir(), "flux-crds")),
+	}
+	for _, f := range []string{ft.sourceController, ft.kustomizeController, filepath.Join(ft.crds, "source.toolkit.fluxcd.io_gitrepositories.yaml")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%v: run `make e2e-flux-tools` (builds Flux's source-controller and kustomize-controller from the Go module proxy)", err)
+		}
+	}
+	return ft
+}
+
+// proc is a long-running process this test started; it is stopped (SIGTERM,
+// then SIGKILL) when owner (the test, not the step that starts it) ends.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	log    string
+	exited chan struct{}
+	err    error
+}
+
+func startProc(t, owner *testing.T, name, log string, env []string, bin string, args ...string) *proc {
+	t.Helper()
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, log: log, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	p.cmd.SysProcAttr = dieWithParent()
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		f.Close()
+		close(p.exited)
+	}()
+	owner.Cleanup(func() {
+		p.stop()
+		if owner.Failed() {
+			t.Logf("log of %s:\n%s", name, tail(log, 40))
+		}
+	})
+	return p
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits for the exit, killing after 20s.
+func (p *proc) stop() {
+	if !p.running() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// waitHTTPOK polls url until it answers 200, the process exits or timeout.
+func waitHTTPOK(ctx context.Context, p *proc, url string, timeout time.Duration) error {
+	c := http.Client{Timeout: time.Second}
+	return eventually(ctx, timeout, 100*time.Millisecond, func() error {
+		if !p.running() {
+			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail(p.log, 20))
+		}
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}
+
+// startFlux installs Flux's CRDs and namespace on c and runs
+// source-controller and kustomize-controller for it as local processes, with
+// c's admin kubeconfig (they have no --kubeconfig flag: KUBECONFIG), every
+// listener on a free loopback port. It returns once both are ready.
+func startFlux(ctx context.Context, t, owner *testing.T, ft fluxTools, c *cluster, dir string) {
+	t.Helper()
+	if _, err := s.kube(ctx, c, nil, "apply", "--server-side", "--field-manager", fieldManager, "-f", ft.crds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.kube(ctx, c, nil, "wait", "--for=condition=Established", "crd",
+		"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.kube(ctx, c, nil, "create", "namespace", fluxNamespace); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "storage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"KUBECONFIG=" + c.kubeconfig, "RUNTIME_NAMESPACE=" + fluxNamespace}
+	storage := freeLoopbackAddr(t)
+	scHealth, kcHealth := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	sc := startProc(t, owner, c.id+"'s source-controller", filepath.Join(dir, "source-controller.log"), env, ft.sourceController,
+		"--watch-all-namespaces", "--storage-path="+filepath.Join(dir, "storage"),
+		"--storage-addr="+storage, "--storage-adv-addr="+storage,
+		"--metrics-addr="+freeLoopbackAddr(t), "--health-addr="+scHealth,
+		"--enable-leader-election=false", "--log-level=info")
+	kc := startProc(t, owner, c.id+"'s kustomize-controller", filepath.Join(dir, "kustomize-controller.log"), env, ft.kustomizeController,
+		"--watch-all-namespaces", "--metrics-addr="+freeLoopbackAddr(t), "--health-addr="+kcHealth,
+		"--requeue-dependency=2s",
+		"--enable-leader-election=false", "--log-level=info")
+	for _, w := range []struct {
+		p    *proc
+		addr string
+	}{{sc, scHealth}, {kc, kcHealth}} {
+		if err := waitHTTPOK(ctx, w.p, "http://"+w.addr+"/readyz", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fluxField reads one jsonpath of a Flux object in flux-system ("" when
+// the object or the field is missing).
+func fluxField(ctx context.Context, c *cluster, kind, name, jsonpath string) string {
+	out, err := s.kube(ctx, c, nil, "-n", fluxNamespace, "get", kind, name, "--ignore-not-found", "-o", "jsonpath="+jsonpath)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// condition returns status, reason and message of a condition of a Flux
+// object.
+func condition(ctx context.Context, c *cluster, kind, name, typ string) (status, reason, message string) {
+	f := func(field string) string {
+		return fluxField(ctx, c, kind, name, fmt.Sprintf(`{.status.conditions[?(@.type=="%s")].%s}`, typ, field))
+	}
+	return f("status"), f("reason"), f("message")
+}
+
+// requestReconcile asks a Flux controller to reconcile an object now, as
+// `flux reconcile` does.
+func requestReconcile(ctx context.Context, c *cluster, kind, name string) error {
+	_, err := s.kube(ctx, c, nil, "-n", fluxNamespace, "annotate", "--overwrite", kind, name,
+		"reconcile.fluxcd.io/requestedAt="+time.Now().Format(time.RFC3339Nano))
+	return err
+}
+
+// managers lists the field managers of an object, or an error when it is
+// missing.
+func managers(ctx context.Context, c *cluster, args ...string) ([]string, error) {
+	out, err := s.kube(ctx, c, nil, append([]string{"get", "-o", "jsonpath={.metadata.managedFields[*].manager}"}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// exists reports whether kubectl get finds the object (and it is not being
+// deleted).
+func exists(ctx context.Context, c *cluster, args ...string) (bool, error) {
+	out, err := s.kube(ctx, c, nil, append([]string{"get", "--ignore-not-found", "-o",
+		"jsonpath={.metadata.name}/{.metadata.deletionTimestamp}"}, args...)...)
+	if err != nil {
+		return false, err
+	}
+	out = strings.TrimSpace(out)
+	return out != "" && strings.HasSuffix(out, "/"), nil
+}
