@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -360,27 +359,7 @@ var remoteComponent = regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests
 func gitopsFS(t *testing.T, blocks map[string]string) (filesys.FileSystem, []string) {
 	t.Helper()
 	mem := filesys.MakeFsInMemory()
-	for _, sub := range []string{"flux", "argocd"} {
-		err := filepath.WalkDir(sub, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "testdata" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return mem.WriteFile(path.Join("/src/manifests", filepath.ToSlash(p)), data)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyManifests(t, mem, "flux", "argocd")
 	var overlays []string
 	for name, content := range blocks {
 		file := path.Join("/src/docs", name)

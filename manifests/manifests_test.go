@@ -2,7 +2,6 @@
 package manifests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io/fs"
@@ -155,21 +154,7 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 	files := fencedBlocks(doc, "# overlays/")
 	remote := regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests/deploy\?ref=\S+`)
 	mem := filesys.MakeFsInMemory()
-	for _, sub := range []string{"rbac", "deploy"} {
-		err := filepath.WalkDir(sub, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return mem.WriteFile(path.Join("/src/manifests", filepath.ToSlash(p)), data)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyManifests(t, mem, "rbac", "deploy")
 	var overlays []string
 	for name, content := range files {
 		if dir, ok := strings.CutSuffix(name, "/kustomization.yaml"); ok {
@@ -188,13 +173,7 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 	if !remote.MatchString(files["alpha/kustomization.yaml"]) {
 		t.Fatalf("the documented overlay alpha does not use the base github.com/gitpeer/gitpeer//manifests/deploy?ref=…")
 	}
-	params := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(files["alpha/params.env"]))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && !strings.HasPrefix(k, "#") {
-			params[k] = v
-		}
-	}
+	params := docParams(files["alpha/params.env"])
 
 	for _, overlay := range overlays {
 		t.Run(overlay, func(t *testing.T) {
@@ -762,6 +741,33 @@ func addrPort(t *testing.T, addr string) int32 {
 		t.Fatalf("address %q: port %q", addr, port)
 	}
 	return n
+}
+
+// copyManifests copies this checkout's manifests/<sub> trees, test data
+// left out, into mem under /src/manifests.
+func copyManifests(t *testing.T, mem filesys.FileSystem, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		err := filepath.WalkDir(sub, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return mem.WriteFile(path.Join("/src/manifests", filepath.ToSlash(p)), data)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // fencedBlocks are the fenced code blocks of a Markdown document whose first
