@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -187,27 +186,9 @@ func TestPeeringOverSSHAndHTTPSWithCredentials(t *testing.T) {
 type gitpeerProcess struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *lockedBuffer
+	stderr *testgit.SyncBuffer
 	done   chan struct{}
 	err    error
-}
-
-// lockedBuffer is a bytes.Buffer the process writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func startGitpeer(t *testing.T, args ...string) *gitpeerProcess {
@@ -216,7 +197,7 @@ func startGitpeer(t *testing.T, args ...string) *gitpeerProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &gitpeerProcess{cmd: exec.Command(exe, args...), lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &gitpeerProcess{cmd: exec.Command(exe, args...), lines: make(chan string, 100), stderr: &testgit.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()

@@ -1,7 +1,6 @@
 package testgit
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,7 +57,7 @@ type SSHServer struct {
 	// KnownHosts is a known_hosts line for Addr and HostKey, with newline.
 	KnownHosts []byte
 
-	log *syncBuffer
+	log *SyncBuffer
 }
 
 // StartSSHD starts sshd as a foreground process with its own config, host
@@ -86,7 +84,7 @@ func StartSSHD(t testing.TB, root string, deployKeys ...Key) *SSHServer {
 	}
 
 	dir := t.TempDir()
-	s := &SSHServer{User: u.Username, Root: root, HostKey: NewKey(t, "testgit-host", ""), log: &syncBuffer{}}
+	s := &SSHServer{User: u.Username, Root: root, HostKey: NewKey(t, "testgit-host", ""), log: &SyncBuffer{}}
 	hostKeyFile := filepath.Join(dir, "host_ed25519")
 	authorized := filepath.Join(dir, "authorized_keys")
 	var keys strings.Builder
@@ -196,21 +194,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -9,6 +9,7 @@
 package testgit
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -16,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -106,4 +108,25 @@ func gitExecPath(t testing.TB) string {
 		t.Fatalf("git --exec-path: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// SyncBuffer is a bytes.Buffer that a process (an exec.Cmd's Stdout or
+// Stderr) writes while a test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
