@@ -91,7 +91,7 @@ func (p *pass) peerOf(f string) string {
 	case from == p.self:
 		return to
 	case to == p.self && strings.HasPrefix(rest, layout.LiqoDir+"/"):
-		peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
+		peer := peerOfRendered(rest)
 		if peer == SharedDir {
 			return ""
 		}

@@ -65,13 +65,13 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		return nil, err
 	}
 	sort.Strings(plan.Deletes)
-	plan.Steps = steps(tree, self, plan)
+	plan.Steps = steps(tree, self, desired, plan)
 	plan.Message = message(self, plan.Steps)
 	return plan, nil
 }
 
 // steps names what a change does in the handshake's words, deterministically.
-func steps(tree fs.FS, self string, plan *Plan) []string {
+func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -104,7 +104,7 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 			name, _ := artifact.SliceName(rest)
 			add(fmt.Sprintf("request slice %s from %s", name, to))
 		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
-			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
+			peer := peerOfRendered(rest)
 			base := path.Base(f)
 			switch {
 			case strings.HasPrefix(base, "identity-resourceslice-"):
@@ -125,9 +125,8 @@ func steps(tree fs.FS, self string, plan *Plan) []string {
 		switch {
 		case from == self:
 			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
-		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
-			peer := strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
-			add("remove objects for " + peer)
+		case strings.HasPrefix(rest, layout.LiqoDir+"/") && !rendersFor(desired, layout.PeerDir(self, peerOfRendered(rest))):
+			add("remove objects for " + peerOfRendered(rest))
 		case rest == "":
 			add("remove " + f) // something in the way of a directory
 		default:
@@ -156,4 +155,20 @@ func message(self string, steps []string) string {
 		fmt.Fprintf(&b, "Gitpeer-Step: %s\n", s)
 	}
 	return b.String()
+}
+
+// peerOfRendered is the peer of a path under liqo/ in a cluster's tree.
+func peerOfRendered(rest string) string {
+	return strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
+}
+
+// rendersFor reports whether desired keeps any file under dir: a deletion
+// there removes a file nobody signed, not the peering's objects.
+func rendersFor(desired map[string][]byte, dir string) bool {
+	for f := range desired {
+		if strings.HasPrefix(f, dir+"/") {
+			return true
+		}
+	}
+	return false
 }

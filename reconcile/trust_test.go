@@ -295,3 +295,12 @@ func TestASettledRepoWithManifestsMakesNoCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRemovingAPlantedObjectIsNotCalledARevocation(t *testing.T) {
+	w := settled(t)
+	w.tree["clusters/beta/liqo/alpha/clusterrolebinding-pwn.yaml"] = &fstest.MapFile{Data: []byte("kind: ClusterRoleBinding\n")}
+	_, plan := w.pass("beta")
+	if strings.Contains(plan.Message, "remove objects for alpha") || !strings.Contains(plan.Message, "remove liqo/alpha/clusterrolebinding-pwn.yaml") {
+		t.Fatalf("commit message %q: the planted file's removal reads as something else", plan.Message)
+	}
+}
