@@ -94,7 +94,7 @@ func History(dir string, opts Options) ([]Finding, error) {
 	if opts.Base != "" {
 		base, err := repo.ResolveRevision(plumbing.Revision(opts.Base))
 		if err != nil {
-			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
+			return nil, fmt.Errorf("%s: --base %s: %w (fetch it first, e.g. git fetch origin %s, and give origin/%s)", dir, opts.Base, err, opts.Base, opts.Base)
 		}
 		if excluded, err = h.ancestors(*base); err != nil {
 			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)

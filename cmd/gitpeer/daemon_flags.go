@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"time"
 
@@ -87,6 +88,11 @@ func (f *daemonFlags) check(cmd *cobra.Command) error {
 	}
 	if !slices.Contains([]string{"trace", "debug", "info", "error"}, f.log.LogLevel) {
 		return fmt.Errorf("--log-level: %q is not one of: trace, debug, info, error", f.log.LogLevel)
+	}
+	for name, addr := range map[string]string{"metrics-addr": f.metricsAddr, "health-addr": f.healthAddr} {
+		if _, port, err := net.SplitHostPort(addr); addr != "" && (err != nil || port == "") {
+			return fmt.Errorf("--%s: %q is not host:port (for example :8080, or 127.0.0.1:8080)", name, addr)
+		}
 	}
 	if kind, _ := fs.GetString("backend"); kind != backendKubernetes {
 		for _, name := range []string{"leader-elect", "lease-namespace"} {

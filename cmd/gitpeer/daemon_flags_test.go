@@ -26,6 +26,8 @@ func TestDaemonFlagsAreChecked(t *testing.T) {
 		{"daemon flags do not apply to --once", []string{"--once", "--metrics-addr", ":0"}, "--metrics-addr does not apply to --once"},
 		{"log flags do not apply to --once", []string{"--once", "--log-level", "debug"}, "--log-level does not apply to --once"},
 		{"an unknown log encoding", []string{"--log-encoding", "xml"}, `--log-encoding: "xml" is not one of: json, console`},
+		{"a metrics address without a port", []string{"--metrics-addr", "notaport"}, `--metrics-addr: "notaport" is not host:port`},
+		{"a health address without a port", []string{"--health-addr", "localhost"}, `--health-addr: "localhost" is not host:port`},
 		{"an unknown log level", []string{"--log-level", "verbose"}, `--log-level: "verbose" is not one of`},
 		{"a zero interval", []string{"--interval", "0s"}, "--interval must be positive"},
 	} {

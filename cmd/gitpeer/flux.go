@@ -101,7 +101,7 @@ shows each reconciler's commits as Good "git" signature for <id>.`,
 			tree := layout.NewTree(dir)
 			entries, err := tree.ReadDir(layout.ClustersDir)
 			if err != nil {
-				return fmt.Errorf("%s: %w", dir, err)
+				return fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", dir, err)
 			}
 			var signers []commitsig.Entry
 			for _, e := range entries {
