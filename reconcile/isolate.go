@@ -68,17 +68,21 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 	for i := range status.Peerings {
 		ps := &status.Peerings[i]
 		for j := range ps.Conditions {
-			if reason, found := guard.Inspect([]byte(ps.Conditions[j].Message)); found {
-				ps.Conditions[j].Message = "message withheld: it quoted content that looks like private material (" + reason + ")"
-			}
+			withhold(&ps.Conditions[j].Message)
 		}
 		for j := range ps.Slices {
-			if reason, found := guard.Inspect([]byte(ps.Slices[j].Message)); found {
-				ps.Slices[j].Message = "message withheld: it quoted content that looks like private material (" + reason + ")"
-			}
+			withhold(&ps.Slices[j].Message)
 		}
 	}
 	return nil
+}
+
+// withhold replaces a status message that quotes what the guard would
+// refuse to commit.
+func withhold(msg *string) {
+	if reason, found := guard.Inspect([]byte(*msg)); found {
+		*msg = "message withheld: it quoted content that looks like private material (" + reason + ")"
+	}
 }
 
 // peerOf is the peer a file written by this cluster belongs to: the cluster

@@ -95,35 +95,30 @@ func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout
 		specFP = c.Fingerprint
 	}
 	pin := p.pins.Lookup(peer)
-	switch {
-	case pin == nil || pin.PublicKey == "" || pin.Repin:
-		// First trust, or an admin's re-pin: the spec approves the peering;
-		// its fingerprint, or the one the admin gave, must match.
-		if pin != nil && pin.Repin && pin.Fingerprint != "" && pin.Fingerprint != ci.Fingerprint {
-			return fail(ReasonKeyChanged, "%s: publicKey: %s is not the %s an admin asked to trust (gitpeer trust --peer %s)", file, ci.Fingerprint, pin.Fingerprint, peer)
-		}
-		if specFP != "" && specFP != ci.Fingerprint {
-			return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
-		}
-		p.pin(peer, ci)
-	case ci.Fingerprint != pin.Fingerprint || provider && (ci.APIServer != pin.APIServer || !artifact.SameCertificates([]byte(ci.CA), []byte(pin.CA))):
-		what := changes(ci, pin, provider)
-		if err := ci.VerifyRotation(pin.Fingerprint); err != nil {
-			return fail(ReasonKeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
-				file, what, pin.Fingerprint, err, peer, ci.Fingerprint)
-		}
-		p.pin(peer, ci)
-	default:
-		if !provider {
-			// A consumer's API server and CA are not ours to trust; keep
-			// them current so a later provider role starts from them.
-			pin.APIServer, pin.CA = ci.APIServer, ci.CA
-		}
+	// First trust, or an admin's re-pin: the spec approves the peering, and
+	// the fingerprint the admin gave must match.
+	first := pin == nil || pin.PublicKey == "" || pin.Repin
+	if first && pin != nil && pin.Repin && pin.Fingerprint != "" && pin.Fingerprint != ci.Fingerprint {
+		return fail(ReasonKeyChanged, "%s: publicKey: %s is not the %s an admin asked to trust (gitpeer trust --peer %s)", file, ci.Fingerprint, pin.Fingerprint, peer)
 	}
 	if specFP != "" && specFP != ci.Fingerprint {
 		// Editing the spec never overrides a pin, nor does a stale pin in
 		// the spec override a rotation: humans must agree with the key.
 		return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
+	}
+	switch what := changes(ci, pin, provider); {
+	case first:
+		p.pin(peer, ci)
+	case what != "":
+		if err := ci.VerifyRotation(pin.Fingerprint); err != nil {
+			return fail(ReasonKeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
+				file, what, pin.Fingerprint, err, peer, ci.Fingerprint)
+		}
+		p.pin(peer, ci)
+	case !provider:
+		// A consumer's API server and CA are not ours to trust; keep them
+		// current so a later provider role starts from them.
+		pin.APIServer, pin.CA = ci.APIServer, ci.CA
 	}
 	pub, der, err := handshake.ParsePublicKey([]byte(ci.PublicKey))
 	if err != nil {
@@ -133,7 +128,12 @@ func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout
 	return ci, true
 }
 
+// changes names the pinned facts ci differs in ("" when none, or when
+// nothing is pinned): the key, and for a provider its API server and CA.
 func changes(ci *layout.ClusterInfo, pin *pins.Peer, provider bool) string {
+	if pin == nil {
+		return ""
+	}
 	var what []string
 	if ci.Fingerprint != pin.Fingerprint {
 		what = append(what, "publicKey")
