@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // gitEnv keeps git away from the user's configuration.
@@ -56,16 +57,6 @@ func gitpeerBinary(t *testing.T) string {
 	bin := filepath.Join(cp.tmp, "bin", "gitpeer")
 	run(t, cp.root, "go", "build", "-o", bin, "./cmd/gitpeer")
 	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // process is one `gitpeer reconcile` replica.
@@ -195,7 +186,7 @@ func TestE2EThreeGitpeerReplicasOneLeader(t *testing.T) {
 	run(t, work, "git", "push", "--quiet", "origin", "main")
 
 	start := func(name string) *process {
-		p := &process{name: name, log: filepath.Join(dir, "logs", name+".log"), metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
+		p := &process{name: name, log: filepath.Join(dir, "logs", name+".log"), metricsAddr: testgit.FreeLoopbackAddr(t), healthAddr: testgit.FreeLoopbackAddr(t), exited: make(chan struct{})}
 		logf, err := os.Create(p.log)
 		if err != nil {
 			t.Fatal(err)

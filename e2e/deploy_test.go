@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -589,8 +588,8 @@ func writeOverlay(t *testing.T, dir, base string, baseArgs []string, clusterID, 
 	}
 	replace := map[string]string{
 		"--interval=":     "--interval=" + deployInterval,
-		"--metrics-addr=": "--metrics-addr=" + freeLoopbackAddr(t),
-		"--health-addr=":  "--health-addr=" + freeLoopbackAddr(t),
+		"--metrics-addr=": "--metrics-addr=" + testgit.FreeLoopbackAddr(t),
+		"--health-addr=":  "--health-addr=" + testgit.FreeLoopbackAddr(t),
 	}
 	var ops []map[string]string
 	for i, a := range baseArgs {
@@ -932,15 +931,4 @@ func logField(t *testing.T, path, msg, key string) string {
 		}
 	}
 	return val
-}
-
-// freeLoopbackAddr is a 127.0.0.1 address with a port free right now.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // fluxNamespace is where Flux runs and where its objects live.
@@ -142,15 +144,15 @@ func startFlux(ctx context.Context, t, owner *testing.T, ft fluxTools, c *cluste
 		t.Fatal(err)
 	}
 	env := []string{"KUBECONFIG=" + c.kubeconfig, "RUNTIME_NAMESPACE=" + fluxNamespace}
-	storage := freeLoopbackAddr(t)
-	scHealth, kcHealth := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	storage := testgit.FreeLoopbackAddr(t)
+	scHealth, kcHealth := testgit.FreeLoopbackAddr(t), testgit.FreeLoopbackAddr(t)
 	sc := startProc(t, owner, c.id+"'s source-controller", filepath.Join(dir, "source-controller.log"), env, ft.sourceController,
 		"--watch-all-namespaces", "--storage-path="+filepath.Join(dir, "storage"),
 		"--storage-addr="+storage, "--storage-adv-addr="+storage,
-		"--metrics-addr="+freeLoopbackAddr(t), "--health-addr="+scHealth,
+		"--metrics-addr="+testgit.FreeLoopbackAddr(t), "--health-addr="+scHealth,
 		"--enable-leader-election=false", "--log-level=info")
 	kc := startProc(t, owner, c.id+"'s kustomize-controller", filepath.Join(dir, "kustomize-controller.log"), env, ft.kustomizeController,
-		"--watch-all-namespaces", "--metrics-addr="+freeLoopbackAddr(t), "--health-addr="+kcHealth,
+		"--watch-all-namespaces", "--metrics-addr="+testgit.FreeLoopbackAddr(t), "--health-addr="+kcHealth,
 		"--requeue-dependency=2s",
 		"--enable-leader-election=false", "--log-level=info")
 	for _, w := range []struct {

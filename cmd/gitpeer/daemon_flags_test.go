@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 func TestDaemonFlagsAreChecked(t *testing.T) {
@@ -40,22 +41,11 @@ func TestDaemonFlagsAreChecked(t *testing.T) {
 	}
 }
 
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestReconcileRunsAsADaemon runs `gitpeer reconcile` without --once, scrapes
 // its metrics and probes, and stops it as SIGTERM does (its context ends).
 func TestReconcileRunsAsADaemon(t *testing.T) {
 	root, remote, _ := peeringRepo(t, spec)
-	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, healthAddr := testgit.FreeLoopbackAddr(t), testgit.FreeLoopbackAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
