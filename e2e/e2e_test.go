@@ -105,9 +105,11 @@ peerings: [
 `
 
 const noPeeringSpec = `// The e2e suite's spec after revocation: both clusters, no peering.
+// The test applies each pass itself, so nothing races beta's withdrawal:
+// no drain period.
 clusters: [
 	{id: "alpha"},
-	{id: "beta"},
+	{id: "beta", provider: {drainPeriod: "0s"}},
 ]
 
 peerings: []

@@ -24,8 +24,12 @@ const (
 	// fluxTimeout bounds each wait for Flux and the reconcilers to reach a
 	// state; every wait polls the state itself.
 	fluxTimeout = 3 * time.Minute
-	fluxManager = "kustomize-controller"
-	plantedName = "gitpeer-e2e-planted"
+	// fluxDrainPeriod is beta's provider.drainPeriod once the peering is
+	// removed: many polls of the GitRepository, so Flux applies the drained
+	// Tenant before beta withdraws it, yet well within fluxTimeout.
+	fluxDrainPeriod = "30s"
+	fluxManager     = "kustomize-controller"
+	plantedName     = "gitpeer-e2e-planted"
 )
 
 // TestFluxAppliesOnlyWhatEachReconcilerSigned runs real Flux (issue 10):
@@ -434,32 +438,20 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 	t.Run("removing the peering from the spec drains, then Flux prunes", func(t *testing.T) {
 		tenant := []string{"tenants.authentication.liqo.io", consumerID, "-n", providerTenantNS}
 		rbac := [][]string{{"rolebinding", roleBinding, "-n", providerTenantNS}, {"clusterrolebinding", clusterRoleBinding}}
-		// The provider drains in one pass and withdraws in the next, without
-		// waiting for Flux: at --interval 2s, a GitRepository polling every
-		// 2s may never fetch the drained revision. So beta's drain pass runs
-		// alone (--once) and Flux applies it before beta's daemon returns.
-		daemons[providerID].stop()
+		// beta's daemon keeps running at --interval 2s: its drain period
+		// (fluxDrainPeriod), not the test, keeps the drained Tenant in the
+		// repo long enough for Flux to apply it before pruning it.
 		check(t, "the spec without the peering is pushed", func(t *testing.T) {
 			if _, err := s.git(ctx, work, "pull", "--quiet", "--ff-only", "origin", "main"); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(noPeeringSpec), 0o644); err != nil {
+			spec := strings.Replace(noPeeringSpec, `drainPeriod: "0s"`, `drainPeriod: "`+fluxDrainPeriod+`"`, 1)
+			if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			commitAndPush(ctx, t, work, "Unpeer alpha from beta")
 		})
 		check(t, "Flux applies beta's drained Tenant and prunes its RBAC, the Tenant stays", func(t *testing.T) {
-			creds := filepath.Join(root, providerID, "git-credentials")
-			args := []string{"reconcile", "--backend", "kubernetes", "--kubeconfig", beta.kubeconfig, "--cluster", providerID,
-				"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(root, providerID, "checkout"), "--once"}
-			if out, err := s.gitpeerCmd(ctx, append(args, s.reconcileFlags...)...); err != nil {
-				t.Fatal(err)
-			} else {
-				t.Log(strings.TrimSpace(out))
-			}
-			if err := requestReconcile(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
-				t.Fatal(err)
-			}
 			err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
 				cond, err := s.kube(ctx, beta, nil, append([]string{"get", "-o", "jsonpath={.spec.tenantCondition}"}, tenant...)...)
 				if err != nil {
@@ -479,8 +471,7 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		check(t, "then Flux prunes the Tenant on beta and the Identity on alpha", func(t *testing.T) {
-			startDaemon(t, beta)
+		check(t, "after the drain period Flux prunes the Tenant on beta and the Identity on alpha", func(t *testing.T) {
 			err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
 				for _, o := range []struct {
 					c    *cluster

@@ -65,6 +65,10 @@ type PeeringStatus struct {
 	Role       Role               `json:"role"`
 	Step       Step               `json:"step"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// RevokingSince is when the provider first drained the Tenant of a
+	// peering removed from the spec (Step Revoking): its artifacts are
+	// withdrawn once the provider's drain period has passed since.
+	RevokingSince *metav1.Time `json:"revokingSince,omitempty"`
 	// Slices are the peering's ResourceSlices and the provider's decisions.
 	Slices []SliceStatus `json:"slices,omitempty"`
 }

@@ -316,6 +316,17 @@ func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 	if len(out.Revoked) != 1 || out.Revoked[0] != "beta" {
 		t.Errorf("alpha does not drop its kubeconfig for beta: %v", out.Revoked)
 	}
+	// Within the drain period the drained Tenant stays for the GitOps
+	// engine to apply; withdrawing it now would race Liqo's teardown.
+	w.now = w.now.Add(reconcile.DefaultDrainPeriod - time.Second)
+	w.pass("beta")
+	if tn, err := liqo.DecodeTenant(w.tree["clusters/beta/liqo/alpha/tenant-alpha.yaml"].Data); err != nil || tn.Spec.TenantCondition != authv1beta1.TenantConditionDrained {
+		t.Fatalf("within the drain period: tenant %v %v", tn, err)
+	}
+	if ps := w.status("beta", "alpha", "beta"); ps == nil || ps.Step != layout.StepRevoking || ps.RevokingSince == nil {
+		t.Errorf("provider status within the drain period: %+v", ps)
+	}
+	w.now = w.now.Add(time.Second)
 	w.pass("beta")
 	for k := range w.tree {
 		if strings.Contains(k, "/inbox/") || strings.Contains(k, "/liqo/") {
@@ -522,5 +533,22 @@ func TestEverySettledPeeringMakesNoFurtherCommit(t *testing.T) {
 				t.Fatalf("%d commits an hour later", n)
 			}
 		})
+	}
+}
+
+func TestADrainPeriodOfZeroWithdrawsInTheNextPass(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta", provider: {drainPeriod: "0s"}}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`)
+	w.converge("beta", "alpha")
+	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta", provider: {drainPeriod: "0s"}}]`)
+	w.pass("beta")
+	if !w.has("clusters/beta/liqo/alpha/tenant-alpha.yaml") {
+		t.Fatal("the Tenant was withdrawn before it was drained")
+	}
+	w.pass("beta")
+	if w.has("clusters/beta/liqo/alpha/tenant-alpha.yaml") {
+		t.Error("drainPeriod 0s kept the drained Tenant")
 	}
 }

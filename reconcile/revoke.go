@@ -4,20 +4,23 @@ import (
 	"errors"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 )
 
 // revoke handles peerings removed from the spec, found by what this cluster
-// wrote for them before. As a provider it revokes in two passes, as Liqo's
+// wrote for them before. As a provider it revokes in two steps, as Liqo's
 // unpeer does: first the Tenant goes Drained and its RBAC is unbound (so
-// Liqo, once Flux applies it, deletes the tenant's ResourceSlices and
-// NamespaceMaps), then every artifact is withdrawn and Flux prunes. As a
+// Liqo, once the GitOps engine applies it, deletes the tenant's
+// ResourceSlices and NamespaceMaps), then, once the provider's drain period
+// has passed, every artifact is withdrawn and the engine prunes. As a
 // consumer it withdraws everything at once and drops the kubeconfig.
 func (p *pass) revoke(prev *layout.ClusterStatus) ([]layout.PeeringStatus, error) {
 	peers, err := p.formerPeers()
@@ -27,23 +30,10 @@ func (p *pass) revoke(prev *layout.ClusterStatus) ([]layout.PeeringStatus, error
 	var out []layout.PeeringStatus
 	for _, peer := range peers {
 		if !p.in.Spec.HasPeering(peer, p.self) {
-			if t := p.acceptedTenant(peer); t != nil && t.Spec.TenantCondition != authv1beta1.TenantConditionDrained {
-				drained := t.DeepCopy()
-				drained.Spec.TenantCondition = authv1beta1.TenantConditionDrained
-				if err := p.render(peer, "Namespace", liqo.TenantNamespace(peer), liqo.Namespace(peer)); err != nil {
-					return nil, err
-				}
-				if err := p.render(peer, authv1beta1.TenantKind, peer, drained); err != nil {
-					return nil, err
-				}
-				st := &peeringObject{status: &layout.PeeringStatus{Consumer: peer, Provider: p.self, Role: layout.RoleProvider}}
-				if old := prev.Find(peer, p.self); old != nil {
-					st.status.Conditions = append(st.status.Conditions, old.Conditions...)
-				}
-				st.status.Step = layout.StepRevoking
-				conditions.MarkFalse(st, meta.ReadyCondition, ReasonRevoking, "peering removed from the spec: tenant %s drained and unbound; its artifacts go in the next pass", peer)
-				conditions.MarkReconciling(st, ReasonRevoking, "revoking %s", peer)
-				out = append(out, *st.status)
+			if st, err := p.drain(peer, prev); err != nil {
+				return nil, err
+			} else if st != nil {
+				out = append(out, *st)
 			}
 		}
 		if !p.in.Spec.HasPeering(p.self, peer) && p.wasConsumerOf(peer) {
@@ -51,6 +41,50 @@ func (p *pass) revoke(prev *layout.ClusterStatus) ([]layout.PeeringStatus, error
 		}
 	}
 	return out, nil
+}
+
+// drain keeps the Tenant of consumer, a peering removed from the spec,
+// rendered Drained with its RBAC unbound until the drain period has passed
+// since the pass that first drained it (PeeringStatus.RevokingSince), and
+// returns the peering's status meanwhile; nil once its artifacts are to be
+// withdrawn, or when there is no accepted Tenant. Withdrawing in the pass
+// after draining would race the GitOps engine: an engine that had not
+// applied the drained Tenant yet would prune a Tenant Liqo never saw
+// drained, and leave its ResourceSlices and NamespaceMaps behind.
+func (p *pass) drain(consumer string, prev *layout.ClusterStatus) (*layout.PeeringStatus, error) {
+	t := p.acceptedTenant(consumer)
+	if t == nil {
+		return nil, nil
+	}
+	old := prev.Find(consumer, p.self)
+	since := p.in.Now
+	if t.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+		// A status that lost its start (written before gitpeer recorded
+		// one, or never published) starts the period now: late beats early.
+		if old != nil && old.Step == layout.StepRevoking && old.RevokingSince != nil {
+			since = old.RevokingSince.Time
+		}
+		if !p.in.Now.Before(since.Add(p.terms.drainPeriod)) {
+			return nil, nil
+		}
+	}
+	drained := t.DeepCopy()
+	drained.Spec.TenantCondition = authv1beta1.TenantConditionDrained
+	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
+		return nil, err
+	}
+	if err := p.render(consumer, authv1beta1.TenantKind, consumer, drained); err != nil {
+		return nil, err
+	}
+	st := &peeringObject{status: &layout.PeeringStatus{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider}}
+	if old != nil {
+		st.status.Conditions = append(st.status.Conditions, old.Conditions...)
+	}
+	st.status.Step = layout.StepRevoking
+	st.status.RevokingSince = &metav1.Time{Time: since.UTC().Truncate(time.Second)}
+	conditions.MarkFalse(st, meta.ReadyCondition, ReasonRevoking, "peering removed from the spec: tenant %s drained and unbound; its artifacts are withdrawn after %s", consumer, since.Add(p.terms.drainPeriod).UTC().Format(time.RFC3339))
+	conditions.MarkReconciling(st, ReasonRevoking, "revoking %s", consumer)
+	return st.status, nil
 }
 
 // formerPeers lists every cluster this one wrote artifacts for or rendered

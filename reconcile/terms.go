@@ -16,15 +16,23 @@ import (
 // sets no nonceLifetime.
 const DefaultNonceLifetime = 7 * 24 * time.Hour
 
+// DefaultDrainPeriod is how long a revoked peering's Tenant stays Drained
+// in the repo before its artifacts are withdrawn, when the spec sets no
+// drainPeriod: several polls of Flux's GitRepository (1m in
+// manifests/flux) and Argo CD's default 3m, so the engine applies the
+// drained Tenant before it prunes it.
+const DefaultDrainPeriod = 10 * time.Minute
+
 // terms are this cluster's terms as a provider, from the spec.
 type terms struct {
 	certificateLifetime time.Duration
 	nonceLifetime       time.Duration
+	drainPeriod         time.Duration
 	classes             []policy.Class
 }
 
 func providerTerms(in Input, self string) (terms, error) {
-	t := terms{certificateLifetime: in.CertificateLifetime, nonceLifetime: DefaultNonceLifetime}
+	t := terms{certificateLifetime: in.CertificateLifetime, nonceLifetime: DefaultNonceLifetime, drainPeriod: DefaultDrainPeriod}
 	c, _ := in.Spec.Cluster(self)
 	if c.Provider == nil {
 		return t, nil
@@ -38,6 +46,11 @@ func providerTerms(in Input, self string) (terms, error) {
 	if s := c.Provider.NonceLifetime; s != "" {
 		if t.nonceLifetime, err = time.ParseDuration(s); err != nil || t.nonceLifetime <= 0 {
 			return t, fmt.Errorf("spec: clusters %s: provider.nonceLifetime: %q is not a positive duration", self, s)
+		}
+	}
+	if s := c.Provider.DrainPeriod; s != "" {
+		if t.drainPeriod, err = time.ParseDuration(s); err != nil || t.drainPeriod < 0 {
+			return t, fmt.Errorf("spec: clusters %s: provider.drainPeriod: %q is not a duration of zero or more", self, s)
 		}
 	}
 	t.classes, err = ProviderClasses(in.Spec, self)

@@ -67,6 +67,11 @@ type ProviderSettings struct {
 	// NonceLifetime is how long a nonce may go unanswered before a fresh
 	// one replaces it (a Go duration); empty: 168h.
 	NonceLifetime string `json:"nonceLifetime,omitempty"`
+	// DrainPeriod is how long a peering removed from the spec keeps its
+	// Tenant Drained in the repo before the provider withdraws it, so the
+	// GitOps engine applies the drained Tenant before pruning it; a Go
+	// duration, default 10m ("0s": withdraw in the next pass).
+	DrainPeriod string `json:"drainPeriod,omitempty"`
 	// Classes are the ResourceSlice classes offered; empty: Liqo's "default"
 	// class with Liqo's default caps (cpu 4, memory 8Gi, pods 110,
 	// ephemeral-storage 20Gi).
