@@ -1,8 +1,11 @@
 package reconcile
 
 import (
+	"time"
+
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -58,4 +61,27 @@ func ready(o *peeringObject, step layout.Step, reason, format string, a ...any) 
 	conditions.Delete(o, meta.ReconcilingCondition)
 	conditions.Delete(o, meta.StalledCondition)
 	conditions.MarkTrue(o, meta.ReadyCondition, reason, format, a...)
+}
+
+// stampTransitions dates every condition of status that changed since prev
+// (new, or another Status) at now, the pass's clock: Flux's conditions
+// package dates them with the wall clock, which would put a test's or a
+// plan's injected time and the status file's times out of step. A condition
+// whose Status held keeps its time from prev.
+func stampTransitions(status, prev *layout.ClusterStatus, now time.Time) {
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	for i := range status.Peerings {
+		ps := &status.Peerings[i]
+		old := prev.Find(ps.Consumer, ps.Provider)
+		for j := range ps.Conditions {
+			c := &ps.Conditions[j]
+			if old != nil {
+				if was := apimeta.FindStatusCondition(old.Conditions, c.Type); was != nil && was.Status == c.Status {
+					c.LastTransitionTime = was.LastTransitionTime
+					continue
+				}
+			}
+			c.LastTransitionTime = at
+		}
+	}
 }

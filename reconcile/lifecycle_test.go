@@ -552,3 +552,41 @@ peerings: [{consumer: "alpha", provider: "beta"}]
 		t.Error("drainPeriod 0s kept the drained Tenant")
 	}
 }
+
+func TestConditionsAreDatedByThePassClock(t *testing.T) {
+	w := newWorld(t, `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`)
+	start := w.now
+	w.pass("beta")
+	ready := func() *metav1.Condition {
+		ps := w.status("beta", "alpha", "beta")
+		if ps == nil {
+			t.Fatal("no status for alpha→beta on beta")
+		}
+		for i := range ps.Conditions {
+			if ps.Conditions[i].Type == meta.ReadyCondition {
+				return &ps.Conditions[i]
+			}
+		}
+		t.Fatalf("no Ready condition: %+v", ps)
+		return nil
+	}
+	if got := ready().LastTransitionTime.Time; !got.Equal(start) {
+		t.Errorf("Ready dated %v, want the pass's clock %v", got, start)
+	}
+	w.now = w.now.Add(time.Hour)
+	w.converge("alpha", "beta")
+	readyAt := ready()
+	if readyAt.Status != metav1.ConditionTrue || !readyAt.LastTransitionTime.Time.Equal(w.now) {
+		t.Fatalf("Ready %+v, want True dated %v", readyAt, w.now)
+	}
+	w.now = w.now.Add(time.Hour)
+	if n := w.converge("beta", "alpha"); n != 0 {
+		t.Errorf("%d commits an hour after settling", n)
+	}
+	if got := ready().LastTransitionTime.Time; !got.Equal(readyAt.LastTransitionTime.Time) {
+		t.Errorf("a Ready condition that held was re-dated %v (was %v)", got, readyAt.LastTransitionTime.Time)
+	}
+}

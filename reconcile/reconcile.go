@@ -162,7 +162,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 			}
 		}
 	}
-	if err := p.finish(status); err != nil {
+	if err := p.finish(status, prev); err != nil {
 		return nil, err
 	}
 	return p.out, nil
@@ -274,11 +274,12 @@ func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
 }
 
 // finish adds the kustomization (every rendered object, nothing from the
-// inbox) and the status.
-func (p *pass) finish(status *layout.ClusterStatus) error {
+// inbox) and the status, its conditions dated against prev.
+func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 	if err := p.isolate(status); err != nil {
 		return err
 	}
+	stampTransitions(status, prev, p.in.Now)
 	root := layout.ClusterPath(p.self) + "/"
 	var resources []string
 	for f := range p.out.Files {
