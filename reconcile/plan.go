@@ -85,7 +85,15 @@ func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []str
 	for f := range plan.Writes {
 		paths = append(paths, f)
 	}
-	sort.Strings(paths)
+	// The handshake's own artifacts first, so the subject leads with the
+	// step (a Tenant, an Identity) that the slice requests or answers of the
+	// same pass go with.
+	sort.Slice(paths, func(i, j int) bool {
+		if a, b := isHandshake(paths[i]), isHandshake(paths[j]); a != b {
+			return a
+		}
+		return paths[i] < paths[j]
+	})
 	for _, f := range paths {
 		to, from, rest, _ := layout.Split(f)
 		switch {
@@ -137,6 +145,12 @@ func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []str
 		add("update status")
 	}
 	return out
+}
+
+// isHandshake reports whether f is a nonce, Tenant or Identity in an inbox.
+func isHandshake(f string) bool {
+	_, from, rest, _ := layout.Split(f)
+	return from != "" && (rest == layout.NonceFile || rest == layout.TenantFile || rest == layout.IdentityFile)
 }
 
 func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }
