@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -53,6 +54,14 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err := p.put(layout.InboxPath(provider, p.self, layout.TenantFile), tenant); err != nil {
 		return err
 	}
+	// The slice requests go out with the Tenant, so the provider answers
+	// them with its Identity: a peering with slices is Ready after the
+	// handshake's four passes. The provider decides nothing before the
+	// Tenant checks out (answerSlices runs only for a verified Tenant).
+	requests, err := p.sendSliceRequests(pr)
+	if err != nil {
+		return err
+	}
 
 	identityFile := layout.InboxPath(p.self, provider, layout.IdentityFile)
 	data, found, err = p.read(identityFile)
@@ -62,6 +71,9 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if !found {
 		if p.hasIdentity(provider) {
 			return p.keepIdentity(provider, st, ReasonWaitingForIdentity, fmt.Sprintf("%s is missing%s", identityFile, note))
+		}
+		for _, r := range requests {
+			st.status.Slices = append(st.status.Slices, r.pending(provider))
 		}
 		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s%s", provider, identityFile, note)
 		return nil
@@ -86,7 +98,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	p.out.Identities = append(p.out.Identities, clean)
-	if err := p.requestSlices(pr, check, st); err != nil {
+	if err := p.acceptSlices(provider, requests, check, st); err != nil {
 		return err
 	}
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
@@ -110,6 +122,14 @@ func (p *pass) hasIdentity(provider string) bool {
 func (p *pass) keepIdentity(provider string, st *peeringObject, reason, why string) error {
 	tenantFile := layout.InboxPath(provider, p.self, layout.TenantFile)
 	tenant, hasTenant := p.out.Files[tenantFile]
+	// The requests sent with the Tenant this pass give way to those sent
+	// before: they stay as they were until the provider's answer is back.
+	outbox := layout.ClusterPath(provider, layout.InboxDir, p.self) + "/"
+	for f := range p.out.Files {
+		if strings.HasPrefix(f, outbox) {
+			delete(p.out.Files, f)
+		}
+	}
 	if err := p.carry(layout.PeerDir(p.self, provider), layout.ClusterPath(provider, layout.InboxDir, p.self)); err != nil {
 		return err
 	}
@@ -163,38 +183,64 @@ func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.No
 	return fresh, nil
 }
 
-// requestSlices writes a request for every slice the spec asks of the
-// provider and, for each accepted answer, renders the ResourceSlice and its
-// "resourceslice-<name>" Identity into this cluster's kustomization.
-func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st *peeringObject) error {
+// sliceRequest is one slice of the spec as this cluster requests it of a
+// provider.
+type sliceRequest struct {
+	name string
+	// req is the request as written into the provider's inbox.
+	req *authv1beta1.ResourceSlice
+	// answerFile is where the provider answers it.
+	answerFile string
+}
+
+// pending is the status of a request the provider has not answered yet (or
+// whose answer this cluster has not read yet).
+func (r sliceRequest) pending(provider string) layout.SliceStatus {
+	return layout.SliceStatus{Name: r.name, Authentication: "Pending", Resources: "Pending", Reason: "WaitingForDecision",
+		Message: fmt.Sprintf("waiting for %s to decide in %s", provider, r.answerFile)}
+}
+
+// sendSliceRequests writes a request (a Liqo ResourceSlice with its CSR)
+// into the provider's inbox for every slice the spec asks of it.
+func (p *pass) sendSliceRequests(pr schema.Peering) ([]sliceRequest, error) {
 	provider := pr.Provider
+	var out []sliceRequest
 	for _, s := range pr.Slices {
 		resources, err := Quantities(s.Resources)
 		if err != nil {
-			return fmt.Errorf("spec: peering %s → %s: slice %s: %w", pr.Consumer, provider, s.Name, err)
+			return nil, fmt.Errorf("spec: peering %s → %s: slice %s: %w", pr.Consumer, provider, s.Name, err)
 		}
 		csr, err := handshake.ResourceSliceCSR(p.in.Backend.Signer(), s.Name, p.self)
 		if err != nil {
-			return fmt.Errorf("slice %s csr: %w", s.Name, err)
+			return nil, fmt.Errorf("slice %s csr: %w", s.Name, err)
 		}
 		req := liqo.ResourceSlice(s.Name, p.self, provider, s.Class, resources, s.VirtualNode(), csr)
 		if err := p.put(layout.InboxPath(provider, p.self, artifact.SliceFile(s.Name)), req); err != nil {
-			return err
+			return nil, err
 		}
-		answerFile := layout.InboxPath(p.self, provider, artifact.SliceAnswerFile(s.Name))
+		out = append(out, sliceRequest{name: s.Name, req: req, answerFile: layout.InboxPath(p.self, provider, artifact.SliceAnswerFile(s.Name))})
+	}
+	return out, nil
+}
+
+// acceptSlices reads the provider's answer to every request and, for each
+// accepted one, renders the ResourceSlice and its "resourceslice-<name>"
+// Identity into this cluster's kustomization. It runs only once the
+// provider's Identity is verified.
+func (p *pass) acceptSlices(provider string, requests []sliceRequest, check artifact.IdentityCheck, st *peeringObject) error {
+	for _, r := range requests {
+		req, answerFile := r.req, r.answerFile
 		data, found, err := p.read(answerFile)
 		if err != nil {
 			return err
 		}
-		pending := layout.SliceStatus{Name: s.Name, Authentication: "Pending", Resources: "Pending", Reason: "WaitingForDecision",
-			Message: fmt.Sprintf("waiting for %s to decide in %s", provider, answerFile)}
 		if !found {
 			kept, err := p.keepSlice(provider, req, answerFile, st)
 			if err != nil {
 				return err
 			}
 			if !kept {
-				st.status.Slices = append(st.status.Slices, pending)
+				st.status.Slices = append(st.status.Slices, r.pending(provider))
 			}
 			continue
 		}
@@ -208,12 +254,12 @@ func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st
 		}
 		ans, err := artifact.VerifySliceAnswer(answerFile, data, req, check)
 		if errors.Is(err, artifact.ErrStaleAnswer) {
-			st.status.Slices = append(st.status.Slices, pending)
+			st.status.Slices = append(st.status.Slices, r.pending(provider))
 			continue
 		}
 		var ae *artifact.Error
 		if errors.As(err, &ae) {
-			st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: s.Name, Authentication: "Denied", Resources: "Pending",
+			st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: r.name, Authentication: "Denied", Resources: "Pending",
 				Reason: ae.Reason, Message: ae.Error()})
 			continue
 		}
@@ -227,7 +273,7 @@ func (p *pass) requestSlices(pr schema.Peering, check artifact.IdentityCheck, st
 		if err := p.render(provider, authv1beta1.ResourceSliceKind, req.Name, req); err != nil {
 			return err
 		}
-		id := liqo.ResourceSliceIdentity(s.Name, provider, *ans.Slice.Status.AuthParams)
+		id := liqo.ResourceSliceIdentity(r.name, provider, *ans.Slice.Status.AuthParams)
 		if err := p.render(provider, authv1beta1.IdentityKind, id.Name, id); err != nil {
 			return err
 		}

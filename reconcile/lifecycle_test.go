@@ -87,10 +87,37 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [
 ]}]
 `
 
+// TestSlicesAreDecidedAndRendered: the slice requests go out with the
+// Tenant and are answered with the Identity, so a peering with slices takes
+// the handshake's four passes, a denial's reason included.
 func TestSlicesAreDecidedAndRendered(t *testing.T) {
 	w := newWorld(t, slicesSpec)
-	if n := w.converge("beta", "alpha"); n != 6 {
-		t.Errorf("%d committing passes, want 6 (handshake 4, answer, render)", n)
+	want := []struct {
+		cluster, steps string
+		step           layout.Step
+	}{
+		{"beta", "send nonce to alpha", layout.StepNonceSent},
+		{"alpha", "send tenant to beta; request slice huge from beta; request slice novn from beta; request slice pool from beta", layout.StepTenantSent},
+		{"beta", "issue identity to alpha; answer slice huge of alpha; answer slice novn of alpha; answer slice pool of alpha; accept tenant of alpha", layout.StepIdentityIssued},
+		{"alpha", "accept identity of beta; accept slice novn of beta; accept slice pool of beta", layout.StepReady},
+	}
+	for i, s := range want {
+		out, plan := w.pass(s.cluster)
+		if got := strings.Join(plan.Steps, "; "); got != s.steps {
+			t.Errorf("pass %d (%s): steps %q, want %q", i+1, s.cluster, got, s.steps)
+		}
+		if got := peering(t, out, "alpha", "beta").Step; got != s.step {
+			t.Errorf("pass %d (%s): step %s, want %s", i+1, s.cluster, got, s.step)
+		}
+		if i == 1 {
+			// Sent with the Tenant, not yet decided.
+			if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Pending" || !strings.Contains(s.Message, "waiting for beta to decide") {
+				t.Errorf("pass 2: pool %+v", s)
+			}
+		}
+	}
+	if c := condition(w.status("alpha", "alpha", "beta"), meta.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("alpha not Ready after 4 passes: %+v", c)
 	}
 	pool := w.slice("alpha", "alpha", "beta", "pool")
 	if pool.Authentication != "Accepted" || pool.Resources != "Accepted" {
@@ -157,8 +184,21 @@ func TestChangingASliceReDecidesAndRemovingItWithdrawsIt(t *testing.T) {
 	w := newWorld(t, slicesSpec)
 	w.converge("beta", "alpha")
 	w.setSpec(strings.Replace(slicesSpec, `cpu: "2", memory: "4Gi"`, `cpu: "8"`, 1))
-	w.converge("beta", "alpha")
-	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Denied" {
+	// A change is answered after two passes, the consumer's request and the
+	// provider's decision; the consumer's next pass reads the decision.
+	if _, plan := w.pass("alpha"); !strings.HasPrefix(plan.Message, "alpha: request slice pool from beta;") {
+		t.Errorf("the change's first pass: %q", plan.Message)
+	}
+	if _, plan := w.pass("beta"); !strings.HasPrefix(plan.Message, "beta: answer slice pool of alpha\n") {
+		t.Errorf("the change's second pass: %q", plan.Message)
+	}
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Resources != "Denied" || !strings.Contains(s.Message, "cpu: requested 8 exceeds the cap 4 of class default") {
+		t.Errorf("beta's decision on pool grown past the cap: %+v", s)
+	}
+	if n := w.converge("alpha", "beta"); n != 1 {
+		t.Errorf("%d commits to read the decision, want 1 (alpha's status)", n)
+	}
+	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Denied" || !strings.Contains(s.Message, "cpu: requested 8 exceeds the cap 4") {
 		t.Fatalf("pool after growing past the cap: %+v", s)
 	}
 	if w.has("clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml") {
