@@ -254,7 +254,13 @@ func (p *pass) acceptSlices(provider string, requests []sliceRequest, check arti
 		}
 		ans, err := artifact.VerifySliceAnswer(answerFile, data, req, check)
 		if errors.Is(err, artifact.ErrStaleAnswer) {
-			st.status.Slices = append(st.status.Slices, r.pending(provider))
+			ps := r.pending(provider)
+			if kept, err := p.keepRendered(provider, r.name); err != nil {
+				return err
+			} else if kept {
+				ps.Message += "; the slice granted before stays applied until then"
+			}
+			st.status.Slices = append(st.status.Slices, ps)
 			continue
 		}
 		var ae *artifact.Error
@@ -316,6 +322,30 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 	}
 	st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: req.Name, Authentication: "Accepted", Resources: "Accepted",
 		Reason: liqo.ReasonSliceResourcesAccepted, Message: fmt.Sprintf("kept the slice accepted before: %s is %s", answerFile, why)})
+	return true, nil
+}
+
+// keepRendered keeps, byte for byte, the ResourceSlice named slice and its
+// Identity that this cluster rendered in an earlier pass, if it did: while
+// the provider has yet to answer a changed request, the grant it made
+// before stays applied. Dropping it until the answer came would have the
+// GitOps engine prune the slice and its virtual node, and create them
+// again one pass later.
+func (p *pass) keepRendered(provider, slice string) (bool, error) {
+	dir := layout.PeerDir(p.self, provider)
+	files := []string{
+		path.Join(dir, liqo.ObjectFileName(authv1beta1.ResourceSliceKind, slice)),
+		path.Join(dir, liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ResourceSliceIdentityName(slice))),
+	}
+	var data [2][]byte
+	for i, f := range files {
+		d, found, err := p.read(f)
+		if err != nil || !found {
+			return false, err
+		}
+		data[i] = d
+	}
+	p.out.Files[files[0]], p.out.Files[files[1]] = data[0], data[1]
 	return true, nil
 }
 

@@ -186,8 +186,21 @@ func TestChangingASliceReDecidesAndRemovingItWithdrawsIt(t *testing.T) {
 	w.setSpec(strings.Replace(slicesSpec, `cpu: "2", memory: "4Gi"`, `cpu: "8"`, 1))
 	// A change is answered after two passes, the consumer's request and the
 	// provider's decision; the consumer's next pass reads the decision.
-	if _, plan := w.pass("alpha"); !strings.HasPrefix(plan.Message, "alpha: request slice pool from beta;") {
+	granted := w.tree["clusters/alpha/liqo/beta/resourceslice-pool.yaml"].Data
+	if _, plan := w.pass("alpha"); !strings.HasPrefix(plan.Message, "alpha: request slice pool from beta\n") {
 		t.Errorf("the change's first pass: %q", plan.Message)
+	}
+	// Until beta answers the change, the slice it granted stays applied:
+	// dropping it would have the GitOps engine prune the slice and its
+	// virtual node, then create them again.
+	if got := w.tree["clusters/alpha/liqo/beta/resourceslice-pool.yaml"].Data; len(granted) == 0 || string(got) != string(granted) {
+		t.Errorf("the granted slice while its change waits for beta:\n%s\nwant\n%s", got, granted)
+	}
+	if !w.has("clusters/alpha/liqo/beta/identity-resourceslice-pool.yaml") {
+		t.Error("the granted slice's Identity was dropped while its change waits for beta")
+	}
+	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Pending" || !strings.Contains(s.Message, "stays applied") {
+		t.Errorf("pool while its change waits for beta: %+v", s)
 	}
 	if _, plan := w.pass("beta"); !strings.HasPrefix(plan.Message, "beta: answer slice pool of alpha\n") {
 		t.Errorf("the change's second pass: %q", plan.Message)
