@@ -117,6 +117,9 @@ func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []str
 			switch {
 			case strings.HasPrefix(base, "identity-resourceslice-"):
 				add(fmt.Sprintf("accept slice %s of %s", strings.TrimSuffix(strings.TrimPrefix(base, "identity-resourceslice-"), ".yaml"), peer))
+			case strings.HasPrefix(base, "resourceslice-"):
+				// A changed grant: the slice's Identity may stay the same.
+				add(fmt.Sprintf("accept slice %s of %s", strings.TrimSuffix(strings.TrimPrefix(base, "resourceslice-"), ".yaml"), peer))
 			case strings.HasPrefix(base, "identity-"):
 				add("accept identity of " + peer)
 			case strings.HasPrefix(base, "tenant-") && existed(f):
