@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +315,59 @@ func TestVerifyHoldsAtEveryStepOfARevocation(t *testing.T) {
 		if problems := verify.Tree(layout.NewTree(human), spec, clk.Now()); len(problems) > 0 {
 			t.Fatalf("after pass %d (%s): %v", i+1, id, problems)
 		}
+	}
+}
+
+// TestAShortLifetimeSettlesBetweenRenewals runs both reconcilers through a
+// real repo every 20 seconds of a certificate's life, with the shortest
+// lifetime the spec accepts. A settled repo makes no commit: the remote's
+// history grows by the renewal (the provider re-signs, the consumer takes the
+// new certificate up) and by nothing else, and the renewal comes no earlier
+// than a third of the lifetime before notAfter, less the jitter. (Issue 12: a
+// 90s lifetime counted with the five backdated minutes was due the moment it
+// was signed, and every pass renewed it.)
+func TestAShortLifetimeSettlesBetweenRenewals(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	life := schema.MinCertificateLifetime
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	spec := `clusters: [{id: "alpha"}, {id: "beta", provider: {certificateLifetime: "` + life.String() + `"}}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(spec)}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lifecycle{t: t, rep: rep, clock: clk}
+	if p := l.peering("alpha"); p.Step != layout.StepReady {
+		t.Fatalf("after the handshake: %+v", p)
+	}
+	history := func() int {
+		n, err := strconv.Atoi(strings.TrimSpace(git(t, "-C", rep.Remote, "rev-list", "--count", "main")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	issued, before := clk.now, history()
+	var renewal []string
+	for clk.now.Before(issued.Add(life)) {
+		clk.now = clk.now.Add(20 * time.Second)
+		got := l.converge()
+		if len(got) == 0 {
+			continue
+		}
+		if at := clk.now.Sub(issued); at < life*2/3-life/10 || renewal != nil {
+			t.Fatalf("commits %s after signing: %q (earlier: %q)", at, got, renewal)
+		}
+		renewal = got
+	}
+	if want := []string{"beta: renew identity of alpha", "alpha: accept identity of beta"}; strings.Join(renewal, "\n") != strings.Join(want, "\n") {
+		t.Errorf("renewal commits %q, want %q", renewal, want)
+	}
+	if after := history(); after != before+len(renewal) {
+		t.Errorf("the remote went from %d to %d commits over the certificate's life, want only the %d of the renewal", before, after, len(renewal))
 	}
 }

@@ -15,14 +15,16 @@ import (
 	"time"
 )
 
-// Clock-skew allowances. A CA is backdated an hour because it is made once and
-// must be valid wherever it is pinned; a client certificate five minutes, like
-// cfssl and the kube-controller-manager signer, because it is used right away
-// by a cluster whose clock may run a little behind.
-const (
-	caBackdate   = time.Hour
-	certBackdate = 5 * time.Minute
-)
+// caBackdate is how far a CA's NotBefore is set before it is made: an hour,
+// because it is made once and must be valid wherever it is pinned.
+const caBackdate = time.Hour
+
+// CertBackdate is how far SignCSR sets a client certificate's NotBefore
+// before the signing, like cfssl and the kube-controller-manager signer,
+// because the certificate is used right away by a cluster whose clock may
+// run a little behind. It is skew allowance, not lifetime: a certificate was
+// signed at NotBefore + CertBackdate, and its lifetime runs from there.
+const CertBackdate = 5 * time.Minute
 
 // CA signs client certificates the way the kube-apiserver-client signer of
 // the provider cluster would (Liqo's pkg/identityManager/
@@ -243,7 +245,7 @@ func (ca *CA) SignCSR(csrPEM []byte, now time.Time, lifetime time.Duration) ([]b
 		// The raw subject is what the checks looked at; re-encoding a
 		// pkix.Name could change string types or drop attributes.
 		RawSubject:            csr.RawSubject,
-		NotBefore:             now.Add(-certBackdate),
+		NotBefore:             now.Add(-CertBackdate),
 		NotAfter:              notAfter,
 		KeyUsage:              usage,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

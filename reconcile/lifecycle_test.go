@@ -499,6 +499,77 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	}
 }
 
+// TestCertificatesAreReSignedOnceAtTheirRenewalPoint steps the clock through
+// a certificate's life, a pass of each side at every step, for lifetimes from
+// the shortest the spec accepts to a year. The renewal point is a third of
+// the lifetime asked for before notAfter, brought forward by the jitter (up
+// to a tenth): the five minutes NotBefore is backdated for clock skew are not
+// lifetime. Before that point no pass commits; at the first pass after it the
+// provider re-signs and the consumer takes the certificate up, once; after
+// it, nothing again until the new certificate's own point. (With the
+// backdating counted, a 90s certificate was due the moment it was signed and
+// every pass committed.)
+func TestCertificatesAreReSignedOnceAtTheirRenewalPoint(t *testing.T) {
+	const identity = "clusters/alpha/liqo/beta/identity-controlplane-beta.yaml"
+	for _, life := range []time.Duration{schema.MinCertificateLifetime, 45 * time.Minute, 6 * time.Hour, 30 * 24 * time.Hour, 365 * 24 * time.Hour} {
+		t.Run(life.String(), func(t *testing.T) {
+			w := newWorld(t, fmt.Sprintf(`
+clusters: [{id: "alpha"}, {id: "beta", provider: {certificateLifetime: %q}}]
+peerings: [{consumer: "alpha", provider: "beta"}]
+`, life))
+			w.converge("beta", "alpha")
+			step := life / 40
+			for round := 0; round < 2; round++ {
+				issued := w.now
+				crt := mustIdentityCert(t, string(w.tree[identity].Data))
+				notBefore, notAfter, err := handshake.CertificateValidity(crt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := notAfter.Sub(issued); got != life {
+					t.Fatalf("round %d: certificate valid for %s after signing, want %s", round, got, life)
+				}
+				// Liqo's own rule (ShouldRenewCertificate: due once
+				// now >= NotAfter - (NotAfter-NotBefore)/3) must not find a
+				// fresh certificate due either.
+				if liqoDue := notAfter.Add(-notAfter.Sub(notBefore) / 3); !issued.Before(liqoDue) {
+					t.Fatalf("Liqo's rule finds a fresh %s certificate due at once", life)
+				}
+				earliest, latest := issued.Add(life*2/3-life/10), issued.Add(life*2/3)
+				signed := w.backends["beta"].signed
+				for w.backends["beta"].signed == signed {
+					w.now = w.now.Add(step)
+					if w.now.After(latest.Add(step)) {
+						t.Fatalf("round %d: not renewed by %s after signing (a third of %s left)", round, w.now.Sub(issued), life)
+					}
+					n := w.converge("beta", "alpha")
+					switch renewed := w.backends["beta"].signed != signed; {
+					case !renewed && n != 0:
+						t.Fatalf("round %d: %d commits %s after signing, before the renewal point", round, n, w.now.Sub(issued))
+					case renewed && w.now.Before(earliest):
+						t.Fatalf("round %d: renewed %s after signing, before %s (two thirds less a tenth of %s)", round, w.now.Sub(issued), earliest.Sub(issued), life)
+					case renewed && (n != 2 || w.backends["beta"].signed != signed+1):
+						t.Fatalf("round %d: renewal took %d commits and %d signatures, want 2 (renew, accept) and 1", round, n, w.backends["beta"].signed-signed)
+					}
+				}
+				if string(mustIdentityCert(t, string(w.tree[identity].Data))) == string(crt) {
+					t.Fatalf("round %d: the consumer kept the old certificate", round)
+				}
+			}
+		})
+	}
+}
+
+// TestALifetimeTooShortToRenewIsRefused: the reconciler's own lifetime
+// (--certificate-lifetime) has the spec's floor; nothing is signed under it.
+func TestALifetimeTooShortToRenewIsRefused(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	_, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: w.spec, Tree: w.tree, Backend: w.backends["beta"], Now: w.now, CertificateLifetime: 90 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "certificate lifetime 1m30s is shorter than the shortest a provider signs, 10m0s") {
+		t.Fatalf("pass with a 90s lifetime: %v", err)
+	}
+}
+
 // TestReadyPeeringsReportTheirCertificates: each side of a Ready peering
 // reports the client certificate's expiry (for the daemon's metrics), and
 // nothing is reported before the Identity is accepted.

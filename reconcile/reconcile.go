@@ -43,7 +43,9 @@ type Input struct {
 	Backend backend.Backend
 	Now     time.Time
 	// CertificateLifetime is the validity of certificates this cluster signs
-	// as a provider; zero means DefaultCertificateLifetime.
+	// as a provider, unless the spec sets its own; zero means
+	// DefaultCertificateLifetime. Under schema.MinCertificateLifetime the pass
+	// fails.
 	CertificateLifetime time.Duration
 	// LiqoClusterRoles renders Liqo's ClusterRoles liqo-remote-controlplane
 	// and liqo-virtual-kubelet-remote-clusterwide for a provider whose cluster
@@ -105,6 +107,9 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	}
 	if in.CertificateLifetime == 0 {
 		in.CertificateLifetime = DefaultCertificateLifetime
+	}
+	if in.CertificateLifetime < schema.MinCertificateLifetime {
+		return nil, fmt.Errorf("certificate lifetime %s is shorter than the shortest a provider signs, %s", in.CertificateLifetime, schema.MinCertificateLifetime)
 	}
 	me, err := layout.ReadClusterInfo(in.Tree, self)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/policy"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -39,8 +40,8 @@ func providerTerms(in Input, self string) (terms, error) {
 	}
 	var err error
 	if s := c.Provider.CertificateLifetime; s != "" {
-		if t.certificateLifetime, err = time.ParseDuration(s); err != nil || t.certificateLifetime <= 0 {
-			return t, fmt.Errorf("spec: clusters %s: provider.certificateLifetime: %q is not a positive duration", self, s)
+		if t.certificateLifetime, err = time.ParseDuration(s); err != nil || t.certificateLifetime < schema.MinCertificateLifetime {
+			return t, fmt.Errorf("spec: clusters %s: provider.certificateLifetime: %q is not a duration of at least %s", self, s, schema.MinCertificateLifetime)
 		}
 	}
 	if s := c.Provider.NonceLifetime; s != "" {
@@ -92,11 +93,21 @@ func Quantities(m map[string]string) (corev1.ResourceList, error) {
 
 // renewAt is when a certificate valid over [notBefore, notAfter] is re-signed:
 // once a third of its lifetime is left, as Liqo's ShouldRenewCertificate,
-// brought forward by up to a tenth of the lifetime. The jitter derives from
-// the subject and serial, so it is stable pass after pass yet differs across a
+// brought forward by up to a tenth of the lifetime. The lifetime is the one
+// asked for, from the signing (notBefore + handshake.CertBackdate, as both
+// the file backend's CA and Kubernetes' signer backdate) to notAfter: counted
+// from the backdated notBefore, anything under 2.5 minutes was due the moment
+// it was signed and every pass re-signed it. The jitter derives from the
+// subject and serial, so it is stable pass after pass yet differs across a
 // mesh whose certificates were all signed at once.
 func renewAt(notBefore, notAfter time.Time, subject, serial string) time.Time {
-	life := notAfter.Sub(notBefore)
+	issued := notBefore.Add(handshake.CertBackdate)
+	if !issued.Before(notAfter) {
+		// Not backdated (nor signed by gitpeer's signers): all of it is
+		// lifetime.
+		issued = notBefore
+	}
+	life := notAfter.Sub(issued)
 	h := fnv.New64a()
 	h.Write([]byte(subject + "\x00" + serial))
 	jitter := time.Duration(h.Sum64()%1000) * (life / 10) / 1000

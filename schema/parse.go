@@ -437,6 +437,7 @@ func (c *checker) validate(def cue.Value) {
 	}
 	c.problems = append(c.problems, dedupe(all)...)
 	c.checkReferences()
+	c.checkLifetimes()
 }
 
 // dedupe drops problems repeating the path and message of an earlier one,
@@ -812,6 +813,45 @@ func (c *checker) checkReferences() {
 		seen[k] = here
 	}
 }
+
+// MinCertificateLifetime is the shortest certificateLifetime a provider
+// may set. Kubernetes' CSR API (which the kubernetes backend signs through)
+// refuses an expirationSeconds below 600, so a shorter lifetime could not be
+// honoured there; and a renewed certificate has a third of the lifetime to
+// travel: the provider's pass and push, the consumer's pass (every minute by
+// default), Flux applying it. Ten minutes leaves a little over three. It also
+// keeps Liqo's own renewal rule (ShouldRenewCertificate, a third of
+// NotAfter - NotBefore left) from finding a certificate due when it is signed,
+// as it does for anything under 2.5 minutes once NotBefore is backdated five.
+const MinCertificateLifetime = 10 * time.Minute
+
+// checkLifetimes adds what the schema's duration pattern cannot say: a
+// certificateLifetime under MinCertificateLifetime (which includes zero).
+// Values that already have a problem are skipped.
+func (c *checker) checkLifetimes() {
+	bad := map[string]bool{}
+	for _, p := range c.problems {
+		bad[p.Path] = true
+	}
+	it, err := c.doc.LookupPath(cue.ParsePath("clusters")).List()
+	if err != nil {
+		return
+	}
+	for i := 0; it.Next(); i++ {
+		path := cue.MakePath(cue.Str("clusters"), cue.Index(i), cue.Str("provider"), cue.Str("certificateLifetime"))
+		v := c.doc.LookupPath(path)
+		s, err := v.String()
+		if err != nil || bad[path.String()] {
+			continue
+		}
+		if d, err := time.ParseDuration(s); err == nil && d < MinCertificateLifetime {
+			c.add(valuePos(v), path.String(), fmt.Sprintf("%q is shorter than %s, the shortest certificate lifetime: Kubernetes signs nothing shorter, and a renewed certificate must reach the consumer within a third of it", s, minLifetimeText))
+		}
+	}
+}
+
+// minLifetimeText is MinCertificateLifetime as a spec would write it.
+var minLifetimeText = strings.TrimSuffix(MinCertificateLifetime.String(), "0s")
 
 // where names the position of r for a message: its line when known (the
 // file is the same), else its path.

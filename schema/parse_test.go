@@ -154,6 +154,8 @@ peerings:
 	}
 }
 
+const lifetimeRules = "Kubernetes signs nothing shorter, and a renewed certificate must reach the consumer within a third of it"
+
 func TestParseProblems(t *testing.T) {
 	tests := []struct {
 		name, file, src string
@@ -284,6 +286,20 @@ peerings:
 			`peering.yaml:8:30: clusters[0].provider.classes[0].caps.memory: "8GB" is not a Kubernetes quantity (e.g. "4", "500m", "8Gi")`,
 			`peering.yaml:8:35: clusters[0].provider.classes[0].caps."CPU!": invalid resource name "CPU!": want a Kubernetes resource name such as cpu, memory, pods or nvidia.com/gpu`,
 			`peering.yaml:9:7: clusters[0].provider.classes[1].name: field is required but not present`,
+		}},
+		{"certificate lifetimes too short to renew", "peering.yaml", `clusters:
+- id: a
+  provider: {certificateLifetime: 90s}
+- id: b
+  provider: {certificateLifetime: 0s}
+- id: c
+  provider: {certificateLifetime: 10m}
+- id: d
+  provider: {certificateLifetime: 9m59s}
+`, []string{
+			`peering.yaml:3:35: clusters[0].provider.certificateLifetime: "90s" is shorter than 10m, the shortest certificate lifetime: ` + lifetimeRules,
+			`peering.yaml:5:35: clusters[1].provider.certificateLifetime: "0s" is shorter than 10m, the shortest certificate lifetime: ` + lifetimeRules,
+			`peering.yaml:9:35: clusters[3].provider.certificateLifetime: "9m59s" is shorter than 10m, the shortest certificate lifetime: ` + lifetimeRules,
 		}},
 		{"peering policy, condition and slices", "peering.yaml", `clusters: [{id: hub}, {id: edge}]
 peerings:

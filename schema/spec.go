@@ -61,8 +61,9 @@ type Cluster struct {
 // ProviderSettings are a provider's terms, the same for all its consumers.
 type ProviderSettings struct {
 	// CertificateLifetime is the validity of the client certificates the
-	// provider signs (a Go duration, e.g. "720h"); empty: the reconciler's
-	// default. Certificates are re-signed once a third of it is left.
+	// provider signs (a Go duration, e.g. "720h", at least
+	// MinCertificateLifetime); empty: the reconciler's default. Certificates
+	// are re-signed once a third of it is left.
 	CertificateLifetime string `json:"certificateLifetime,omitempty"`
 	// NonceLifetime is how long a nonce may go unanswered before a fresh
 	// one replaces it (a Go duration); empty: 168h.

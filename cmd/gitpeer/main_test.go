@@ -153,6 +153,7 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "bad", "peering.cue"), `clusters: [{id: "Alpha"}]`+"\n")
+	write(t, filepath.Join(root, "short", "peering.cue"), `clusters: [{id: "alpha"}, {id: "beta", provider: {certificateLifetime: "90s"}}]`+"\n")
 	write(t, filepath.Join(root, "loose", "state", "config.yaml"), "clusterID: alpha\napiServer: https://a\n")
 	if err := os.Chmod(filepath.Join(root, "loose", "state"), 0o755); err != nil {
 		t.Fatal(err)
@@ -173,6 +174,9 @@ func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 		{"unknown output format", []string{"status", root, "-o", "xml"}, 2, `-o: "xml" is not one of table, json, yaml, mermaid`},
 		{"missing API server", []string{"init", "--cluster", "a", "--state-dir", filepath.Join(root, "s")}, 1, "--api-server is required with --backend file"},
 		{"file backend without a state dir", []string{"init", "--cluster", "a", "--api-server", "https://x"}, 1, "--state-dir is required with --backend file"},
+		{"certificate lifetime in the spec too short to renew", []string{"validate", filepath.Join(root, "short")}, 1, `peering.cue:1:72: clusters[1].provider.certificateLifetime: "90s" is shorter than 10m`},
+		{"certificate lifetime flag too short to renew", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "90s"}, 1, "--certificate-lifetime 1m30s is shorter than 10m0s"},
+		{"plan's certificate lifetime too short to renew", []string{"plan", "--cluster", "a", "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "9m", root}, 2, "--certificate-lifetime 9m0s is shorter than 10m0s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,9 @@ backend, a pass that would fail).`,
 			case repoURL != "":
 				target = repoURL
 			}
+			if err := checkCertificateLifetime(lifetime); err != nil {
+				return withCode(2, err)
+			}
 			err := runPlan(cmd, target, branch, gitCredentials, cluster, &bf, clusterRoles, lifetime)
 			if err == errChanges {
 				return err

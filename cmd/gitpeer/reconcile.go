@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 func newReconcileCmd() *cobra.Command {
@@ -63,6 +64,9 @@ Another one fails naming the holder's process, or with --wait waits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if once && cmd.Flags().Changed("interval") {
 				return errors.New("--once and --interval are exclusive")
+			}
+			if err := checkCertificateLifetime(lifetime); err != nil {
+				return err
 			}
 			var review *reviewFlow
 			if cmd.Flags().Changed("push-branch") {
@@ -143,6 +147,15 @@ Another one fails naming the holder's process, or with --wait waits.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// checkCertificateLifetime refuses a --certificate-lifetime under the
+// shortest a provider signs, before anything is opened or fetched.
+func checkCertificateLifetime(d time.Duration) error {
+	if d < schema.MinCertificateLifetime {
+		return fmt.Errorf("--certificate-lifetime %s is shorter than %s, the shortest certificate lifetime a provider signs", d, schema.MinCertificateLifetime)
+	}
+	return nil
 }
 
 // lockCheckout takes the checkout's lock for this process's lifetime, or
