@@ -39,6 +39,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +73,11 @@ type Options struct {
 	Dir string
 	// Branch is the shared branch passes commit to; default "main".
 	Branch string
+	// BranchMustExist makes Open and Sync fail with a *BranchNotFoundError
+	// when the remote has no Branch (a mistyped branch name, or a branch
+	// deleted there), before the checkout is touched, instead of starting
+	// Branch with a root commit as Seed does.
+	BranchMustExist bool
 	// Author is the commit author and committer.
 	Author Signature
 	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
@@ -175,9 +181,10 @@ type Repo struct {
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then
 // fetches and hard-resets it to the remote branch tip. An empty remote (no
 // commits yet), or one without the branch, is fine: the first Sync creates
-// the branch, with no parent. Open fails when an option is invalid, when Dir
-// holds something other than a clone of URL, or when the remote cannot be
-// read.
+// the branch, with no parent; with Options.BranchMustExist it is a
+// *BranchNotFoundError instead. Open fails when an option is invalid, when
+// Dir holds something other than a clone of URL, or when the remote cannot
+// be read.
 func Open(ctx context.Context, opts Options) (*Repo, error) {
 	opts, err := withDefaults(opts)
 	if err != nil {
@@ -365,27 +372,93 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	return repo, nil
 }
 
-// setOrigin makes origin's URL opts.URL, creating the remote if missing.
-// It also drops any other URL (or one with credentials that an older
-// version stored there).
+// setOrigin makes origin's URL opts.URL and its fetch refspec opts.Branch's,
+// creating the remote if missing. It drops any other URL (or one with
+// credentials that an older version stored there), and the refspec of a
+// branch used before (a mistyped --branch must not stay in the clone's
+// config; fetches name their refspecs anyway).
 func setOrigin(repo *git.Repository, opts Options) error {
 	cfg, err := repo.Config()
 	if err != nil {
 		return fmt.Errorf("read config: %w", err)
 	}
+	spec := trackingSpec(opts.Branch)
 	rc := cfg.Remotes["origin"]
-	if rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == opts.URL {
+	if rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == opts.URL && len(rc.Fetch) == 1 && rc.Fetch[0] == spec {
 		return nil
 	}
 	if rc == nil {
-		rc = &config.RemoteConfig{Name: "origin", Fetch: []config.RefSpec{trackingSpec(opts.Branch)}}
+		rc = &config.RemoteConfig{Name: "origin"}
 		cfg.Remotes["origin"] = rc
 	}
-	rc.URLs = []string{opts.URL}
+	rc.URLs, rc.Fetch = []string{opts.URL}, []config.RefSpec{spec}
 	if err := repo.SetConfig(cfg); err != nil {
 		return fmt.Errorf("set origin to %s: %w", opts.URL, err)
 	}
 	return nil
+}
+
+// BranchNotFoundError is the error of Open and Sync with
+// Options.BranchMustExist when the remote has no such branch.
+type BranchNotFoundError struct {
+	// Branch is Options.Branch; URL is the remote's.
+	Branch, URL string
+	// Empty is true when the remote has no branch at all.
+	Empty bool
+	// Branches are the remote's branches, those with the fewest slashes
+	// first (its own, such as main, before namespaced ones such as
+	// gitpeer/applied/<cluster>), then by name; nil when they could not be
+	// listed.
+	Branches []string
+}
+
+// maxListedBranches is how many of the remote's branches a
+// BranchNotFoundError names.
+const maxListedBranches = 5
+
+func (e *BranchNotFoundError) Error() string {
+	msg := fmt.Sprintf("branch %q does not exist on %s", e.Branch, e.URL)
+	switch {
+	case e.Empty:
+		return msg + ": the remote has no branches yet"
+	case len(e.Branches) == 0:
+		return msg
+	}
+	names := e.Branches
+	if len(names) > maxListedBranches {
+		names = append(slices.Clip(names[:maxListedBranches]), fmt.Sprintf("and %d more", len(e.Branches)-maxListedBranches))
+	}
+	return fmt.Sprintf("%s (its branches: %s)", msg, strings.Join(names, ", "))
+}
+
+// branchNotFound is the error for a remote without opts.Branch (empty: it
+// has no refs at all). Listing the remote's branches costs one more round
+// trip, on this error path only; when it fails the error names none.
+func (r *Repo) branchNotFound(ctx context.Context, empty bool) error {
+	e := &BranchNotFoundError{Branch: r.opts.Branch, URL: r.opts.URL, Empty: empty}
+	if empty {
+		return e
+	}
+	remote, err := r.repo.Remote("origin")
+	if err != nil {
+		return e
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth, CABundle: r.caBundle})
+	if err != nil {
+		return e
+	}
+	for _, ref := range refs {
+		if ref.Name().IsBranch() {
+			e.Branches = append(e.Branches, ref.Name().Short())
+		}
+	}
+	slices.SortFunc(e.Branches, func(a, b string) int {
+		if c := strings.Count(a, "/") - strings.Count(b, "/"); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return e
 }
 
 // trackingSpec maps the remote branch to its remote-tracking ref. It is

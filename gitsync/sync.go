@@ -591,6 +591,9 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.Is(err, git.NoMatchingRefSpecError{}):
+		if r.opts.BranchMustExist {
+			return plumbing.ZeroHash, r.branchNotFound(ctx, errors.Is(err, transport.ErrEmptyRemoteRepository))
+		}
 		// No branch on the remote (yet, or any more): forget any stale
 		// tracking ref so the next commit is a root commit.
 		if err := r.repo.Storer.RemoveReference(tracking); err != nil {

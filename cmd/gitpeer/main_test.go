@@ -191,6 +191,68 @@ func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 	}
 }
 
+// TestAMistypedBranchIsNamedAndDoesNotStick: reconcile --branch with a
+// branch the remote lacks fails naming the branch, the remote and the
+// branches it has, on a fresh checkout and on one in use; the next run with
+// the right branch works without anything deleted by hand. (Issue 12: the
+// error was "no peering spec in …/checkout", and the checkout was left on the
+// mistyped branch.)
+func TestAMistypedBranchIsNamedAndDoesNotStick(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	git(t, work, "push", "origin", "main:peering-v2")
+	reconcile := func(id, branch string) (int, string, string) {
+		return gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id), "--branch", branch)
+	}
+	want := `--branch: branch "nosuch" does not exist on ` + remote + ` (its branches: main, peering-v2)`
+	// beta's checkout is fresh; alpha's is in use when the typo comes.
+	if code, _, stderr := reconcile("beta", "nosuch"); code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("fresh checkout, --branch nosuch: exit %d\n%s\nwant exit 1 and %q", code, stderr, want)
+	}
+	if code, out, stderr := reconcile("beta", "main"); code != 0 || !strings.Contains(out, "beta: send nonce to alpha") {
+		t.Fatalf("then --branch main: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := reconcile("alpha", "main"); code != 0 || !strings.Contains(out, "alpha: send tenant to beta") {
+		t.Fatalf("alpha: exit %d\n%s%s", code, out, stderr)
+	}
+	tip := strings.TrimSpace(git(t, remote, "rev-parse", "main"))
+	if code, _, stderr := reconcile("alpha", "nosuch"); code != 1 || !strings.Contains(stderr, want[:len(want)-1]+", gitpeer/applied/alpha, gitpeer/applied/beta)") {
+		t.Fatalf("checkout in use, --branch nosuch: exit %d\n%s", code, stderr)
+	}
+	if got := strings.TrimSpace(git(t, remote, "rev-parse", "main")); got != tip {
+		t.Errorf("a failed run moved main from %s to %s", tip, got)
+	}
+	checkout := filepath.Join(root, "state", "alpha", "checkout")
+	if head := strings.TrimSpace(git(t, checkout, "symbolic-ref", "HEAD")); head != "refs/heads/main" {
+		t.Errorf("the failed run left the checkout on %s", head)
+	}
+	for _, id := range []string{"beta", "alpha"} {
+		if code, out, stderr := reconcile(id, "main"); code != 0 || strings.Contains(out, "up to date") {
+			t.Fatalf("%s after the typo: exit %d\n%s%s\nwant a pass that commits", id, code, out, stderr)
+		}
+	}
+	if fetch := strings.TrimSpace(git(t, checkout, "config", "--get-all", "remote.origin.fetch")); fetch != "+refs/heads/main:refs/remotes/origin/main" {
+		t.Errorf("the checkout fetches %q", fetch)
+	}
+	// status and plan read a branch the same way.
+	if code, out, stderr := gitpeer(t, "status", remote, "--branch", "nosuch"); code == 0 || !strings.Contains(out+stderr, `branch "nosuch" does not exist on `+remote) {
+		t.Errorf("status --branch nosuch: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// A new, empty remote: the error says to push the spec first.
+	empty := filepath.Join(root, "empty.git")
+	git(t, root, "init", "--bare", "--initial-branch=main", empty)
+	code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", empty, "--state-dir", filepath.Join(root, "state", "alpha"), "--checkout", filepath.Join(root, "empty-checkout"))
+	if want := `branch "main" does not exist on ` + empty + `: the remote has no branches yet; push the peering spec to main first`; code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("empty remote: exit %d\n%s\nwant %q", code, stderr, want)
+	}
+	// Its first push, to any branch, is then what reconcile reads.
+	git(t, work, "push", empty, "main:peering")
+	if code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", empty, "--state-dir", filepath.Join(root, "state", "beta"),
+		"--checkout", filepath.Join(root, "empty-checkout-beta"), "--branch", "peering"); code != 0 || !strings.Contains(out, "beta: send nonce to alpha") {
+		t.Fatalf("after the first push: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
 func TestInitKeepsKeysAndRefusesAnotherCluster(t *testing.T) {
 	root := t.TempDir()
 	state := filepath.Join(root, "state")

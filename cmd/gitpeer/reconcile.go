@@ -96,7 +96,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 				return err
 			}
 			defer lock.Unlock()
-			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, Credentials: creds}
+			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, BranchMustExist: true, Credentials: creds}
 			if review != nil {
 				gopts.PushBranch = review.branch
 			}
@@ -106,7 +106,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			}
 			repo, err := gitsync.Open(cmd.Context(), opts)
 			if err != nil {
-				return err
+				return branchFlagError(err)
 			}
 			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles,
 				LoadSpec: boundedSpecLoader(lim)}
@@ -131,7 +131,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.StringVar(&repoURL, "repo", "", "peering repo URL or path")
 	bf.register(f, false)
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
-	f.StringVar(&branch, "branch", "main", "branch to reconcile")
+	f.StringVar(&branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
 	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
@@ -147,6 +147,20 @@ Another one fails naming the holder's process, or with --wait waits.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// branchFlagError names --branch in an error saying that the branch does
+// not exist on the remote, or says what to do about an empty remote; other
+// errors are returned as they are.
+func branchFlagError(err error) error {
+	var nf *gitsync.BranchNotFoundError
+	switch {
+	case !errors.As(err, &nf):
+		return err
+	case nf.Empty:
+		return fmt.Errorf("%w; push the peering spec to %s first", err, nf.Branch)
+	}
+	return fmt.Errorf("--branch: %w", err)
 }
 
 // checkCertificateLifetime refuses a --certificate-lifetime under the

@@ -61,11 +61,11 @@ func openSource(ctx context.Context, target, branch, credentials string) (*repoS
 	src := &repoSource{Dir: filepath.Join(tmp, "repo"), Cloned: true}
 	// Author is required by gitsync and never used: this Repo makes no
 	// commit.
-	_, err = gitsync.Open(ctx, gitsync.Options{URL: target, Dir: src.Dir, Branch: branch, Credentials: creds,
+	_, err = gitsync.Open(ctx, gitsync.Options{URL: target, Dir: src.Dir, Branch: branch, BranchMustExist: true, Credentials: creds,
 		Author: gitsync.Signature{Name: "gitpeer (read-only)", Email: "read-only@gitpeer.invalid"}})
 	if err != nil {
 		src.Close()
-		return nil, err
+		return nil, branchFlagError(err)
 	}
 	if !hasSpec(src.Dir) {
 		src.Close()

@@ -75,6 +75,9 @@ func TestStatusOfARepositoryURL(t *testing.T) {
 		t.Errorf("clones left behind: %v", entries)
 	}
 
+	// A branch whose commit holds nothing.
+	empty := strings.TrimSpace(git(t, work, "commit-tree", "-m", "empty", strings.TrimSpace(git(t, work, "hash-object", "-t", "tree", "/dev/null"))))
+	git(t, work, "push", "origin", empty+":refs/heads/nospec")
 	cases := []struct {
 		name string
 		args []string
@@ -82,7 +85,8 @@ func TestStatusOfARepositoryURL(t *testing.T) {
 	}{
 		{"credentials for a checkout", []string{"status", work, "--git-credentials", root}, "--git-credentials applies to a repository URL, and " + work + " is a checkout"},
 		{"neither a checkout nor a repository", []string{"status", root}, root + ": no peering spec (want one of peering.cue, peering.yaml, peering.yml) and not a Git repository or URL"},
-		{"a branch the repository lacks", []string{"status", remote, "--branch", "nope"}, "branch nope has no peering spec"},
+		{"a branch the repository lacks", []string{"status", remote, "--branch", "nope"}, `--branch: branch "nope" does not exist on ` + remote + " (its branches: main, "},
+		{"a branch without a spec", []string{"status", remote, "--branch", "nospec"}, "branch nospec has no peering spec"},
 		{"a repository URL with credentials in it", []string{"status", "https://user:secret@git.example/peering.git"}, "credentials"},
 		{"an unknown format", []string{"status", work, "-o", "xml"}, `-o: "xml" is not one of table, json, yaml, mermaid`},
 		{"an unknown flag", []string{"status", work, "--nope"}, "unknown flag: --nope"},
