@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,6 +33,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gitpeer/gitpeer/internal/e2elogs"
 )
 
 // e2eClusterIdx is the port block of hack/start-cluster.sh for this suite
@@ -54,6 +57,8 @@ type controlPlane struct {
 	saKubeconfig string
 	started      bool
 	stopOnce     sync.Once
+	// failed keeps the logs (e2elogs.Dir) when the control plane is stopped.
+	failed bool
 }
 
 func TestMain(m *testing.M) {
@@ -67,17 +72,21 @@ func runE2E(m *testing.M) int {
 	go func() {
 		sig := <-sigs
 		fmt.Fprintf(os.Stderr, "daemon e2e: %v: stopping the control plane\n", sig)
+		cp.failed = true
 		cp.stop()
 		os.Exit(2)
 	}()
 	defer cp.stop()
 	start := time.Now()
 	if err := cp.setUp(context.Background()); err != nil {
+		cp.failed = true
 		fmt.Fprintf(os.Stderr, "daemon e2e: set-up failed: %v\n", err)
 		return 1
 	}
 	fmt.Printf("daemon e2e: control plane and manifests/rbac up in %.1fs\n", time.Since(start).Seconds())
-	return m.Run()
+	code := m.Run()
+	cp.failed = code != 0
+	return code
 }
 
 func (c *controlPlane) setUp(ctx context.Context) error {
@@ -103,18 +112,20 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 	if c.tmp, err = os.MkdirTemp("", "gitpeer-daemon-e2e-"); err != nil {
 		return err
 	}
-	log, err := os.Create(filepath.Join(c.tmp, "start-cluster.log"))
-	if err != nil {
-		return err
-	}
-	defer log.Close()
 	c.started = true
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(c.root, "hack", "start-cluster.sh"), e2eCluster, e2eClusterIdx)
-	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"), "BIN="+c.kubeBin)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		out, _ := os.ReadFile(log.Name())
-		return fmt.Errorf("start-cluster.sh: %w\n%s", err, out)
+	// A start that fails on a loaded machine is retried once, after
+	// stopping what it started; the first attempt's logs are kept aside.
+	if err := c.start(ctx, "start-cluster.log"); err != nil {
+		fmt.Fprintf(os.Stderr, "daemon e2e: %v\ndaemon e2e: stopping what started and retrying once\n", err)
+		c.stopCluster()
+		dir := filepath.Join(c.tmp, "clusters", e2eCluster)
+		if rerr := os.Rename(dir, dir+"-attempt-1"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return errors.Join(err, rerr)
+		}
+		if err := c.start(ctx, "start-cluster-attempt-2.log"); err != nil {
+			return fmt.Errorf("second attempt: %w", err)
+		}
+		fmt.Fprintln(os.Stderr, "daemon e2e: control plane started at the second attempt")
 	}
 	c.adminKubeconfig = filepath.Join(c.tmp, "clusters", e2eCluster, "admin.kubeconfig")
 	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.adminKubeconfig); err != nil {
@@ -152,19 +163,48 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 	return clientcmd.WriteToFile(*kc, c.saKubeconfig)
 }
 
-// stop stops the control plane by the PIDs start-cluster.sh recorded and
-// removes the temp dir unless GITPEER_E2E_KEEP is set.
+// start runs hack/start-cluster.sh once, its output in logName.
+func (c *controlPlane) start(ctx context.Context, logName string) error {
+	log, err := os.Create(filepath.Join(c.tmp, logName))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(c.root, "hack", "start-cluster.sh"), e2eCluster, e2eClusterIdx)
+	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"), "BIN="+c.kubeBin)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(log.Name())
+		return fmt.Errorf("start-cluster.sh: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// stopCluster stops the control plane by the PIDs start-cluster.sh recorded.
+func (c *controlPlane) stopCluster() {
+	cmd := exec.Command("bash", filepath.Join(c.root, "hack", "stop-cluster.sh"), e2eCluster)
+	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "daemon e2e: stop-cluster.sh: %v\n%s", err, out)
+	}
+}
+
+// stop stops the control plane, keeps its logs when the run failed (see
+// e2elogs), and removes the temp dir unless GITPEER_E2E_KEEP is set.
 func (c *controlPlane) stop() {
 	c.stopOnce.Do(func() {
 		if c.started {
-			cmd := exec.Command("bash", filepath.Join(c.root, "hack", "stop-cluster.sh"), e2eCluster)
-			cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "daemon e2e: stop-cluster.sh: %v\n%s", err, out)
-			}
+			c.stopCluster()
 		}
 		if c.tmp == "" {
 			return
+		}
+		if dir := e2elogs.Dir(); dir != "" && c.failed {
+			kept, err := e2elogs.Keep(c.tmp, dir, "daemon")
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "daemon e2e: %v\n", err)
+			}
+			fmt.Fprintf(os.Stderr, "daemon e2e: logs (apiserver, controller-manager, etcd) kept in %s\n", kept)
 		}
 		if os.Getenv("GITPEER_E2E_KEEP") != "" {
 			fmt.Fprintf(os.Stderr, "daemon e2e: kept %s\n", c.tmp)

@@ -47,8 +47,9 @@ const (
 	deployServiceAcc = "system:serviceaccount:gitpeer-system:gitpeer"
 	// deployInterval replaces the Deployment's --interval=1m.
 	deployInterval = "2s"
-	// deployReadyTimeout bounds the whole handshake of the two daemons.
-	deployReadyTimeout = 90 * time.Second
+	// deployReadyTimeout bounds the whole handshake of the two daemons (a
+	// few seconds on an idle machine; the wait ends when it is done).
+	deployReadyTimeout = readyTimeout
 )
 
 // denial matches a refusal in a log line: the API server's (RBAC's "... is

@@ -60,6 +60,7 @@ func runSuite(m *testing.M) int {
 	s.stopOnSignal(timeout)
 	defer s.stop()
 	if err := s.setUp(context.Background()); err != nil {
+		s.failed.Store(true)
 		fmt.Fprintf(os.Stderr, "e2e: set-up failed: %v\n", err)
 		fmt.Println("e2e: 0 passed, 1 failed (set-up)")
 		return 1
@@ -75,6 +76,7 @@ func runSuite(m *testing.M) int {
 	if code == 0 && results.failed > 0 {
 		code = 1
 	}
+	s.failed.Store(code != 0)
 	return code
 }
 
@@ -229,8 +231,9 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 
 	check(t, "with it alpha may create a ResourceSlice in liqo-tenant-alpha on beta", func(t *testing.T) {
 		kubeconfig := consumerKubeconfig(ctx, t)
-		// RBAC changes reach the authorizer within ~100ms: retry briefly.
-		err := eventually(ctx, 5*time.Second, 200*time.Millisecond, func() error {
+		// RBAC changes reach the authorizer within ~100ms on an idle
+		// machine: poll until they have.
+		err := eventually(ctx, readyTimeout, 200*time.Millisecond, func() error {
 			_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe"), "create", "-f", "-")
 			if err != nil && strings.Contains(err.Error(), "AlreadyExists") {
 				return nil
@@ -305,7 +308,7 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 
 		check(t, "alpha's kubeconfig may then no longer create ResourceSlices on beta", func(t *testing.T) {
 			kubeconfig := consumerKubeconfig(ctx, t)
-			err := eventually(ctx, 10*time.Second, 200*time.Millisecond, func() error {
+			err := eventually(ctx, readyTimeout, 200*time.Millisecond, func() error {
 				_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe-after-revocation"), "create", "--dry-run=server", "-f", "-")
 				if err == nil {
 					return fmt.Errorf("creating a ResourceSlice in %s on beta is still allowed", providerTenantNS)

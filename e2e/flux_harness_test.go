@@ -105,12 +105,15 @@ func (p *proc) stop() {
 	}
 }
 
-// waitHTTPOK polls url until it answers 200, the process exits or timeout.
+// waitHTTPOK polls url until it answers 200, the process exits or timeout;
+// the error names the process and ends with the last lines of its log.
 func waitHTTPOK(ctx context.Context, p *proc, url string, timeout time.Duration) error {
-	c := http.Client{Timeout: time.Second}
-	return eventually(ctx, timeout, 100*time.Millisecond, func() error {
+	c := http.Client{Timeout: 5 * time.Second}
+	exited := false
+	err := eventually(ctx, timeout, 100*time.Millisecond, func() error {
 		if !p.running() {
-			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail(p.log, 20))
+			exited = true
+			return nil
 		}
 		resp, err := c.Get(url)
 		if err != nil {
@@ -122,6 +125,13 @@ func waitHTTPOK(ctx context.Context, p *proc, url string, timeout time.Duration)
 		}
 		return nil
 	})
+	switch {
+	case exited:
+		return fmt.Errorf("%s exited before %s answered 200: %v; last lines of %s:\n%s", p.name, url, p.err, p.log, tail(p.log, 20))
+	case err != nil:
+		return fmt.Errorf("%s not ready after %s (%v); last lines of %s:\n%s", p.name, timeout, err, p.log, tail(p.log, 20))
+	}
+	return nil
 }
 
 // startFlux installs Flux's CRDs and namespace on c and runs
@@ -134,7 +144,7 @@ func startFlux(ctx context.Context, t, owner *testing.T, ft fluxTools, c *cluste
 		t.Fatal(err)
 	}
 	if _, err := s.kube(ctx, c, nil, "wait", "--for=condition=Established", "crd",
-		"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "--timeout=60s"); err != nil {
+		"gitrepositories.source.toolkit.fluxcd.io", "kustomizations.kustomize.toolkit.fluxcd.io", "--timeout="+readyTimeout.String()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.kube(ctx, c, nil, "create", "namespace", fluxNamespace); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
@@ -159,7 +169,7 @@ func startFlux(ctx context.Context, t, owner *testing.T, ft fluxTools, c *cluste
 		p    *proc
 		addr string
 	}{{sc, scHealth}, {kc, kcHealth}} {
-		if err := waitHTTPOK(ctx, w.p, "http://"+w.addr+"/readyz", time.Minute); err != nil {
+		if err := waitHTTPOK(ctx, w.p, "http://"+w.addr+"/readyz", readyTimeout); err != nil {
 			t.Fatal(err)
 		}
 	}

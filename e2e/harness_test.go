@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,6 +26,8 @@ import (
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/internal/e2elogs"
 )
 
 // Versions and places the suite depends on. The Liqo version is the one
@@ -34,8 +37,14 @@ const (
 	liqoCRDs     = "deployments/liqo/charts/liqo-crds/crds"
 	fieldManager = "gitpeer-e2e"
 	// commandTimeout bounds every command the suite runs: a hung kubectl or
-	// reconciler fails its step instead of eating the whole -timeout.
-	commandTimeout = 2 * time.Minute
+	// reconciler fails its step instead of eating the whole -timeout. It
+	// exceeds readyTimeout, which kubectl wait is given.
+	commandTimeout = 6 * time.Minute
+	// readyTimeout bounds each wait for something to be ready (CRDs
+	// Established, Flux's controllers' /readyz, an RBAC change reaching the
+	// authorizer). The waits end as soon as it is, so the bound costs nothing
+	// on a good run and is generous for a cold, loaded 2-core machine.
+	readyTimeout = 5 * time.Minute
 )
 
 // clusterSpecs are the two control planes. Their IDX picks the port block
@@ -67,7 +76,10 @@ type suite struct {
 
 	stopOnce sync.Once
 	stopping atomic.Bool
-	mu       sync.Mutex
+	// failed is set when set-up or a test failed, or the run was cut short:
+	// stop then keeps the logs (e2elogs.Dir).
+	failed atomic.Bool
+	mu     sync.Mutex
 	// consumerKubeconfig is alpha's kubeconfig for beta, read from the Secret
 	// the backend wrote, once a step has fetched it.
 	consumerKubeconfig string
@@ -217,7 +229,7 @@ func (s *suite) setUp(ctx context.Context) error {
 				errs[i] = err
 				return
 			}
-			_, errs[i] = s.kube(ctx, c, nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+			_, errs[i] = s.kube(ctx, c, nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout="+readyTimeout.String())
 		}()
 	}
 	wg.Wait()
@@ -228,10 +240,32 @@ func (s *suite) setUp(ctx context.Context) error {
 	return s.startGitServer(ctx)
 }
 
-// startCluster runs hack/start-cluster.sh and reads the API server's port
-// back from the env file it writes.
+// startCluster starts c, retrying once, after stopping what the first
+// attempt started: a start that fails on a loaded machine (hack/start-
+// cluster.sh waits up to its START_TIMEOUT for each component) is retried
+// rather than failing the whole run. The retry is reported, and the first
+// attempt's directory (its logs) is kept as <dir>-attempt-1.
 func (s *suite) startCluster(ctx context.Context, c *cluster) error {
-	log := filepath.Join(s.tmp, "logs", "start-"+c.id+".log")
+	err := s.startClusterOnce(ctx, c, "start-"+c.id+".log")
+	if err == nil {
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "e2e: %v\ne2e: cluster %s: stopping what started and retrying once\n", err, c.id)
+	s.stopCluster(c.id)
+	if rerr := os.Rename(c.dir, c.dir+"-attempt-1"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, rerr)
+	}
+	if err := s.startClusterOnce(ctx, c, "start-"+c.id+"-attempt-2.log"); err != nil {
+		return fmt.Errorf("second attempt: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: cluster %s started at the second attempt\n", c.id)
+	return nil
+}
+
+// startClusterOnce runs hack/start-cluster.sh, its output in logs/<logName>,
+// and reads the API server's port back from the env file it writes.
+func (s *suite) startClusterOnce(ctx context.Context, c *cluster, logName string) error {
+	log := filepath.Join(s.tmp, "logs", logName)
 	f, err := os.Create(log)
 	if err != nil {
 		return err
@@ -322,16 +356,19 @@ func (s *suite) stop() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
-				cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
-				if out, err := cmd.CombinedOutput(); err != nil {
-					fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
-				}
+				s.stopCluster(id)
 			}()
 		}
 		wg.Wait()
 		if s.tmp == "" {
 			return
+		}
+		if dir := e2elogs.Dir(); dir != "" && s.failed.Load() {
+			kept, err := e2elogs.Keep(s.tmp, dir, "e2e")
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+			}
+			fmt.Fprintf(os.Stderr, "e2e: logs (apiserver, controller-manager, etcd, Flux, reconcilers) kept in %s\n", kept)
 		}
 		if os.Getenv("GITPEER_E2E_KEEP") != "" {
 			fmt.Fprintf(os.Stderr, "e2e: kept %s (logs, repo, cluster PKI); processes are stopped\n", s.tmp)
@@ -343,6 +380,16 @@ func (s *suite) stop() {
 	})
 }
 
+// stopCluster stops the processes hack/start-cluster.sh started for id, by
+// the PIDs it recorded.
+func (s *suite) stopCluster(id string) {
+	cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
+	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
+	}
+}
+
 // stopOnSignal stops everything when the run is interrupted, and shortly
 // before go test's -timeout would kill the process without running any
 // cleanup: the control planes are not our children and would outlive it.
@@ -352,6 +399,7 @@ func (s *suite) stopOnSignal(timeout time.Duration) {
 	go func() {
 		sig := <-sigs
 		fmt.Fprintf(os.Stderr, "e2e: %v: stopping clusters\n", sig)
+		s.failed.Store(true)
 		s.stop()
 		os.Exit(2)
 	}()
@@ -362,6 +410,7 @@ func (s *suite) stopOnSignal(timeout time.Duration) {
 				return // the run is over and already cleaning up
 			}
 			fmt.Fprintf(os.Stderr, "e2e: -timeout %v is near: stopping clusters\n", timeout)
+			s.failed.Store(true)
 			s.stop()
 		})
 	}

@@ -11,11 +11,18 @@
 #             filled by hack/build-k8s-bins.sh)
 #        ETCD_BIN (default $BIN/etcd; /usr/bin/etcd for Debian's etcd-server)
 #        KCM_CONTROLLERS (override the controller list)
+#        START_TIMEOUT (seconds each component may take to be ready; default 300)
 #   <cache> is ${GITPEER_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gitpeer-e2e}.
 # Ports for IDX=i: etcd client 20079+100i, etcd peer 20080+100i,
 #                  apiserver 20043+100i, controller-manager 20057+100i
 # Output: $ROOT/NAME/admin.kubeconfig (system:masters), ca.crt/ca.key (cluster CA,
 #         also the CSR signing CA), env file NAME/env with ports.
+# Each component is waited for until it says it is ready, not for a fixed
+# time: etcd /health, kube-apiserver /readyz, kube-controller-manager /healthz
+# and then the first effects of its controllers (a cold, loaded 2-core machine
+# has taken over a minute for the apiserver alone). A component whose process
+# exits, or that is not ready after START_TIMEOUT seconds, fails the start,
+# naming it and showing the end of its log.
 # Needs only openssl, curl and base64 besides the binaries (no kubectl).
 set -euo pipefail
 NAME=${1:?usage: start-cluster.sh NAME IDX}; IDX=${2:-0}
@@ -23,6 +30,7 @@ CACHE=${GITPEER_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gitpeer-e2e}
 ROOT=${ROOT:-$CACHE/clusters}
 BIN=${BIN:-$CACHE/bin}
 ETCD_BIN=${ETCD_BIN:-$BIN/etcd}
+START_TIMEOUT=${START_TIMEOUT:-300}
 DIR=$ROOT/$NAME
 BASE=$((20000 + IDX * 100))
 ETCD_PORT=$((BASE + 79)); ETCD_PEER=$((BASE + 80)); API_PORT=$((BASE + 43)); KCM_PORT=$((BASE + 57))
@@ -102,13 +110,36 @@ EOF
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}'; }
-wait_url() { # url timeout-s log [curl args]: on timeout, show the component's log
-  local url=$1 t=$2 log=$3; shift 3
-  for _ in $(seq 1 $((t * 10))); do
-    if [ "$(curl -s --max-time 2 "$@" "$url" 2>/dev/null)" = ok ]; then return 0; fi
-    sleep 0.1
+# wait_ready COMPONENT PIDFILE LOG CHECK...: runs CHECK until it succeeds.
+# Gives up when the component's process exits or after START_TIMEOUT seconds,
+# naming the component and showing the last lines of its log.
+wait_ready() {
+  local comp=$1 pidf=$2 log=$3 t0 deadline
+  shift 3
+  t0=$(now); deadline=$(($(date +%s) + START_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    if ! kill -0 "$(cat "$pidf")" 2>/dev/null; then
+      echo "$comp exited before it was ready ($*); last lines of $log:" >&2; tail -20 "$log" >&2; return 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "$comp not ready after ${START_TIMEOUT}s ($*); last lines of $log:" >&2; tail -20 "$log" >&2; return 1
+    fi
+    sleep 0.2
   done
-  echo "timeout waiting for $url; last lines of $log:" >&2; tail -20 "$log" >&2; return 1
+  echo "$comp ready after $(since "$t0")s: $* (pid $(cat "$pidf"))"
+}
+P=$DIR/pki
+CURL_ADMIN=(--cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key")
+etcd_health() { curl -s --max-time 5 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
+api_readyz() { [ "$(curl -s --max-time 5 "${CURL_ADMIN[@]}" "https://127.0.0.1:$API_PORT/readyz")" = ok ]; }
+kcm_healthz() { [ "$(curl -s --max-time 5 -k "https://127.0.0.1:$KCM_PORT/healthz")" = ok ]; }
+# /healthz answers before the controllers have synced their informers; these
+# objects are made by the serviceaccount and root-ca-certificate-publisher
+# controllers once they run (when they are in the list).
+api_get() { curl -sf --max-time 5 "${CURL_ADMIN[@]}" "https://127.0.0.1:$API_PORT$1" >/dev/null; }
+kcm_controllers_run() {
+  case ",$KCM_CONTROLLERS," in *,serviceaccount-controller,*) api_get /api/v1/namespaces/default/serviceaccounts/default || return 1 ;; esac
+  case ",$KCM_CONTROLLERS," in *,root-ca-certificate-publisher-controller,*) api_get /api/v1/namespaces/default/configmaps/kube-root-ca.crt || return 1 ;; esac
 }
 
 # ------------------------------------------------------------------ etcd
@@ -120,17 +151,9 @@ T0=$(now)
   --unsafe-no-fsync --quota-backend-bytes=$((2 * 1024 * 1024 * 1024)) \
   > "$DIR/logs/etcd.log" 2>&1 &
 echo $! > "$DIR/etcd.pid"
-ok=
-for _ in $(seq 1 300); do
-  if curl -s --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; then ok=1; break; fi
-  sleep 0.1
-done
-[ -n "$ok" ] || { echo "etcd not healthy after 30s; last lines of its log:" >&2; tail -20 "$DIR/logs/etcd.log" >&2; exit 1; }
-echo "etcd ready after $(since "$T0")s (pid $(cat "$DIR/etcd.pid"))"
+wait_ready etcd "$DIR/etcd.pid" "$DIR/logs/etcd.log" etcd_health
 
 # ------------------------------------------------------------------ kube-apiserver
-T1=$(now)
-P=$DIR/pki
 "$BIN/kube-apiserver" \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
@@ -144,12 +167,9 @@ P=$DIR/pki
   --profiling=false \
   > "$DIR/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$DIR/kube-apiserver.pid"
-CURL_ADMIN=(--cacert "$P/ca.crt" --cert "$P/admin.crt" --key "$P/admin.key")
-wait_url "https://127.0.0.1:$API_PORT/readyz" 120 "$DIR/logs/kube-apiserver.log" "${CURL_ADMIN[@]}"
-echo "kube-apiserver /readyz ok after $(since "$T1")s (pid $(cat "$DIR/kube-apiserver.pid"))"
+wait_ready kube-apiserver "$DIR/kube-apiserver.pid" "$DIR/logs/kube-apiserver.log" api_readyz
 
 # ------------------------------------------------------------------ kube-controller-manager
-T2=$(now)
 "$BIN/kube-controller-manager" \
   --kubeconfig="$DIR/kcm.kubeconfig" \
   --authentication-kubeconfig="$DIR/kcm.kubeconfig" --authorization-kubeconfig="$DIR/kcm.kubeconfig" \
@@ -161,6 +181,6 @@ T2=$(now)
   --use-service-account-credentials=true --leader-elect=false --profiling=false \
   > "$DIR/logs/kube-controller-manager.log" 2>&1 &
 echo $! > "$DIR/kube-controller-manager.pid"
-wait_url "https://127.0.0.1:$KCM_PORT/healthz" 60 "$DIR/logs/kube-controller-manager.log" -k
-echo "kube-controller-manager /healthz ok after $(since "$T2")s (pid $(cat "$DIR/kube-controller-manager.pid"))"
+wait_ready kube-controller-manager "$DIR/kube-controller-manager.pid" "$DIR/logs/kube-controller-manager.log" kcm_healthz
+wait_ready kube-controller-manager "$DIR/kube-controller-manager.pid" "$DIR/logs/kube-controller-manager.log" kcm_controllers_run
 echo "cluster $NAME up in $(since "$T0")s; export KUBECONFIG=$DIR/admin.kubeconfig"
