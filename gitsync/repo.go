@@ -168,6 +168,11 @@ type Repo struct {
 	wt   *git.Worktree
 
 	mu sync.Mutex // serialises Sync
+	// snap is what the worktree holds as this Repo last left it; nil:
+	// unknown, the next reset is a full one (checkout.go).
+	snap *snapshot
+	// moves counts the resets done incrementally (tests read it).
+	moves int
 
 	// auth and caBundle are those of the current Open or Sync (see
 	// Options.Credentials).

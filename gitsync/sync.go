@@ -202,6 +202,11 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, p, nil
 	}
+	var files map[string]fileStat // the worktree before apply, if known
+	if r.snap != nil && r.snap.commit == tip {
+		files = r.snap.files
+	}
+	r.snap = nil // apply changes the worktree
 	if err := r.apply(p); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -217,6 +222,9 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	}
 	if err != nil {
 		return plumbing.ZeroHash, nil, fmt.Errorf("commit: %w", err)
+	}
+	if files != nil {
+		r.committed(h, files, p)
 	}
 	return h, p, nil
 }
@@ -659,6 +667,12 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
+		// Cheap when the worktree is as this Repo left it (checkout.go);
+		// anything else falls back to the full reset below.
+		if r.intact() && r.moveTo(tip) == nil {
+			return nil
+		}
+		r.snap = nil
 		if err := r.wt.Reset(&git.ResetOptions{Commit: tip, Mode: git.HardReset}); err != nil {
 			return fmt.Errorf("reset to %s: %w", tip, err)
 		}
@@ -666,6 +680,7 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 	if err := r.removeUntracked(); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
+	r.takeSnapshot(tip)
 	return nil
 }
 

@@ -1,0 +1,290 @@
+package gitsync
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/utils/merkletrie"
+)
+
+// A hard reset with go-git hashes every file of the worktree and compares
+// the whole index with the whole tree, so a pass would cost in proportion
+// to the repo, not to what changed. gitsync instead remembers what it left
+// in the worktree (snapshot) and, when the worktree still holds exactly
+// that, moves it to a new tip by applying the tree difference (trees with
+// the same hash are skipped, so the work follows the change). Anything
+// unexpected (a stray, modified or missing file, a symbolic link or a
+// submodule in the difference) falls back to the full hard reset: the
+// worktree a pass sees is the tip, always.
+
+// fileStat is what the snapshot compares a worktree file by: a file
+// rewritten in place changes its modification time or its size. A
+// directory is recorded by its mode alone (an empty stray directory shows
+// in listings a pass reads).
+type fileStat struct {
+	size  int64
+	mtime int64 // nanoseconds
+	mode  fs.FileMode
+}
+
+// snapshot is the worktree as this Repo last left it: exactly the tree of
+// commit, file by file (slash-separated paths).
+type snapshot struct {
+	commit plumbing.Hash
+	files  map[string]fileStat
+}
+
+var dirStat = fileStat{mode: fs.ModeDir}
+
+func statOf(fi fs.FileInfo) fileStat {
+	return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
+}
+
+// scan lists every file and directory of the worktree (not .git) with its
+// stat. It reads no content.
+func (r *Repo) scan() (map[string]fileStat, error) {
+	files := map[string]fileStat{}
+	err := filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == r.dir {
+			return nil
+		}
+		rel := filepath.ToSlash(p[len(r.dir)+1:])
+		if d.IsDir() {
+			if rel == ".git" {
+				return fs.SkipDir
+			}
+			files[rel] = dirStat
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		files[rel] = statOf(fi)
+		return nil
+	})
+	return files, err
+}
+
+// intact reports whether the worktree holds exactly what the snapshot
+// says: the same files with the same stats, nothing more.
+func (r *Repo) intact() bool {
+	if r.snap == nil {
+		return false
+	}
+	now, err := r.scan()
+	if err != nil || len(now) != len(r.snap.files) {
+		return false
+	}
+	for name, st := range now {
+		if old, ok := r.snap.files[name]; !ok || old != st {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSnapshot records the worktree as it is as commit's tree, after a full
+// reset.
+func (r *Repo) takeSnapshot(commit plumbing.Hash) {
+	files, err := r.scan()
+	if err != nil {
+		r.snap = nil
+		return
+	}
+	r.snap = &snapshot{commit: commit, files: files}
+}
+
+// errFallback asks for a full reset instead of the incremental one.
+var errFallback = errors.New("incremental checkout not possible")
+
+// moveTo brings the worktree and index from the snapshot's commit to tip by
+// applying the difference of their trees. It returns errFallback (with the
+// worktree in an unknown state, the snapshot dropped) when the difference
+// has anything but regular files or a path cannot be written safely.
+func (r *Repo) moveTo(tip plumbing.Hash) error {
+	from := r.snap.commit
+	r.snap.commit = plumbing.ZeroHash // unknown until done
+	files := r.snap.files
+	r.snap = nil
+	if from == tip {
+		r.snap = &snapshot{commit: tip, files: files}
+		return nil
+	}
+	var err error
+	ft := &object.Tree{} // the branch had no commits
+	if !from.IsZero() {
+		if ft, err = r.commitTree(from); err != nil {
+			return err
+		}
+	}
+	tt, err := r.commitTree(tip)
+	if err != nil {
+		return err
+	}
+	changes, err := object.DiffTree(ft, tt)
+	if err != nil {
+		return err
+	}
+	type write struct {
+		name string
+		file *object.File
+	}
+	var deletes []string
+	var writes []write
+	for _, ch := range changes {
+		action, err := ch.Action()
+		if err != nil {
+			return err
+		}
+		for _, e := range []object.ChangeEntry{ch.From, ch.To} {
+			if e.Name != "" && e.TreeEntry.Mode != filemode.Regular && e.TreeEntry.Mode != filemode.Executable {
+				return errFallback // links, submodules: go-git knows them
+			}
+		}
+		switch action {
+		case merkletrie.Delete:
+			deletes = append(deletes, ch.From.Name)
+		case merkletrie.Insert, merkletrie.Modify:
+			f, err := tt.TreeEntryFile(&ch.To.TreeEntry)
+			if err != nil {
+				return err
+			}
+			f.Name = ch.To.Name
+			writes = append(writes, write{name: ch.To.Name, file: f})
+		}
+	}
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return err
+	}
+	entries := make(map[string]*index.Entry, len(idx.Entries))
+	for _, e := range idx.Entries {
+		entries[e.Name] = e
+	}
+	sort.Strings(deletes)
+	for _, name := range deletes {
+		if err := r.noSymlinkParents(name); err != nil {
+			return errFallback
+		}
+		if err := os.Remove(filepath.Join(r.dir, filepath.FromSlash(name))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return errFallback
+		}
+		delete(entries, name)
+		delete(files, name)
+		r.removeEmptyParents(name)
+	}
+	sort.Slice(writes, func(i, j int) bool { return writes[i].name < writes[j].name })
+	for _, w := range writes {
+		if err := r.noSymlinkParents(w.name); err != nil {
+			return errFallback
+		}
+		full := filepath.Join(r.dir, filepath.FromSlash(w.name))
+		if fi, err := os.Lstat(full); err == nil && !fi.Mode().IsRegular() {
+			return errFallback // a directory or a link in the way
+		}
+		content, err := w.file.Contents()
+		if err != nil {
+			return err
+		}
+		perm := fs.FileMode(0o644)
+		if w.file.Mode == filemode.Executable {
+			perm = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return errFallback
+		}
+		if err := os.WriteFile(full, []byte(content), perm); err != nil {
+			return errFallback
+		}
+		if err := os.Chmod(full, perm); err != nil {
+			return errFallback
+		}
+		fi, err := os.Lstat(full)
+		if err != nil {
+			return errFallback
+		}
+		e := entries[w.name]
+		if e == nil {
+			e = &index.Entry{Name: w.name}
+			entries[w.name] = e
+		}
+		e.Hash, e.Mode, e.Size = w.file.Hash, w.file.Mode, uint32(fi.Size())
+		e.ModifiedAt, e.CreatedAt = fi.ModTime(), fi.ModTime()
+		files[w.name] = statOf(fi)
+	}
+	for _, name := range deletes {
+		r.trackParents(files, name)
+	}
+	for _, w := range writes {
+		r.trackParents(files, w.name)
+	}
+	idx.Entries = idx.Entries[:0]
+	for _, e := range entries {
+		idx.Entries = append(idx.Entries, e)
+	}
+	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
+	idx.Cache = nil // a tree cache extension would be stale
+	if err := r.repo.Storer.SetIndex(idx); err != nil {
+		return err
+	}
+	r.snap = &snapshot{commit: tip, files: files}
+	r.moves++
+	return nil
+}
+
+func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c.Tree()
+}
+
+// committed records that the worktree now holds commit, made from the
+// snapshot's commit by p (files written and deleted by apply).
+func (r *Repo) committed(commit plumbing.Hash, files map[string]fileStat, p *plan) {
+	for _, name := range p.deletes {
+		delete(files, name)
+	}
+	for name := range p.writes {
+		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(name)))
+		if err != nil {
+			return // unknown: the next reset is a full one
+		}
+		files[name] = statOf(fi)
+	}
+	for _, name := range p.deletes {
+		r.trackParents(files, name)
+	}
+	for name := range p.writes {
+		r.trackParents(files, name)
+	}
+	r.snap = &snapshot{commit: commit, files: files}
+}
+
+// trackParents records in files whether each directory above name exists
+// now, after a write or a deletion (which removes parents left empty).
+func (r *Repo) trackParents(files map[string]fileStat, name string) {
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(d)))
+		switch {
+		case err != nil:
+			delete(files, d)
+		case fi.IsDir():
+			files[d] = dirStat
+		} // a file there now is recorded as written
+	}
+}
