@@ -54,6 +54,9 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 			return err
 		}
 		if d.IsDir() {
+			if !mayHold(self, p, parents) {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if _, want := desired[p]; !want && (layout.Writable(self, p) || parents[p]) {
@@ -68,6 +71,28 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 	plan.Steps = steps(tree, self, desired, plan)
 	plan.Message = message(self, plan.Steps)
 	return plan, nil
+}
+
+// mayHold reports whether directory dir of the repo can hold a file Diff
+// deletes: one self may write, or one standing where a desired directory
+// (parents) goes. Other clusters' trees and the inboxes of other writers
+// are skipped, so that Diff reads what self owns, not the whole repo.
+func mayHold(self, dir string, parents map[string]bool) bool {
+	if parents[dir] {
+		return true
+	}
+	parts := strings.Split(dir, "/")
+	switch {
+	case len(parts) <= 2: // clusters, clusters/<id>: their inboxes may be ours
+		return true
+	case parts[1] == self:
+		return parts[2] != layout.InboxDir // others write self's inbox
+	case parts[2] != layout.InboxDir:
+		return false // another cluster's own tree
+	case len(parts) == 3: // clusters/<id>/inbox: self's folder is in it
+		return true
+	}
+	return parts[3] == self // clusters/<id>/inbox/<from>/…
 }
 
 // steps names what a change does in the handshake's words, deterministically.
