@@ -35,6 +35,8 @@ type Runner struct {
 	// tip and starts computing on it (once per push attempt): a daemon's
 	// readiness.
 	Fetched func()
+
+	specs specCache
 }
 
 // Result is what one pass did.
@@ -122,9 +124,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 }
 
 func (r *Runner) loadSpec(ctx context.Context, dir string) (*schema.Spec, error) {
-	if r.LoadSpec != nil {
-		return r.LoadSpec(ctx, dir)
-	}
-	spec, _, err := schema.Load(dir)
-	return spec, err
+	return r.specs.load(ctx, dir, func(ctx context.Context, dir string) (*schema.Spec, error) {
+		if r.LoadSpec != nil {
+			return r.LoadSpec(ctx, dir)
+		}
+		spec, _, err := schema.Load(dir)
+		return spec, err
+	})
 }
