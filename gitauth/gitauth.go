@@ -298,3 +298,28 @@ func (s *Source) keyscanPort() string {
 	}
 	return ""
 }
+
+// APIToken reads the token for the API of the repo's host (opening pull
+// requests) from the directory: bearerToken, else, for an https:// repo,
+// password (an access token serves as the Git password and as the API
+// token on GitHub, GitLab and Gitea). Over ssh:// password is the
+// identity's passphrase, never a token. file is the path the token came
+// from, "" when the directory holds none (or none was given); ca is its
+// ca.crt, for an API behind the same private CA as the Git host.
+func (s *Source) APIToken() (token, file string, ca []byte, err error) {
+	if s.dir == "" {
+		return "", "", nil, nil
+	}
+	data, err := s.read()
+	if err != nil {
+		return "", "", nil, err
+	}
+	ca = data[CAFile]
+	switch {
+	case len(data[BearerTokenFile]) > 0:
+		return string(data[BearerTokenFile]), s.file(BearerTokenFile), ca, nil
+	case len(data[PasswordFile]) > 0 && s.ep.Protocol == "https":
+		return string(data[PasswordFile]), s.file(PasswordFile), ca, nil
+	}
+	return "", "", ca, nil
+}

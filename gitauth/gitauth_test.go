@@ -302,3 +302,35 @@ func TestExplain(t *testing.T) {
 		t.Error("Explain(nil) != nil")
 	}
 }
+
+func TestAPIToken(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		files     map[string]string
+		token     string // "" when none
+		from      string
+	}{
+		{"bearer token wins", "https://git.example.org/o/r", map[string]string{"bearerToken": "bt\n", "username": "u", "password": "pw"}, "bt", "bearerToken"},
+		{"password over https", "https://git.example.org/o/r", map[string]string{"username": "u", "password": "pat\n"}, "pat", "password"},
+		{"a passphrase is no token", "ssh://git@git.example.org/o/r", map[string]string{"identity": "k", "password": "passphrase"}, "", ""},
+		{"empty directory", "https://git.example.org/o/r", map[string]string{"ca.crt": "x"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := New(writeDir(t, tc.files), tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token, file, ca, err := s.APIToken()
+			if err != nil || token != tc.token || (tc.from == "") != (file == "") || tc.from != "" && filepath.Base(file) != tc.from {
+				t.Fatalf("APIToken() = %q from %q, %v; want %q from %q", token, file, err, tc.token, tc.from)
+			}
+			if want := tc.files["ca.crt"]; string(ca) != want {
+				t.Errorf("ca = %q, want %q", ca, want)
+			}
+		})
+	}
+	s, _ := New("", "https://git.example.org/o/r")
+	if token, file, _, err := s.APIToken(); token != "" || file != "" || err != nil {
+		t.Errorf("no directory: %q %q %v", token, file, err)
+	}
+}

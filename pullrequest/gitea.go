@@ -106,9 +106,18 @@ func fromGitea(pr *gitea.PullRequest) PullRequest {
 // err is an APIError for op. The SDK's error is the server's "message"
 // as text; the status comes from the response.
 func (h *giteaHost) err(op string, resp *gitea.Response, err error) error {
-	e := &APIError{Kind: Gitea, Op: op, Err: err, Message: err.Error()}
+	e := &APIError{Kind: Gitea, Op: op, Err: err}
+	// An answer that is not Gitea's JSON (a 404 page of whatever serves
+	// the URL) comes as "unknown API error: <status>\nRequest: ...": the
+	// status says it all.
+	if msg, _, _ := strings.Cut(err.Error(), "\n"); !strings.HasPrefix(msg, "unknown API error") {
+		e.Message = msg
+	}
 	if resp != nil && resp.Response != nil {
 		e.Status = resp.StatusCode
+	}
+	if e.Message == "" && e.Status == 0 {
+		e.Message = err.Error()
 	}
 	return e
 }

@@ -130,6 +130,9 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 	}
 	if review != nil {
 		d.Compare = review.compare
+		if review.pr != nil {
+			d.Pass = review.pr.wrap(cluster, r.Pass)
+		}
 	}
 	if bf.kind == backendKubernetes {
 		stop, err := f.kubernetes(d, bf, health)

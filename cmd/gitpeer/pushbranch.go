@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pullrequest"
 )
 
 // pushBranchHelp is added to reconcile's help.
@@ -22,8 +22,9 @@ nothing left to propose deletes the branch (hosts then close its pull
 request). Re-running replaces the branch only when it holds this cluster's
 own previous proposal, or something already merged: a commit anyone else
 pushed there is never overwritten, the pass fails naming it. reconcile prints
-the branch and where to compare it; opening the pull request is left to you
-or your host's automation. See docs/gitops.md, "Review branches".`
+the branch and where to compare it; opening the pull request is left to you,
+your host's automation or --open-pull-request. See docs/gitops.md, "Review
+branches".`
 
 // placeholder matches a {name} of a --push-branch template.
 var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
@@ -60,12 +61,12 @@ func expandPushBranch(template, cluster, target string) (string, error) {
 // else the git command that lists the proposed commit.
 func compareHint(repoURL, target, branch string) string {
 	fallback := fmt.Sprintf("git log %s..%s", target, branch)
-	host, path, ok := webLocation(repoURL)
-	if !ok {
+	loc, err := pullrequest.Locate(repoURL)
+	if err != nil {
 		return fallback
 	}
-	base := "https://" + host + "/" + path
-	name := strings.ToLower(host)
+	base := "https://" + loc.Host + "/" + loc.Path
+	name := strings.ToLower(loc.Host)
 	switch {
 	case strings.Contains(name, "github"):
 		return fmt.Sprintf("%s/compare/%s...%s", base, target, branch)
@@ -75,38 +76,4 @@ func compareHint(repoURL, target, branch string) string {
 		return fmt.Sprintf("%s/compare/%s...%s", base, target, branch)
 	}
 	return fallback
-}
-
-// webLocation returns the web host (with its port for https) and the
-// owner/repo path, without .git, of an https, ssh or scp-like
-// (git@host:owner/repo) repo URL.
-func webLocation(repoURL string) (host, path string, ok bool) {
-	if i := strings.Index(repoURL, "://"); i < 0 {
-		// scp-like: [user@]host:path, with no slash before the colon.
-		at := strings.LastIndex(repoURL, "@")
-		colon := strings.Index(repoURL, ":")
-		if colon < 0 || strings.Contains(repoURL[:colon], "/") {
-			return "", "", false
-		}
-		host, path = repoURL[at+1:colon], repoURL[colon+1:]
-	} else {
-		u, err := url.Parse(repoURL)
-		if err != nil {
-			return "", "", false
-		}
-		switch u.Scheme {
-		case "https":
-			host = u.Host
-		case "ssh":
-			host = u.Hostname() // the web UI is not on the ssh port
-		default:
-			return "", "", false
-		}
-		path = u.Path
-	}
-	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
-	if host == "" || !strings.Contains(path, "/") {
-		return "", "", false
-	}
-	return host, path, true
 }

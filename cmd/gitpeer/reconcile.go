@@ -25,6 +25,7 @@ func newReconcileCmd() *cobra.Command {
 		pushBranch                         string
 		bf                                 backendFlags
 		gitCredentials                     string
+		pr                                 prFlags
 		df                                 daemonFlags
 		once, clusterRoles, watch, wait    bool
 		interval, lifetime                 time.Duration
@@ -84,6 +85,13 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if err != nil {
 				return fmt.Errorf("--repo, --git-credentials: %w", err)
 			}
+			opener, err := pr.opener(review, creds)
+			if err != nil {
+				return err
+			}
+			if opener != nil {
+				review.pr = opener
+			}
 			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
 				return err
@@ -133,6 +141,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
 	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
+	pr.register(f)
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
@@ -142,7 +151,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
 	addSpecLimitFlags(cmd)
 	df.register(cmd)
-	cmd.Long += pushBranchHelp
+	cmd.Long += pushBranchHelp + openPRHelp
 	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -186,13 +195,21 @@ func lockCheckout(ctx context.Context, checkout string, wait bool, log io.Writer
 }
 
 // reviewFlow is a --push-branch: where proposals go, for which branch, and
-// the repo they are compared in.
+// the repo they are compared in; pr opens their pull request
+// (--open-pull-request), when set.
 type reviewFlow struct {
 	branch, target, repoURL string
+	pr                      *prOpener
 }
 
-// compare is the compare hint of the review branch.
-func (f *reviewFlow) compare() string { return compareHint(f.repoURL, f.target, f.branch) }
+// compare is where to review the branch: its pull request, once
+// --open-pull-request opened it, else the compare hint.
+func (f *reviewFlow) compare() string {
+	if f.pr != nil && f.pr.last != "" {
+		return f.pr.last
+	}
+	return compareHint(f.repoURL, f.target, f.branch)
+}
 
 func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Writer) error {
 	res, err := r.Pass(ctx)
@@ -228,6 +245,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 	}
 	for provider, where := range res.Kubeconfigs {
 		fmt.Fprintf(w, "  kubeconfig for %s: %s\n", provider, where)
+	}
+	if review != nil && review.pr != nil {
+		return review.pr.ensure(ctx, id, res, w)
 	}
 	return nil
 }
