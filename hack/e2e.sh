@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make e2e: build what the end-to-end suites need (cached after the first
-# run), then run them (e2e/ and daemon/) against real control planes. Each
+# run), then run them (e2e/, e2e/forge/ and daemon/) against real control planes. Each
 # step's output is shown and also written to $LOGS/<n>-<step>.log; a failing
 # step is named with its exit status, and the suites copy the logs of every
 # component they ran (etcd, kube-apiserver, kube-controller-manager, Flux's
@@ -44,9 +44,12 @@ step k8s-bins "build Kubernetes and etcd into $E2E_CACHE/bin (cold: 10-25 min; t
   env WORK="$E2E_CACHE" bash hack/build-k8s-bins.sh kubectl
 step flux-bins "build Flux's source-controller and kustomize-controller (cold: ~7 min; then cached)" \
   env WORK="$E2E_CACHE" bash hack/build-flux.sh
+step gitea-bins "build Gitea v1.26.0 into $E2E_CACHE/bin (cold: ~5 min on idle cores; then cached)" \
+  env WORK="$E2E_CACHE" bash hack/build-gitea.sh
 step gitpeer "build bin/gitpeer" "$MAKE" --no-print-directory build
-step tests "go test -tags e2e ./e2e/ ./daemon/ (control planes, Flux, daemons)" \
+step tests "go test -tags e2e ./e2e/ ./e2e/forge/ ./daemon/ (control planes, Flux, Gitea, daemons)" \
   env PATH="$E2E_CACHE/bin:$PATH" KUBE_BIN="$E2E_CACHE/bin" GITPEER_E2E_BIN="$PWD/bin/gitpeer" \
-  FLUX_CRDS="$E2E_CACHE/flux-crds" GITPEER_E2E_LOGS="$LOGS" \
-  "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./e2e/ ./daemon/
+  FLUX_CRDS="$E2E_CACHE/flux-crds" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \
+  GITPEER_E2E_LOGS="$LOGS" \
+  "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./e2e/ ./e2e/forge/ ./daemon/
 echo "make e2e: all $n steps passed in $((SECONDS - START))s; step logs in $LOGS"
