@@ -113,6 +113,28 @@ func authorize(r *http.Request, auth HTTPAuth) string {
 	return ""
 }
 
+// ServerCertificate writes a server certificate for 127.0.0.1 and
+// localhost, and its key, as PEM files in dir (server.crt, server.key), for
+// a server the test starts itself (a Git host with its own TLS). It returns
+// the PEM certificate of the fresh CA that issued it (a credentials
+// directory's ca.crt) and the two files' paths.
+func ServerCertificate(t testing.TB, dir string) (caPEM []byte, certFile, keyFile string) {
+	t.Helper()
+	caPEM, leaf := newCA(t)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(leaf.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Certificate[0]}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return caPEM, certFile, keyFile
+}
+
 // newCA returns a fresh CA's PEM certificate and a server certificate it
 // issued for 127.0.0.1 and localhost.
 func newCA(t testing.TB) ([]byte, tls.Certificate) {

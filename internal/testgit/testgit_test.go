@@ -1,7 +1,11 @@
 package testgit
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,4 +65,35 @@ func TestServersWithTheGitCLI(t *testing.T) {
 			t.Fatalf("a wrong token: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestServerCertificate: a TLS server on 127.0.0.1 with the written files
+// is trusted by a client that trusts the returned CA, and by no other.
+func TestServerCertificate(t *testing.T) {
+	caPEM, certFile, keyFile := ServerCertificate(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	get := func(roots []byte) error {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(roots)
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		resp, err := c.Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(caPEM); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	other, _, _ := ServerCertificate(t, t.TempDir())
+	if err := get(other); err == nil {
+		t.Fatal("another CA is trusted too")
+	}
 }
