@@ -1,15 +1,23 @@
-// Package commitsig signs and verifies Git commits with SSH signatures made
-// by a cluster's Ed25519 key, and writes the public-key files that Git and
-// Flux need to check them (design, "Trust" point 3).
+// Package commitsig signs and verifies Git commits with a cluster's Ed25519
+// key, as SSH signatures (what Flux verifies) or OpenPGP signatures (what
+// Argo CD verifies), and writes the public-key files that Git, Flux and
+// Argo CD need to check them (design, "Trust" point 3). A commit carries one
+// signature, so a cluster signs in one format (Format), named as Git's
+// gpg.format.
 //
 // Formats, by source:
 //
-//   - Signatures are the armored "SSH SIGNATURE" blocks of OpenSSH's
+//   - SSH signatures are the armored "SSH SIGNATURE" blocks of OpenSSH's
 //     PROTOCOL.sshsig, namespace "git", hash SHA-512: what `ssh-keygen -Y
 //     sign -n git` writes and what Git stores in a commit's gpgsig header
 //     (gitformat-signature(5)). They are made and parsed with
 //     github.com/hiddeco/sshsig, the library Flux's source-controller uses to
 //     verify them.
+//   - OpenPGP signatures are armored "PGP SIGNATURE" blocks (RFC 4880) by
+//     the cluster key as a legacy-EdDSA OpenPGP key derived from it with a
+//     fixed creation time (openpgp.go): what `git commit -S` makes with
+//     gpg.format=openpgp, and what GnuPG (`git verify-commit`, Argo CD)
+//     checks once OpenPGPPublicKey's file is imported.
 //   - AuthorizedKey writes one line of OpenSSH's authorized_keys format
 //     (sshd(8)), the content Flux's GitRepository.spec.verify Secret takes
 //     under a key ending in ".sshpub".
@@ -57,15 +65,67 @@ var (
 	// ErrUnsigned is returned (wrapped) by Verify for a commit without a
 	// signature.
 	ErrUnsigned = errors.New("commit is not signed")
-	// ErrNotSSH is returned (wrapped) by Verify for a commit signed in
-	// another format than SSH, such as OpenPGP or X.509.
-	ErrNotSSH = errors.New("commit signature is not an SSH signature")
-	// ErrUnknownSigner is returned (wrapped) by Verify when an SSH signature
+	// ErrUnsupportedFormat is returned (wrapped) by Verify for a commit
+	// signed in a format other than SSH and OpenPGP, such as X.509 (gpgsm).
+	ErrUnsupportedFormat = errors.New("commit signature is neither an SSH nor an OpenPGP signature")
+	// ErrUnknownSigner is returned (wrapped) by Verify when a signature
 	// does not verify with any of the given keys: made by another key, over
-	// other content (a tampered commit), in another namespace, malformed,
-	// or by a key or algorithm other than Ed25519.
+	// other content (a tampered commit), in another namespace (SSH) or of
+	// another type (OpenPGP), malformed, or by a key or algorithm other than
+	// Ed25519.
 	ErrUnknownSigner = errors.New("commit signature does not verify with any trusted key")
 )
+
+// Format is a commit signature format, in the words of Git's gpg.format.
+type Format string
+
+// The formats a cluster signs its commits in.
+const (
+	// FormatSSH: SSH signatures, which Flux's GitRepository.spec.verify
+	// checks (the default).
+	FormatSSH Format = "ssh"
+	// FormatOpenPGP: OpenPGP signatures, which Argo CD's AppProject
+	// sourceIntegrity checks.
+	FormatOpenPGP Format = "openpgp"
+)
+
+// ParseFormat returns the Format named s, "ssh" or "openpgp"; "" is
+// FormatSSH.
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case "", FormatSSH:
+		return FormatSSH, nil
+	case FormatOpenPGP:
+		return FormatOpenPGP, nil
+	}
+	return "", fmt.Errorf("signing format %q is not one of: %s, %s", s, FormatSSH, FormatOpenPGP)
+}
+
+// FormatOf tells the format of armored, a gpgsig header value, by its armor
+// (as Git does, gpg-interface.c): FormatSSH, FormatOpenPGP, or "" for none
+// or another format. It does not check the signature.
+func FormatOf(armored string) Format {
+	armored = strings.TrimSpace(armored)
+	switch {
+	case strings.HasPrefix(armored, armorHeader):
+		return FormatSSH
+	case strings.HasPrefix(armored, openPGPArmorHeader):
+		return FormatOpenPGP
+	}
+	return ""
+}
+
+// NewFormatSigner returns the go-git Signer of format for key: NewSigner
+// or NewOpenPGPSigner.
+func NewFormatSigner(format Format, key crypto.Signer) (git.Signer, error) {
+	switch format {
+	case FormatSSH:
+		return NewSigner(key)
+	case FormatOpenPGP:
+		return NewOpenPGPSigner(key)
+	}
+	return nil, fmt.Errorf("new signer: unknown format %q", format)
+}
 
 // NewSigner returns a go-git Signer (for git.CommitOptions.Signer) that makes
 // armored SSH signatures with key, namespace "git", hash SHA-512: the same
@@ -164,15 +224,23 @@ func AllowedSigners(entries ...Entry) (string, error) {
 // Verify checks c's signature (its gpgsig header) against keys, principal →
 // ed25519.PublicKey, and returns the principal whose key made it. The signed
 // payload is the commit object without its signature, as Git signs it. A
-// signature is accepted only when it is an armored SSH signature (nothing but
-// whitespace around the block) by an Ed25519 key, in namespace "git", with
-// hash SHA-256 or SHA-512, and verifies over c; when several principals share
-// the key, the first in sorted order is returned.
+// signature is accepted, in either format, only when it is one armored
+// block (nothing but whitespace around it) that verifies over c, and:
+//
+//   - SSH: by an Ed25519 key, in namespace "git", with hash SHA-256 or
+//     SHA-512;
+//   - OpenPGP: one v4 signature packet of a binary document, by the
+//     OpenPGP key derived from a principal's key (OpenPGPFingerprint;
+//     matched by issuer fingerprint, else key ID), legacy EdDSA, with hash
+//     SHA-256 or SHA-512.
+//
+// When several principals share the key, the first in sorted order is
+// returned.
 //
 // Errors callers branch on (errors.Is): ErrUnsigned (no signature),
-// ErrNotSSH (another format, e.g. OpenPGP), ErrUnknownSigner (anything else
-// that does not verify). A key in keys that is not Ed25519 is a caller error,
-// ErrUnsupportedKey.
+// ErrUnsupportedFormat (neither SSH nor OpenPGP, e.g. X.509),
+// ErrUnknownSigner (anything else that does not verify). A key in keys that
+// is not Ed25519 is a caller error, ErrUnsupportedKey.
 func Verify(c *object.Commit, keys map[string]crypto.PublicKey) (principal string, err error) {
 	if c == nil {
 		return "", errors.New("verify commit: nil commit")
@@ -205,12 +273,20 @@ func verify(armored string, payload io.Reader, keys map[string]crypto.PublicKey)
 	sort.Strings(principals)
 
 	armored = strings.TrimSpace(armored)
+	switch FormatOf(armored) {
+	case FormatSSH:
+		return verifySSH(armored, payload, principals, keys)
+	case FormatOpenPGP:
+		return verifyOpenPGP(armored, payload, principals, keys)
+	}
 	if armored == "" {
 		return "", ErrUnsigned
 	}
-	if !strings.HasPrefix(armored, armorHeader) {
-		return "", fmt.Errorf("%w (%s)", ErrNotSSH, firstLine(armored))
-	}
+	return "", fmt.Errorf("%w (%s)", ErrUnsupportedFormat, firstLine(armored))
+}
+
+// verifySSH checks armored, an SSH signature, over payload.
+func verifySSH(armored string, payload io.Reader, principals []string, keys map[string]crypto.PublicKey) (string, error) {
 	block, rest := pem.Decode([]byte(armored))
 	if block == nil || len(bytes.TrimSpace(rest)) > 0 || len(block.Headers) > 0 {
 		return "", fmt.Errorf("%w: malformed armor", ErrUnknownSigner)
@@ -276,4 +352,45 @@ func firstLine(s string) string {
 		s = s[:40] + "…"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// Claim returns the principal of keys whose key armored, a gpgsig header
+// value, says made it (SSH: the public key the signature embeds; OpenPGP:
+// its issuer fingerprint, else key ID, against the derived keys), and the
+// signature's format, without checking the signature: what a caller needs
+// to tell "made by a key nobody trusts" from "claims a trusted key and does
+// not verify". principal is "" when armored names none of keys (the first
+// in sorted order when several share the key); format is "" when armored is
+// neither an SSH nor an OpenPGP signature. An error means a signature of a
+// known format that cannot be read. Keys that are not Ed25519 are skipped.
+func Claim(armored string, keys map[string]crypto.PublicKey) (principal string, format Format, err error) {
+	principals := make([]string, 0, len(keys))
+	for p, k := range keys {
+		if _, err := ed25519Key(k); err == nil {
+			principals = append(principals, p)
+		}
+	}
+	sort.Strings(principals)
+	armored = strings.TrimSpace(armored)
+	format = FormatOf(armored)
+	switch format {
+	case FormatSSH:
+		sig, err := sshsig.Unarmor([]byte(armored))
+		if err != nil {
+			return "", format, err
+		}
+		for _, p := range principals {
+			if k, err := sshKey(keys[p]); err == nil && bytes.Equal(k.Marshal(), sig.PublicKey.Marshal()) {
+				return p, format, nil
+			}
+		}
+	case FormatOpenPGP:
+		sig, err := parseOpenPGPSignature(armored)
+		if err != nil {
+			return "", format, err
+		}
+		p, _ := openPGPIssuer(sig, principals, keys)
+		return p, format, nil
+	}
+	return "", format, nil
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -145,11 +146,19 @@ func TestSignedCommitIsGoodForGitAndVerify(t *testing.T) {
 	}
 }
 
-// pgpSigner stands in for an OpenPGP signer: Verify only looks at the armor.
+// pgpSigner writes a truncated OpenPGP signature: armored, unreadable.
 type pgpSigner struct{}
 
 func (pgpSigner) Sign(io.Reader) ([]byte, error) {
 	return []byte("-----BEGIN PGP SIGNATURE-----\n\niHUEABYKAB0WIQ==\n=abcd\n-----END PGP SIGNATURE-----\n"), nil
+}
+
+// x509Signer stands in for gpgsm (gpg.format=x509): Verify only looks at
+// the armor.
+type x509Signer struct{}
+
+func (x509Signer) Sign(io.Reader) ([]byte, error) {
+	return []byte("-----BEGIN SIGNED MESSAGE-----\nMIAGCSqGSIb3DQEHAqCAMIACAQEx\n-----END SIGNED MESSAGE-----\n"), nil
 }
 
 // rawSigner signs with any SSH key, namespace and hash, as a foreign tool might.
@@ -188,7 +197,9 @@ func TestVerifyRefuses(t *testing.T) {
 	}{
 		{"a commit signed by another key", mustSigner(t, betaKey), ErrUnknownSigner},
 		{"an unsigned commit", nil, ErrUnsigned},
-		{"an OpenPGP signature", pgpSigner{}, ErrNotSSH},
+		{"an unreadable OpenPGP signature", pgpSigner{}, ErrUnknownSigner},
+		{"an X.509 signature", x509Signer{}, ErrUnsupportedFormat},
+		{"a commit OpenPGP-signed by another key", mustOpenPGPSigner(t, betaKey), ErrUnknownSigner},
 		{"alpha's signature made for another namespace", rawSigner{alphaSSH, "file"}, ErrUnknownSigner},
 		{"an RSA signature", rawSigner{rsaSSH, "git"}, ErrUnknownSigner},
 	} {
@@ -337,9 +348,17 @@ func FuzzVerify(f *testing.F) {
 		f.Fatal(err)
 	}
 	byBeta, _ := mustSigner(f, betaKey).Sign(bytes.NewReader(signed))
+	goodPGP, err := mustOpenPGPSigner(f, alphaKey).Sign(bytes.NewReader(signed))
+	if err != nil {
+		f.Fatal(err)
+	}
+	byBetaPGP, _ := mustOpenPGPSigner(f, betaKey).Sign(bytes.NewReader(signed))
 	block := strings.TrimSpace(string(good))
 	f.Add(string(good))
 	f.Add(string(byBeta))
+	f.Add(string(goodPGP))
+	f.Add(string(byBetaPGP))
+	f.Add(strings.Replace(string(goodPGP), "\n\n", "\nComment: x\n\n", 1))
 	f.Add("")
 	f.Add("-----BEGIN PGP SIGNATURE-----\n\nabc\n-----END PGP SIGNATURE-----\n")
 	f.Add(block[:len(block)/2])
@@ -357,13 +376,22 @@ func FuzzVerify(f *testing.F) {
 			if principal != "alpha" {
 				t.Fatalf("accepted, principal %q", principal)
 			}
-			if sig, err := sshsig.Unarmor([]byte(armored)); err != nil || !bytes.Equal(sig.PublicKey.Marshal(), mustSSH(t, alphaPub).Marshal()) {
-				t.Fatalf("accepted a signature not made by alpha: %v", err)
+			switch FormatOf(armored) {
+			case FormatSSH:
+				if sig, err := sshsig.Unarmor([]byte(armored)); err != nil || !bytes.Equal(sig.PublicKey.Marshal(), mustSSH(t, alphaPub).Marshal()) {
+					t.Fatalf("accepted a signature not made by alpha: %v", err)
+				}
+			case FormatOpenPGP:
+				if sig, err := parseOpenPGPSignature(armored); err != nil || fmt.Sprintf("%X", sig.IssuerFingerprint) != alphaFingerprint(t) {
+					t.Fatalf("accepted an OpenPGP signature not made by alpha: %v", err)
+				}
+			default:
+				t.Fatalf("accepted a signature of no known format")
 			}
-		case !errors.Is(err, ErrUnsigned) && !errors.Is(err, ErrNotSSH) && !errors.Is(err, ErrUnknownSigner):
+		case !errors.Is(err, ErrUnsigned) && !errors.Is(err, ErrUnsupportedFormat) && !errors.Is(err, ErrUnknownSigner):
 			t.Fatalf("error without a sentinel: %v", err)
 		}
-		if armored == string(good) && err != nil {
+		if (armored == string(good) || armored == string(goodPGP)) && err != nil {
 			t.Fatalf("refused alpha's signature: %v", err)
 		}
 	})
