@@ -134,6 +134,8 @@ type world struct {
 	clusters map[string]*cluster
 	// loadSpec, when set, is every runner's LoadSpec.
 	loadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
+	// format is what every reconciler signs its commits in; "" is SSH.
+	format commitsig.Format
 
 	mu        sync.Mutex
 	forbidden map[string][]forbidden
@@ -143,13 +145,13 @@ type world struct {
 // newWorld seeds a bare repo in dir with spec, creates a file backend per
 // cluster of the spec and publishes each cluster.yaml with its signed
 // manifest, as gitpeer init and demo do. Nothing is reconciled yet.
-func newWorld(t *testing.T, dir, spec string) (*world, error) {
+func newWorld(t *testing.T, dir, spec string, format commitsig.Format) (*world, error) {
 	parsed, err := schema.Parse("peering.cue", []byte(spec))
 	if err != nil {
 		return nil, err
 	}
 	w := &world{t: t, dir: dir, remote: filepath.Join(dir, "remote.git"), clock: &clock{now: start},
-		ids: demo.TurnOrder(parsed), clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}}
+		ids: demo.TurnOrder(parsed), clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}, format: format}
 	if err := gitsync.InitBare(w.remote, "main"); err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func (w *world) openRunner(c *cluster) error {
 	opts, err := runner.Signed(gitsync.Options{
 		URL: w.remote, Dir: filepath.Join(w.dir, "checkouts", c.id), Now: w.clock.Now,
 		Backoff: func(int) time.Duration { return time.Millisecond },
-	}, c.b)
+	}, c.b, w.format)
 	if err != nil {
 		return err
 	}
@@ -315,6 +317,9 @@ func (w *world) checkApplied(self string, passed bool) error {
 		}
 		if _, err := commitsig.Verify(commit, keys); err != nil {
 			return fmt.Errorf("after a pass of %s: %s points at %s, not signed by %s: %w", self, layout.AppliedBranch(id), commit.Hash, id, err)
+		}
+		if f := commitsig.FormatOf(commit.PGPSignature); w.format != "" && f != w.format {
+			return fmt.Errorf("after a pass of %s: %s points at %s, signed in %s, not %s", self, layout.AppliedBranch(id), commit.Hash, f, w.format)
 		}
 		tree, err := commit.Tree()
 		if err != nil {
@@ -542,14 +547,21 @@ type template struct {
 	err  error
 }
 
-var templates sync.Map // spec → *template
+var templates sync.Map // format + "\x00" + spec → *template
 
 // settled returns a fresh copy of a world whose peerings of spec have all
 // converged, in t.TempDir(). setup, if given, runs on the template world
 // before it converges, the first time spec is asked for.
 func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 	t.Helper()
-	v, _ := templates.LoadOrStore(spec, &template{})
+	return settledSigning(t, spec, "", setup...)
+}
+
+// settledSigning is settled for reconcilers that sign their commits in
+// format.
+func settledSigning(t *testing.T, spec string, format commitsig.Format, setup ...func(w *world) error) *world {
+	t.Helper()
+	v, _ := templates.LoadOrStore(string(format)+"\x00"+spec, &template{})
 	tpl := v.(*template)
 	tpl.once.Do(func() {
 		dir, err := os.MkdirTemp(templateRoot, "template-")
@@ -557,7 +569,7 @@ func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 			tpl.err = err
 			return
 		}
-		w, err := newWorld(nil, dir, spec)
+		w, err := newWorld(nil, dir, spec, format)
 		if err != nil {
 			tpl.err = err
 			return
@@ -590,7 +602,7 @@ func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 		}
 	}
 	w := &world{t: t, dir: dir, remote: filepath.Join(dir, "remote.git"), clock: &clock{now: tpl.now},
-		ids: tpl.ids, clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}}
+		ids: tpl.ids, clusters: map[string]*cluster{}, forbidden: map[string][]forbidden{}, format: format}
 	for _, id := range w.ids {
 		b, err := file.Open(filepath.Join(dir, "state", id))
 		if err != nil {
@@ -609,7 +621,7 @@ func settled(t *testing.T, spec string, setup ...func(w *world) error) *world {
 // fresh returns a new world of spec, published but not reconciled.
 func fresh(t *testing.T, spec string) *world {
 	t.Helper()
-	w, err := newWorld(t, t.TempDir(), spec)
+	w, err := newWorld(t, t.TempDir(), spec, "")
 	if err != nil {
 		t.Fatal(err)
 	}

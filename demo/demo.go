@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/examples"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
@@ -38,6 +39,9 @@ type Options struct {
 	// Files, when set, seed the repo instead of the example (tests use it
 	// for specs of their own).
 	Files map[string][]byte
+	// SigningFormat is the format every cluster signs its commits in
+	// (runner.Signed); "" is SSH.
+	SigningFormat commitsig.Format
 }
 
 // Cluster is one demo cluster.
@@ -180,13 +184,13 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		cp := strings.SplitN(k, "/", 2)
 		fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
 	}
-	allowed, n, err := rep.checkSignatures(opts.Dir)
+	show, n, err := rep.checkSignatures(opts.Dir, opts.SigningFormat)
 	if err != nil {
 		return rep, fmt.Errorf("commit signatures: %w", err)
 	}
 	fmt.Fprintf(w, "signatures: all %d commits of the reconcilers are signed by their cluster's key\n", n)
 	fmt.Fprintf(w, "\nthe handshake as commits: git -C %s log --stat\n", rep.Remote)
-	fmt.Fprintf(w, "their signatures:         git -C %s -c gpg.ssh.allowedSignersFile=%s log --show-signature\n", rep.Remote, allowed)
+	fmt.Fprintf(w, "their signatures:         %s\n", show)
 	for _, p := range rep.Peerings {
 		if !p.Ready {
 			return rep, fmt.Errorf("peering %s → %s is not Ready: %s", p.Consumer, p.Provider, p.Summary())
@@ -264,7 +268,7 @@ func setUp(ctx context.Context, opts Options, remote, id string) (*Cluster, erro
 		return nil, err
 	}
 	b.Now = opts.Now
-	gopts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(opts.Dir, "checkouts", id), Now: opts.Now}, b)
+	gopts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(opts.Dir, "checkouts", id), Now: opts.Now}, b, opts.SigningFormat)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/layout"
@@ -191,5 +192,51 @@ func TestThreeClustersWithSlicesAndADenial(t *testing.T) {
 	findings, err := guard.ScanHistory(filepath.Join(dir, "remote.git"))
 	if err != nil || len(findings) > 0 {
 		t.Fatalf("history scan: %v %+v", err, findings)
+	}
+}
+
+// TestDemoSignsWithOpenPGP: with SigningFormat openpgp every commit of the
+// reconcilers carries an OpenPGP signature (the demo checks each against
+// its cluster), and the command the demo prints to show them runs, with
+// real gpg, and finds them good.
+func TestDemoSignsWithOpenPGP(t *testing.T) {
+	if _, err := exec.LookPath("gpg"); err != nil {
+		t.Skip("gpg not installed")
+	}
+	// Short: the GnuPG home the printed command makes holds gpg-agent's
+	// socket, whose path must fit a sockaddr_un.
+	dir, err := os.MkdirTemp("", "demo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd := exec.Command("gpgconf", "--kill", "all")
+		cmd.Env = append(os.Environ(), "GNUPGHOME="+filepath.Join(dir, "gnupg"))
+		_ = cmd.Run()
+		_ = os.RemoveAll(dir)
+	})
+	var out bytes.Buffer
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: dir, SigningFormat: commitsig.FormatOpenPGP}, &out)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	_, show, ok := strings.Cut(out.String(), "their signatures:")
+	if !ok {
+		t.Fatalf("the demo prints no command for the signatures:\n%s", out.String())
+	}
+	show, _, _ = strings.Cut(strings.TrimSpace(show), "\n")
+	cmd := exec.Command("sh", "-c", show)
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	log, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", show, err, log)
+	}
+	for _, c := range rep.Clusters {
+		if n := strings.Count(string(log), `Good signature from "gitpeer cluster `+c.ID+`"`); n == 0 {
+			t.Errorf("%s shows no good signature of %s:\n%s", show, c.ID, log)
+		}
+	}
+	if strings.Contains(string(log), "BAD signature") {
+		t.Errorf("%s shows a bad signature:\n%s", show, log)
 	}
 }

@@ -47,6 +47,11 @@ func checkApplied(opts Options) error {
 	if opts.Signer == nil {
 		return errors.New("open: AppliedBranch needs a Signer: the applied branch must point at signed commits")
 	}
+	switch opts.SignatureFormat {
+	case "", commitsig.FormatSSH, commitsig.FormatOpenPGP:
+	default:
+		return fmt.Errorf("open: unknown SignatureFormat %q", opts.SignatureFormat)
+	}
 	return nil
 }
 
@@ -100,16 +105,21 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, own bool, r
 	return nil
 }
 
-// signedByUs reports whether commit h carries this cluster's signature, when
-// AppliedKey is known: a writer who points the applied branch at an
-// unsigned commit with the same scope would otherwise stall this cluster's
-// Flux until the content changes.
+// signedByUs reports whether commit h carries this cluster's signature, in
+// SignatureFormat when that is set, when AppliedKey is known: a writer who
+// points the applied branch at an unsigned commit with the same scope, or
+// at one signed by another key, would otherwise stall this cluster's
+// engine until the content changes; and after a switch of formats the
+// engine checks only the new one.
 func (r *Repo) signedByUs(h plumbing.Hash) bool {
 	if r.opts.AppliedKey == nil {
 		return true
 	}
 	c, err := r.repo.CommitObject(h)
 	if err != nil {
+		return false
+	}
+	if f := r.opts.SignatureFormat; f != "" && commitsig.FormatOf(c.PGPSignature) != f {
 		return false
 	}
 	_, err = commitsig.Verify(c, map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey})

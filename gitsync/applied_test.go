@@ -10,7 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 const (
@@ -286,6 +290,7 @@ func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
 		{"no cluster ID", "ClusterID", func(o *Options) { o.ClusterID = "" }},
 		{"a cluster ID with a newline", "ClusterID", func(o *Options) { o.ClusterID = "alpha\nGitpeer-Cluster: beta" }},
 		{"no signer", "needs a Signer", func(o *Options) { o.Signer = nil }},
+		{"an unknown signature format", "SignatureFormat", func(o *Options) { o.SignatureFormat = "x509" }},
 		{"the shared branch", "is the shared branch", func(o *Options) { o.AppliedBranch = "main" }},
 		{"an invalid branch name", "applied branch", func(o *Options) { o.AppliedBranch = "gitpeer/applied/alpha..x" }},
 		{"a scope without the branch", "without AppliedBranch", func(o *Options) { o.AppliedBranch = "" }},
@@ -318,4 +323,120 @@ func TestAppliedPointedAtAnUnsignedCommitIsResealed(t *testing.T) {
 		t.Fatalf("Sync = %+v, want a seal over the unsigned applied commit", res)
 	}
 	signedByAlpha(t, bare, appliedBranch)
+}
+
+// openPGPOptions are alpha's Options signing with OpenPGP (Argo CD's
+// format), knowing its key.
+func openPGPOptions(t *testing.T, bare string) Options {
+	t.Helper()
+	signer, err := commitsig.NewOpenPGPSigner(alphaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := appliedOptions(t, bare)
+	opts.Signer, opts.SignatureFormat, opts.AppliedKey = signer, commitsig.FormatOpenPGP, alphaKey.Public()
+	return opts
+}
+
+// goodOpenPGP fails the test unless GnuPG, holding alpha's published key
+// alone, finds rev's signature good and by alpha's key.
+func goodOpenPGP(t *testing.T, bare, rev string) {
+	t.Helper()
+	key, err := commitsig.OpenPGPPublicKey(alphaKey, commitsig.OpenPGPUserID("alpha"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, _, err := commitsig.OpenPGPFingerprint(alphaKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testgit.NewGnuPG(t)
+	g.Import(key)
+	out, err := g.Git(bare, "verify-commit", "-v", rev)
+	if err != nil || !strings.Contains(out, `Good signature from "gitpeer cluster alpha"`) || !strings.Contains(out, fp) {
+		t.Errorf("git verify-commit %s: %v\n%s", rev, err, out)
+	}
+}
+
+func TestAppliedWithOpenPGPSignatures(t *testing.T) {
+	bare := newBare(t)
+	alpha, err := Open(context.Background(), openPGPOptions(t, bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alpha.SignatureFormat() != commitsig.FormatOpenPGP {
+		t.Fatalf("SignatureFormat = %q", alpha.SignatureFormat())
+	}
+	content := "clusterID: alpha\n"
+	own := mustSync(t, alpha, alphaPass(&content))
+	if own.Applied != own.Commit || own.Sealed {
+		t.Fatalf("Sync = %+v, want its own commit applied", own)
+	}
+	goodOpenPGP(t, bare, appliedBranch)
+
+	// A writer points alpha's applied branch at a commit of its own with
+	// the same clusters/alpha: alpha seals it with an OpenPGP signature.
+	beta := openRepo(t, bare, "beta")
+	mustSync(t, beta, writes("beta: publish", map[string]string{"clusters/beta/cluster.yaml": "clusterID: beta\n"}))
+	runGit(t, bare, "update-ref", appliedRef, beta.Head())
+	res := mustSync(t, alpha, alphaPass(&content))
+	if !res.Sealed {
+		t.Fatalf("Sync = %+v, want a seal over the foreign applied commit", res)
+	}
+	goodOpenPGP(t, bare, appliedBranch)
+	if f := commitsig.FormatOf(gpgsig(t, bare, appliedRef)); f != commitsig.FormatOpenPGP {
+		t.Errorf("the seal is signed in %q, want openpgp", f)
+	}
+	fsck(t, bare)
+}
+
+// TestAppliedIsResealedWhenTheFormatChanges: a cluster switched from SSH to
+// OpenPGP (Flux to Argo CD) gets its applied head signed in OpenPGP at the
+// next Sync, though its content did not change: Argo CD checks nothing
+// else.
+func TestAppliedIsResealedWhenTheFormatChanges(t *testing.T) {
+	bare := newBare(t)
+	opts := appliedOptions(t, bare)
+	opts.AppliedKey, opts.SignatureFormat = alphaKey.Public(), commitsig.FormatSSH
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "clusterID: alpha\n"
+	mustSync(t, alpha, alphaPass(&content))
+	signedByAlpha(t, bare, appliedBranch)
+	if res := mustSync(t, alpha, alphaPass(&content)); res.Sealed {
+		t.Fatalf("a settled SSH Sync sealed: %+v", res)
+	}
+
+	alpha, err = Open(context.Background(), openPGPOptions(t, bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustSync(t, alpha, alphaPass(&content))
+	if !res.Sealed || res.Commit != "" {
+		t.Fatalf("first OpenPGP Sync = %+v, want a seal and no commit", res)
+	}
+	goodOpenPGP(t, bare, appliedBranch)
+	if res := mustSync(t, alpha, alphaPass(&content)); res.Sealed {
+		t.Errorf("second OpenPGP Sync sealed again: %+v", res)
+	}
+}
+
+// gpgsig returns the gpgsig header of commit rev in bare, as go-git reads it.
+func gpgsig(t *testing.T, bare, rev string) string {
+	t.Helper()
+	r, err := git.PlainOpen(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(*h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.PGPSignature
 }

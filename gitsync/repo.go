@@ -49,6 +49,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
 )
 
@@ -104,6 +105,13 @@ type Options struct {
 	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
 	// OpenPGP or SSH signatures, see package commitsig).
 	Signer git.Signer
+	// SignatureFormat is the format Signer signs in (commitsig.FormatSSH or
+	// commitsig.FormatOpenPGP); "" means either. With AppliedKey, an
+	// applied branch whose head carries a signature of another format is
+	// resealed: a cluster that switches formats gets its head signed in the
+	// new one at its next Sync, which is the only one its engine checks
+	// (Flux SSH, Argo CD OpenPGP).
+	SignatureFormat commitsig.Format
 
 	// AppliedBranch, when set, is the branch this cluster's Flux applies
 	// from, written by this cluster alone (e.g. "gitpeer/applied/alpha";
@@ -219,6 +227,10 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 
 // Dir returns the absolute path of the working clone.
 func (r *Repo) Dir() string { return r.dir }
+
+// SignatureFormat returns Options.SignatureFormat: the format the Repo's
+// commits are signed in, "" when that is not known.
+func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.SignatureFormat }
 
 // Head returns the hex hash of the local branch tip after the last Sync or
 // Open: the pushed commit, or the remote tip when nothing was pushed. It is

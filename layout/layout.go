@@ -8,6 +8,8 @@
 //	clusters/<id>/liqo/<peer>/…       objects <id> rendered for itself, per peer
 //	clusters/<id>/inbox/<from>/…      artifacts <from> addressed to <id>
 //	clusters/<id>/status.yaml         <id>'s per-peering conditions
+//	clusters/<id>/openpgp.asc         <id>'s OpenPGP key, when it signs its
+//	                                  commits with OpenPGP (for Argo CD)
 //
 // A cluster writes only under clusters/<self>/ (never its own inbox) and
 // clusters/*/inbox/<self>/, so the write sets of two clusters never overlap.
@@ -26,6 +28,12 @@ const (
 	StatusFile        = "status.yaml"
 	LiqoDir           = "liqo"
 	InboxDir          = "inbox"
+
+	// OpenPGPKeyFile is the armored OpenPGP public key a cluster that signs
+	// its commits with OpenPGP publishes (commitsig.OpenPGPPublicKey): the
+	// file to import into GnuPG and Argo CD. Not YAML and never listed in
+	// the kustomization, it is never applied.
+	OpenPGPKeyFile = "openpgp.asc"
 
 	// Inbox artifact names.
 	NonceFile    = "nonce.yaml"

@@ -52,6 +52,11 @@ type Input struct {
 	// runs no Liqo (whose chart would install them), so the bindings grant
 	// exactly what Liqo grants.
 	LiqoClusterRoles bool
+	// OpenPGPKey, when set, is the armored OpenPGP public key of the cluster
+	// key (commitsig.OpenPGPPublicKey), published as
+	// clusters/<self>/openpgp.asc: the cluster signs its commits with
+	// OpenPGP. Nil: it does not, and an openpgp.asc there is deleted.
+	OpenPGPKey []byte
 	// Pins are the cluster's trust anchors from its backend (package pins):
 	// nil means none yet. Pass never modifies them; Output.Pins is the
 	// updated copy the caller saves.
@@ -311,5 +316,8 @@ func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 		return err
 	}
 	p.out.Files[root+layout.ClusterFile] = own
+	if p.in.OpenPGPKey != nil {
+		p.out.Files[root+layout.OpenPGPKeyFile] = p.in.OpenPGPKey
+	}
 	return p.seal()
 }

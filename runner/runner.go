@@ -66,6 +66,10 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
+	pgpKey, err := openPGPKey(r.Backend, r.Repo.SignatureFormat())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
+	}
 	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
 		if r.Fetched != nil {
 			r.Fetched()
@@ -77,7 +81,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		tree := layout.NewTree(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
-			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored,
+			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey,
 		})
 		if err != nil {
 			return nil, err

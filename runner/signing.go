@@ -10,14 +10,20 @@ import (
 )
 
 // Signed returns opts with what every reconciler of b's cluster commits
-// with: its author, SSH signatures with the cluster key (so Flux's
-// GitRepository.spec.verify and `git log --show-signature` can check them),
-// and the applied branch gitpeer/applied/<id> vouching for clusters/<id>/.
-// The cluster key must be Ed25519 (Liqo's default); others are refused,
-// since SSH commit signatures are checked for Ed25519 keys only.
-func Signed(opts gitsync.Options, b backend.Backend) (gitsync.Options, error) {
+// with: its author, signatures with the cluster key in format ("" is SSH:
+// Flux's GitRepository.spec.verify checks those; OpenPGP is what Argo CD's
+// AppProject sourceIntegrity checks), and the applied branch
+// gitpeer/applied/<id> vouching for clusters/<id>/. A Runner on the Repo
+// of these options publishes the cluster's OpenPGP key when format is
+// OpenPGP. The cluster key must be Ed25519 (Liqo's default); others are
+// refused, since commit signatures are made and checked for Ed25519 keys
+// only.
+func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (gitsync.Options, error) {
 	id := b.ClusterID()
-	signer, err := commitsig.NewSigner(b.Signer())
+	if format == "" {
+		format = commitsig.FormatSSH
+	}
+	signer, err := commitsig.NewFormatSigner(format, b.Signer())
 	if err != nil {
 		return opts, fmt.Errorf("cluster %s: commit signing: %w", id, err)
 	}
@@ -25,9 +31,23 @@ func Signed(opts gitsync.Options, b backend.Backend) (gitsync.Options, error) {
 		opts.Author = gitsync.Signature{Name: "gitpeer (" + id + ")", Email: id + "@gitpeer.invalid"}
 	}
 	opts.Signer = signer
+	opts.SignatureFormat = format
 	opts.ClusterID = id
 	opts.AppliedBranch = layout.AppliedBranch(id)
 	opts.AppliedScope = layout.ClusterPath(id)
 	opts.AppliedKey = b.Signer().Public()
 	return opts, nil
+}
+
+// openPGPKey is what the cluster publishes as clusters/<id>/openpgp.asc
+// when its commits are signed in format: its OpenPGP public key, or nil.
+func openPGPKey(b backend.Backend, format commitsig.Format) ([]byte, error) {
+	if format != commitsig.FormatOpenPGP {
+		return nil, nil
+	}
+	key, err := commitsig.OpenPGPPublicKey(b.Signer(), commitsig.OpenPGPUserID(b.ClusterID()))
+	if err != nil {
+		return nil, fmt.Errorf("OpenPGP key: %w", err)
+	}
+	return key, nil
 }

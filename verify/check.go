@@ -16,9 +16,9 @@ import (
 	"github.com/gitpeer/gitpeer/schema"
 )
 
-// SignatureVerifier checks the SSH signature of commit c against the
-// cluster keys known before it (cluster ID → public key) and returns the
-// cluster ID whose key made it. commitsig.Verify is the one verify uses
+// SignatureVerifier checks the SSH or OpenPGP signature of commit c against
+// the cluster keys known before it (cluster ID → public key) and returns
+// the cluster ID whose key made it. commitsig.Verify is the one verify uses
 // unless Options names another.
 type SignatureVerifier func(c *object.Commit, keys map[string]crypto.PublicKey) (principal string, err error)
 
@@ -40,11 +40,13 @@ type Options struct {
 	// not from Base, a revision such as a branch, tag or hash: what a pull
 	// request adds. The commits before it still tell which keys were known.
 	Base string
-	// SignatureVerifier checks the commits that carry an SSH signature; nil
-	// means commitsig.Verify. A signature made with a key no cluster
-	// published (a maintainer's) is not a finding whatever it says: the
-	// commit is judged as an unsigned one. One that names a cluster's key
-	// but does not verify, or that cannot be read, is a BadCommitSignature.
+	// SignatureVerifier checks the commits that carry an SSH or OpenPGP
+	// signature; nil means commitsig.Verify. A signature made with a key no
+	// cluster published (a maintainer's) is not a finding whatever it says:
+	// the commit is judged as an unsigned one, and so is an OpenPGP
+	// signature that cannot be read (people sign with tools of all ages).
+	// One that names a cluster's key but does not verify, or an SSH
+	// signature that cannot be read, is a BadCommitSignature.
 	SignatureVerifier SignatureVerifier
 }
 

@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"crypto"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/hiddeco/sshsig"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/handshake"
@@ -28,9 +25,6 @@ import (
 // made a commit. It is informational: anyone can write it, so History never
 // relies on it.
 const TrailerCluster = "Gitpeer-Cluster:"
-
-// sshSignatureHeader starts the armoured SSH signature of a signed commit.
-const sshSignatureHeader = "-----BEGIN SSH SIGNATURE-----"
 
 // History checks every commit reachable from HEAD of the repository at dir
 // (through every parent of merges; with opts.Base, only those not reachable
@@ -55,8 +49,10 @@ const sshSignatureHeader = "-----BEGIN SSH SIGNATURE-----"
 // Key continuity: a commit that changes a cluster.yaml's public key, API
 // server or CA relative to the last one known before it (so also across a
 // deletion) must carry a rotation statement signed by that previous key
-// (KeyChanged). A commit carrying an SSH signature by a cluster's key must
-// verify against the cluster keys known before it (BadCommitSignature; see
+// (KeyChanged). A commit carrying an SSH or OpenPGP signature that names a
+// cluster's key (SSH: the key in it; OpenPGP: its issuer, the OpenPGP key
+// derived from the cluster key) must verify against the cluster keys known
+// before it (BadCommitSignature; see
 // Options.SignatureVerifier), and a commit a cluster signed may change only
 // what that cluster may write (OwnershipViolation). Unsigned commits are no
 // finding by themselves.
@@ -761,12 +757,12 @@ func dirGone(tree *object.Tree, dir string) (bool, error) {
 	return true, nil
 }
 
-// signature checks an SSH-signed commit against the cluster keys known
-// before it (and those its own tree adds) and returns the cluster that
-// signed it, "" when it is not signed by a cluster key.
+// signature checks a commit signed in SSH or OpenPGP against the cluster
+// keys known before it (and those its own tree adds) and returns the
+// cluster that signed it, "" when it is not signed by a cluster key.
 func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (string, error) {
-	armored := strings.TrimSpace(c.PGPSignature)
-	if !strings.HasPrefix(armored, sshSignatureHeader) {
+	format := commitsig.FormatOf(c.PGPSignature)
+	if format == "" {
 		return "", nil
 	}
 	keys := map[string]crypto.PublicKey{}
@@ -791,17 +787,16 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 			}
 		}
 	}
-	sig, err := sshsig.Unarmor([]byte(armored))
-	if err != nil {
-		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's SSH signature cannot be read: %v", err), Commit: c.Hash.String()})
+	name := signatureName[format]
+	claimed, _, err := commitsig.Claim(c.PGPSignature, keys)
+	switch {
+	case err != nil && format == commitsig.FormatSSH:
+		// Only reconcilers sign with SSH keys here: an unreadable one is
+		// someone's attempt at passing for one.
+		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's %s signature cannot be read: %v", name, err), Commit: c.Hash.String()})
 		return "", nil
-	}
-	claimed := ""
-	for id, pub := range keys {
-		if k, err := ssh.NewPublicKey(pub); err == nil && bytes.Equal(k.Marshal(), sig.PublicKey.Marshal()) {
-			claimed = id
-			break
-		}
+	case err != nil:
+		return "", nil // a person's OpenPGP signature go-crypto cannot read: judged as unsigned
 	}
 	verifier := h.opts.SignatureVerifier
 	if verifier == nil {
@@ -815,10 +810,13 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 		return "", nil // a key no cluster published: judged as unsigned
 	default:
 		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature,
-			Message: fmt.Sprintf("the commit's SSH signature names %s's key but does not verify: %v", claimed, err), Commit: c.Hash.String()})
+			Message: fmt.Sprintf("the commit's %s signature names %s's key but does not verify: %v", name, claimed, err), Commit: c.Hash.String()})
 		return "", nil
 	}
 }
+
+// signatureName names a signature format in findings.
+var signatureName = map[commitsig.Format]string{commitsig.FormatSSH: "SSH", commitsig.FormatOpenPGP: "OpenPGP"}
 
 // missingEntry reports whether a FindEntry error means the path is not in
 // the tree: also when a component is not a directory (a file or a symbolic

@@ -31,6 +31,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -108,8 +109,8 @@ const (
 	// ReasonKeyChanged: a commit changed a cluster.yaml's public key, API
 	// server or CA without a rotation statement signed by the previous key.
 	ReasonKeyChanged = "KeyChanged"
-	// ReasonBadCommitSignature: a commit carries an SSH signature that does
-	// not verify with the cluster key it claims.
+	// ReasonBadCommitSignature: a commit carries an SSH or OpenPGP
+	// signature that does not verify with the cluster key it claims.
 	ReasonBadCommitSignature = "BadCommitSignature"
 	// ReasonRemoteBase: a kustomization refers to a remote base or file (a
 	// URL, github.com/…, git::, ssh://, user@host:, ?ref=): Flux would fetch
@@ -149,6 +150,10 @@ const (
 	ReasonNotPeered = "NotPeered"
 	// ReasonFingerprintMismatch: a cluster's published key is not the one the spec pins.
 	ReasonFingerprintMismatch = "FingerprintMismatch"
+	// ReasonOpenPGPKeyMismatch: a cluster's openpgp.asc holds another key
+	// than the OpenPGP key derived from its cluster.yaml's key: GnuPG and
+	// Argo CD importing it would trust commits the cluster did not sign.
+	ReasonOpenPGPKeyMismatch = "OpenPGPKeyMismatch"
 	// ReasonOutOfOrder: an artifact exists without the one it answers (a
 	// Tenant without a valid nonce, an Identity without a valid Tenant, …).
 	ReasonOutOfOrder = "OutOfOrder"
@@ -237,6 +242,28 @@ func (v *verifier) clusters() {
 			continue
 		}
 		v.infos[c.ID] = ci
+		v.openPGPKey(ci)
+	}
+}
+
+// openPGPKey checks the OpenPGP key a cluster publishes, when it publishes
+// one, against its cluster.yaml's key.
+func (v *verifier) openPGPKey(ci *layout.ClusterInfo) {
+	file := layout.ClusterPath(ci.ClusterID, layout.OpenPGPKeyFile)
+	data, ok := v.read(file)
+	if !ok {
+		return
+	}
+	pub, err := ci.Key()
+	if err != nil {
+		return // cluster.yaml was checked: not reached
+	}
+	_, _, err = commitsig.CheckOpenPGPKey(data, pub, commitsig.OpenPGPUserID(ci.ClusterID))
+	switch {
+	case errors.Is(err, commitsig.ErrOpenPGPKeyMismatch):
+		v.add(file, "", ReasonOpenPGPKeyMismatch, "%v: it is not the key of %s", err, layout.ClusterPath(ci.ClusterID, layout.ClusterFile))
+	case err != nil:
+		v.add(file, "", ReasonInvalidFile, "%v", err)
 	}
 }
 

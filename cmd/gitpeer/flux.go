@@ -2,7 +2,9 @@ package main
 
 import (
 	"crypto"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"sort"
 	"strings"
@@ -18,19 +20,32 @@ import (
 
 // fluxSource is the Flux GitRepository (and the Secret of its verify key)
 // with which cluster id applies only what its reconciler signed: it tracks
-// gitpeer/applied/<id>, and spec.verify trusts the cluster key alone. With
-// gitSecret, spec.secretRef names the Secret of the Git credentials: the one
-// reconcile mounts as --git-credentials, whose keys Flux reads alike.
-func fluxSource(id string, pub crypto.PublicKey, url, gitSecret string) ([]byte, string, error) {
-	line, err := commitsig.AuthorizedKey(pub, "gitpeer-"+id)
-	if err != nil {
-		return nil, "", err
+// gitpeer/applied/<id>, and spec.verify trusts the cluster key alone, in the
+// format the reconciler signs in: an authorized_keys line under
+// <id>.sshpub, or the armored OpenPGP key under <id>.asc (source-controller
+// reads both). With gitSecret, spec.secretRef names the Secret of the Git
+// credentials: the one reconcile mounts as --git-credentials, whose keys
+// Flux reads alike. It also returns the verify key as printed.
+func fluxSource(id string, key crypto.Signer, format commitsig.Format, url, gitSecret string) ([]byte, string, error) {
+	var name, file, value = "gitpeer-" + id, "", ""
+	switch format {
+	case commitsig.FormatOpenPGP:
+		asc, err := commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
+		if err != nil {
+			return nil, "", err
+		}
+		file, value = id+".asc", string(asc)
+	default:
+		line, err := commitsig.AuthorizedKey(key.Public(), "gitpeer-"+id)
+		if err != nil {
+			return nil, "", err
+		}
+		file, value = id+".sshpub", strings.TrimSpace(line)
 	}
-	name := "gitpeer-" + id
 	secret := map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata":   map[string]any{"name": name + "-signing", "namespace": "flux-system"},
-		"stringData": map[string]any{id + ".sshpub": strings.TrimSpace(line)},
+		"stringData": map[string]any{file: value},
 	}
 	repo := map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
@@ -53,7 +68,7 @@ func fluxSource(id string, pub crypto.PublicKey, url, gitSecret string) ([]byte,
 		}
 		out = append(append(out, "---\n"...), data...)
 	}
-	return out, line, nil
+	return out, value, nil
 }
 
 // originURL is the fetch URL of remote origin of the working tree dir, ""
@@ -84,26 +99,48 @@ func originURL(dir string) string {
 }
 
 func newAllowedSignersCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "allowed-signers [DIR]",
-		Short: "Print a git allowed-signers file of every cluster's commit-signing key",
-		Long: `allowed-signers prints, for every clusters/<id>/cluster.yaml of the checkout DIR
-(default "."), a line of git's gpg.ssh.allowedSignersFile format with
-principal <id>: reconcilers sign their commits with their cluster key, so
+	var format string
+	cmd := &cobra.Command{
+		Use:   "allowed-signers [DIR] [--format ssh|openpgp]",
+		Short: "Print every cluster's commit-signing key: a git allowed-signers file, or an OpenPGP keyring",
+		Long: `allowed-signers prints the commit-signing key of every cluster published in
+the checkout DIR (default "."): reconcilers sign their commits with their
+cluster key, the Ed25519 key of clusters/<id>/cluster.yaml.
+
+--format ssh (default): a line of git's gpg.ssh.allowedSignersFile format per
+cluster, with principal <id>, so that
 
   gitpeer allowed-signers > allowed_signers
   git -c gpg.ssh.allowedSignersFile=allowed_signers log --show-signature
 
-shows each reconciler's commits as Good "git" signature for <id>.`,
+shows each reconciler's commits as Good "git" signature for <id>.
+
+--format openpgp: the armored OpenPGP keys of the clusters that sign with
+OpenPGP (reconcile --signing-format openpgp), as they publish them in
+clusters/<id>/openpgp.asc, on stdout: a keyring for gpg --import and argocd
+gpg add. Each key is checked first against the Ed25519 key of the cluster's
+cluster.yaml: it must be the OpenPGP key derived from it (gpg.format words:
+a v4 EdDSA key created at the Unix epoch), self-signed for user ID "gitpeer
+cluster <id>", and nothing else; a key that is not is refused, naming the
+file and the reason, and nothing is printed. Stderr lists, per cluster, the
+key ID Argo CD's AppProject (sourceIntegrity gpg.keys) and its
+argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
+
+  gitpeer allowed-signers --format openpgp > gitpeer-keys.asc
+  gpg --import gitpeer-keys.asc && git log --show-signature`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := commitsig.ParseFormat(format)
+			if err != nil {
+				return fmt.Errorf("--format: %w", err)
+			}
 			dir := dirArg(args)
 			tree := layout.NewTree(dir)
 			entries, err := tree.ReadDir(layout.ClustersDir)
 			if err != nil {
 				return fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", dir, err)
 			}
-			var signers []commitsig.Entry
+			var infos []*layout.ClusterInfo
 			for _, e := range entries {
 				if !e.IsDir() {
 					continue
@@ -113,13 +150,20 @@ shows each reconciler's commits as Good "git" signature for <id>.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "skipping %s: %v\n", e.Name(), err)
 					continue
 				}
+				infos = append(infos, ci)
+			}
+			sort.Slice(infos, func(i, j int) bool { return infos[i].ClusterID < infos[j].ClusterID })
+			if f == commitsig.FormatOpenPGP {
+				return printOpenPGPKeys(cmd, tree, infos)
+			}
+			var signers []commitsig.Entry
+			for _, ci := range infos {
 				pub, err := ci.Key()
 				if err != nil {
 					return err
 				}
 				signers = append(signers, commitsig.Entry{Principal: ci.ClusterID, Key: pub})
 			}
-			sort.Slice(signers, func(i, j int) bool { return signers[i].Principal < signers[j].Principal })
 			out, err := commitsig.AllowedSigners(signers...)
 			if err != nil {
 				return err
@@ -128,4 +172,38 @@ shows each reconciler's commits as Good "git" signature for <id>.`,
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&format, "format", string(commitsig.FormatSSH), "ssh (git allowed signers) or openpgp (armored OpenPGP keys), as git's gpg.format")
+	return cmd
+}
+
+// printOpenPGPKeys prints the published OpenPGP key of each cluster of
+// infos that has one, after checking every one against its cluster.yaml;
+// one that does not check fails the command before anything is printed.
+func printOpenPGPKeys(cmd *cobra.Command, tree fs.FS, infos []*layout.ClusterInfo) error {
+	var keyring []byte
+	var listing strings.Builder
+	for _, ci := range infos {
+		file := layout.ClusterPath(ci.ClusterID, layout.OpenPGPKeyFile)
+		data, err := fs.ReadFile(tree, file)
+		if errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(&listing, "%s: no %s (it signs with SSH)\n", ci.ClusterID, file)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		pub, err := ci.Key()
+		if err != nil {
+			return err
+		}
+		fp, keyID, err := commitsig.CheckOpenPGPKey(data, pub, commitsig.OpenPGPUserID(ci.ClusterID))
+		if err != nil {
+			return fmt.Errorf("%s: %w (a repo writer cannot substitute a cluster's key; the cluster's next pass replaces or removes it)", file, err)
+		}
+		keyring = append(keyring, data...)
+		fmt.Fprintf(&listing, "%s: key ID %s, fingerprint %s\n", ci.ClusterID, keyID, fp)
+	}
+	fmt.Fprint(cmd.ErrOrStderr(), listing.String())
+	_, err := cmd.OutOrStdout().Write(keyring)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/layout"
 )
@@ -13,6 +14,7 @@ import (
 func newInitCmd() *cobra.Command {
 	var (
 		cluster, apiServer, repo, repoURL, gitSecret string
+		signingFormat                                string
 		bf                                           backendFlags
 	)
 	cmd := &cobra.Command{
@@ -42,7 +44,14 @@ It also prints the cluster's commit-signing key (an authorized_keys line: the
 reconciler signs its commits with the cluster key) and the Flux GitRepository,
 with the Secret of its verify key, that makes the cluster's Flux apply only
 what its own reconciler signed: it tracks branch gitpeer/applied/<id>, which
-only that reconciler writes. With --repo they go to stdout, else to stderr.`,
+only that reconciler writes. With --repo they go to stdout, else to stderr.
+
+--signing-format openpgp is for a cluster whose reconciler will sign with
+OpenPGP (reconcile --signing-format openpgp), as Argo CD requires: init then
+prints the key ID and fingerprint of the OpenPGP key derived from the cluster
+key (Argo CD's AppProject names it by that key ID), writes the armored key as
+clusters/<id>/openpgp.asc with --repo, and the printed Flux Secret trusts it
+under <id>.asc instead of the SSH key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cluster == "" && bf.kind != "kubernetes" {
@@ -66,6 +75,10 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 					return fmt.Errorf("--repo-url: %w", err)
 				}
 			}
+			format, err := commitsig.ParseFormat(signingFormat)
+			if err != nil {
+				return fmt.Errorf("--signing-format: %w", err)
+			}
 			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
 			if err != nil {
 				return err
@@ -88,11 +101,24 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 				repoURL = "ssh://git@git.example.com/platform/peering.git"
 				fmt.Fprintln(cmd.ErrOrStderr(), "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
 			}
-			flux, sshpub, err := fluxSource(cluster, b.Signer().Public(), repoURL, gitSecret)
+			flux, verifyKey, err := fluxSource(cluster, b.Signer(), format, repoURL, gitSecret)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, sshpub)
+			var pgpKey []byte
+			if format == commitsig.FormatOpenPGP {
+				fp, keyID, err := commitsig.OpenPGPFingerprint(b.Signer().Public())
+				if err != nil {
+					return err
+				}
+				if pgpKey, err = commitsig.OpenPGPPublicKey(b.Signer(), commitsig.OpenPGPUserID(cluster)); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "OpenPGP commit-signing key: key ID %s (Argo CD: SIGNING_KEY_ID=%s), fingerprint %s\n", keyID, keyID, fp)
+				fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.asc; argocd gpg add):\n%s", cluster, verifyKey)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, verifyKey)
+			}
 			if repo == "" {
 				data, err := info.Encode()
 				if err != nil {
@@ -110,6 +136,9 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 			if err != nil {
 				return err
 			}
+			if pgpKey != nil {
+				files[layout.ClusterPath(cluster, layout.OpenPGPKeyFile)] = pgpKey
+			}
 			return publish(repo, b.Signer(), cluster, files, time.Now(), cmd.ErrOrStderr())
 		},
 	}
@@ -118,6 +147,7 @@ only that reconciler writes. With --repo they go to stdout, else to stderr.`,
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
 	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin)")
+	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "the format the reconciler will sign commits in, as git's gpg.format: ssh (Flux) or openpgp (Argo CD; Flux too): which key to print and publish")
 	f.StringVar(&gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
 	bf.register(f, true)
 	return cmd

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -22,7 +23,7 @@ import (
 func newReconcileCmd() *cobra.Command {
 	var (
 		cluster, repoURL, checkout, branch string
-		pushBranch                         string
+		pushBranch, signingFormat          string
 		bf                                 backendFlags
 		gitCredentials                     string
 		pr                                 prFlags
@@ -58,6 +59,14 @@ private CA, for https://. They are read again at every pass, so a rotated
 Secret needs no restart, and are never written anywhere. A URL with
 credentials in it is refused.
 
+Commits are signed with the cluster key, --signing-format ssh (default;
+Flux's GitRepository.spec.verify checks them) or openpgp (Argo CD's
+AppProject sourceIntegrity checks them; Flux too), the words of git's
+gpg.format. A commit carries one signature: pick the one your GitOps engine
+checks. With openpgp, each pass also publishes the cluster's OpenPGP key in
+clusters/<id>/openpgp.asc (gitpeer allowed-signers --format openpgp checks
+and prints it); with ssh, a pass removes that file.
+
 Only one reconcile at a time uses a checkout: it holds a lock next to it
 (<checkout>.lock) for as long as it runs, the whole life of a daemon.
 Another one fails naming the holder's process, or with --wait waits.`,
@@ -68,6 +77,10 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			}
 			if err := checkCertificateLifetime(lifetime); err != nil {
 				return err
+			}
+			format, err := commitsig.ParseFormat(signingFormat)
+			if err != nil {
+				return fmt.Errorf("--signing-format: %w", err)
 			}
 			var review *reviewFlow
 			if cmd.Flags().Changed("push-branch") {
@@ -108,7 +121,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if review != nil {
 				gopts.PushBranch = review.branch
 			}
-			opts, err := runner.Signed(gopts, b)
+			opts, err := runner.Signed(gopts, b, format)
 			if err != nil {
 				return err
 			}
@@ -142,6 +155,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.StringVar(&branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
 	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
 	pr.register(f)
+	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "sign commits with the cluster key as ssh (Flux) or openpgp (Argo CD), git's gpg.format words")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
