@@ -66,7 +66,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
-	pgpKey, err := openPGPKey(r.Backend, r.Repo.SignatureFormat())
+	pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}

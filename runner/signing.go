@@ -39,9 +39,10 @@ func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (g
 	return opts, nil
 }
 
-// openPGPKey is what the cluster publishes as clusters/<id>/openpgp.asc
-// when its commits are signed in format: its OpenPGP public key, or nil.
-func openPGPKey(b backend.Backend, format commitsig.Format) ([]byte, error) {
+// OpenPGPKey is what b's cluster publishes as clusters/<id>/openpgp.asc
+// when its commits are signed in format (reconcile.Input.OpenPGPKey): its
+// armored OpenPGP public key for OpenPGP, else nil.
+func OpenPGPKey(b backend.Backend, format commitsig.Format) ([]byte, error) {
 	if format != commitsig.FormatOpenPGP {
 		return nil, nil
 	}

@@ -80,6 +80,16 @@ func TestReconcilersSignWithOpenPGPForArgoCD(t *testing.T) {
 		t.Errorf("verify: %d\n%s%s", code, out, stderr)
 	}
 
+	// plan knows the format too: nothing to do as the reconciler signs,
+	// and the removal of openpgp.asc were it to sign with SSH.
+	state := filepath.Join(root, "state", "alpha")
+	if code, out, stderr := gitpeer(t, "plan", "--cluster", "alpha", "--signing-format", "openpgp", "--state-dir", state, work); code != 0 {
+		t.Errorf("plan --signing-format openpgp: %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := gitpeer(t, "plan", "--cluster", "alpha", "--state-dir", state, work); code != 1 || !strings.Contains(out, "--- a/clusters/alpha/openpgp.asc") {
+		t.Errorf("plan with ssh: %d, want 1 and the removal of openpgp.asc:\n%s", code, out)
+	}
+
 	// Back to SSH: the next pass removes openpgp.asc and seals the applied
 	// branch with an SSH signature.
 	if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", remote,

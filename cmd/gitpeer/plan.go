@@ -16,10 +16,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/runner"
 )
 
 // errChanges is plan's exit 1: the diff is printed, nothing more to say.
@@ -28,6 +30,7 @@ var errChanges = &exitError{code: 1, err: errors.New("the pass would change the 
 func newPlanCmd() *cobra.Command {
 	var (
 		cluster, repoURL, branch, gitCredentials string
+		signingFormat                            string
 		bf                                       backendFlags
 		clusterRoles                             bool
 		lifetime                                 time.Duration
@@ -66,7 +69,11 @@ backend, a pass that would fail).`,
 			if err := checkCertificateLifetime(lifetime); err != nil {
 				return withCode(2, err)
 			}
-			err := runPlan(cmd, target, branch, gitCredentials, cluster, &bf, clusterRoles, lifetime)
+			format, err := commitsig.ParseFormat(signingFormat)
+			if err != nil {
+				return withCode(2, fmt.Errorf("--signing-format: %w", err))
+			}
+			err = runPlan(cmd, target, branch, gitCredentials, cluster, &bf, clusterRoles, lifetime, format)
 			if err == errChanges {
 				return err
 			}
@@ -82,13 +89,14 @@ backend, a pass that would fail).`,
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "as reconcile: render Liqo's ClusterRoles for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "as reconcile: validity of certificates this cluster signs as a provider")
+	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "as reconcile: ssh or openpgp (which publishes clusters/<id>/openpgp.asc)")
 	addSpecLimitFlags(cmd)
 	return cmd
 }
 
 // runPlan is plan's body: nil when the pass would change nothing,
 // errChanges when it would, another error when it cannot tell.
-func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration) error {
+func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration, format commitsig.Format) error {
 	ctx := cmd.Context()
 	b, err := bf.open(ctx, cluster)
 	if err != nil {
@@ -112,10 +120,14 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf
 		return err
 	}
 	tree := layout.NewTree(src.Dir)
+	pgpKey, err := runner.OpenPGPKey(b, format)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", cluster, err)
+	}
 	wrapped, readOnly := newPlanBackend(b)
 	out, err := reconcile.Pass(ctx, reconcile.Input{
 		Spec: spec, Tree: tree, Backend: wrapped, Now: time.Now(), CertificateLifetime: lifetime,
-		LiqoClusterRoles: clusterRoles, Pins: stored,
+		LiqoClusterRoles: clusterRoles, Pins: stored, OpenPGPKey: pgpKey,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster, err)
