@@ -42,7 +42,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/demo"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 )
@@ -522,7 +524,7 @@ var documentedGitOpsOverlays = map[string]func(*testing.T, objects, map[string]s
 			t.Errorf("the build holds %v, want an AppProject and an Application", objs.ids())
 		}
 		if dig(objs.get(t, "AppProject", "gitpeer-"+p["CLUSTER_ID"]).m, "spec", "sourceIntegrity") != nil {
-			t.Error("the AppProject checks signatures, which no gitpeer commit would pass today")
+			t.Error("the AppProject checks signatures, which the SSH-signed commits of a reconciler's default format cannot pass: that is source-integrity's to add")
 		}
 	},
 	"argocd/alpha-signed": func(t *testing.T, objs objects, p map[string]string) {
@@ -689,17 +691,8 @@ func checkArgoApplication(t *testing.T, objs objects, p map[string]string) {
 // Secret's name aside: the component's has a hash suffix), and the verify
 // Secret must hold init's key under init's key name.
 func TestFluxComponentIsWhatGitpeerInitPrints(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
+	bin := buildGitpeer(t)
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "gitpeer")
-	build := exec.Command(goBin, "build", "-o", bin, "./cmd/gitpeer")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gitpeer: %v\n%s", err, out)
-	}
 	const id, url, gitSecret = "alpha", "ssh://git@github.com/example-org/peering.git", "gitpeer-alpha-auth"
 	if err := os.Mkdir(filepath.Join(tmp, "repo"), 0o755); err != nil {
 		t.Fatal(err)
@@ -780,6 +773,87 @@ secretGenerator:
 	}
 	if !strings.Contains(stderr.String(), "Secret key "+id+".sshpub") {
 		t.Errorf("gitpeer init's stderr does not name the Secret key %s.sshpub that docs/gitops.md says it names:\n%s", id, stderr.String())
+	}
+}
+
+// buildGitpeer builds the gitpeer binary of this checkout into a temporary
+// directory, skipping the test without a go command.
+func buildGitpeer(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	bin := filepath.Join(t.TempDir(), "gitpeer")
+	build := exec.Command(goBin, "build", "-o", bin, "./cmd/gitpeer")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/gitpeer: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// signingKeyID is the SIGNING_KEY_ID literal of an overlay.
+var signingKeyID = regexp.MustCompile(`SIGNING_KEY_ID=(\S*)`)
+
+// TestArgoSourceIntegrityTrustsWhatGitpeerPublishes runs the demo with
+// reconcilers signing with OpenPGP, takes alpha's key ID from what `gitpeer
+// allowed-signers --format openpgp` prints for it, and builds the
+// documented argocd/alpha-signed overlay with it: the AppProject must trust
+// that key ID alone, and GnuPG, holding the keyring allowed-signers prints,
+// must find the head of gitpeer/applied/alpha good and made by the key
+// whose fingerprint ends in it (Argo CD matches the signer by the last 16
+// hex digits of the fingerprint gpg reports).
+func TestArgoSourceIntegrityTrustsWhatGitpeerPublishes(t *testing.T) {
+	bin := buildGitpeer(t)
+	dir := t.TempDir()
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: filepath.Join(dir, "demo"), SigningFormat: commitsig.FormatOpenPGP}, io.Discard)
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	checkout := filepath.Join(dir, "checkout")
+	if _, err := gogit.PlainClone(checkout, false, &gogit.CloneOptions{URL: rep.Remote}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "allowed-signers", "--format", "openpgp", checkout)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	keyring, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gitpeer allowed-signers --format openpgp: %v\n%s", err, stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^alpha: key ID ([0-9A-F]{16}), fingerprint ([0-9A-F]{40})$`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("allowed-signers lists no key ID for alpha:\n%s", stderr.String())
+	}
+	keyID, fingerprint := m[1], m[2]
+
+	blocks := gitopsDocBlocks(t)
+	k := blocks["argocd/alpha-signed/kustomization.yaml"]
+	doc := signingKeyID.FindStringSubmatch(k)
+	if doc == nil || !regexp.MustCompile(`^[0-9A-F]{16}$`).MatchString(doc[1]) {
+		t.Fatalf("docs/gitops.md's argocd/alpha-signed sets no SIGNING_KEY_ID of 16 uppercase hex digits, the form allowed-signers prints:\n%s", k)
+	}
+	signed := map[string]string{"argocd/signed/kustomization.yaml": signingKeyID.ReplaceAllString(k, "SIGNING_KEY_ID="+keyID)}
+	mem, _ := gitopsFS(t, signed)
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/src/docs/argocd/signed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := toObjects(t, rm).get(t, "AppProject", "gitpeer-alpha")
+	if keys := dig(proj.m, "spec", "sourceIntegrity", "git", "policies", "0", "gpg", "keys"); !reflect.DeepEqual(keys, []any{keyID}) {
+		t.Errorf("the AppProject trusts %v, want [%s], alpha's key as allowed-signers prints it", keys, keyID)
+	}
+
+	g := testgit.NewGnuPG(t)
+	g.Import(keyring)
+	out, err := g.Git(rep.Remote, "verify-commit", "-v", layout.AppliedBranch("alpha"))
+	if err != nil || !strings.Contains(out, `Good signature from "gitpeer cluster alpha"`) {
+		t.Fatalf("git verify-commit %s: %v\n%s", layout.AppliedBranch("alpha"), err, out)
+	}
+	used := regexp.MustCompile(`using EDDSA key ([0-9A-F]{40})`).FindStringSubmatch(out)
+	if used == nil || used[1] != fingerprint || used[1][24:] != keyID {
+		t.Errorf("gpg says the head is signed by %v; the AppProject trusts %s (fingerprint %s)", used, keyID, fingerprint)
 	}
 }
 

@@ -219,6 +219,12 @@ var documentedOverlays = map[string]func(*testing.T, *built){
 			t.Errorf("memory limit %s, want 2Gi", got.String())
 		}
 	},
+	"alpha-openpgp": func(t *testing.T, objs *built) {
+		c := container(t, objs.deployment(t))
+		if got := flags(c.Args)["signing-format"]; got != "openpgp" {
+			t.Errorf("--signing-format=%q, want openpgp", got)
+		}
+	},
 	"alpha-liqo-system": func(t *testing.T, objs *built) {
 		for _, r := range objs.roles {
 			if r.Name == "gitpeer" && r.Namespace != "liqo-system" {
