@@ -225,7 +225,52 @@ func CheckOpenPGPKey(data []byte, pub crypto.PublicKey, userID string) (fingerpr
 	if r.Len() > 0 {
 		return "", "", fmt.Errorf("%w: %d bytes of packets after the self-signature", ErrOpenPGPKeyInvalid, r.Len())
 	}
+	if err := want.canonical(raw[len(wantPrefix):], userID); err != nil {
+		return "", "", fmt.Errorf("%w: self-signature: %w", ErrOpenPGPKeyInvalid, err)
+	}
 	return fingerprint, keyID, nil
+}
+
+// canonical checks that pkt, a certification of userID by k that
+// verified, is laid out as sign lays it out: what the signature does not
+// cover (its unhashed subpackets, the hash tag, the encoding of the
+// packet's length and of its numbers) is anyone's to change, and a
+// published key carries nothing gitpeer did not write.
+func (k *openPGPKey) canonical(pkt []byte, userID string) error {
+	if len(pkt) < 2 || pkt[0] != 0xc0|tagSignature || int(pkt[1]) != len(pkt)-2 || pkt[1] >= 192 {
+		return errors.New("not in the packet framing gitpeer writes")
+	}
+	body := pkt[2:]
+	if len(body) < 6 {
+		return errors.New("truncated")
+	}
+	u := 6 + int(binary.BigEndian.Uint16(body[4:6]))
+	if len(body) < u+2 {
+		return errors.New("truncated")
+	}
+	end := u + 2 + int(binary.BigEndian.Uint16(body[u:u+2]))
+	if len(body) < end+2 {
+		return errors.New("truncated")
+	}
+	if want := subpacket(nil, subIssuerKeyID, binary.BigEndian.AppendUint64(nil, k.pk.KeyId)); !bytes.Equal(body[u+2:end], want) {
+		return errors.New("its unhashed subpackets are not the issuer key ID alone")
+	}
+	if d := v4Digest(body[:u], func(h io.Writer) { k.hashUserID(h, userID) }); !bytes.Equal(body[end:end+2], d[:2]) {
+		return errors.New("its hash tag is not its digest's")
+	}
+	sig, err := packet.Read(bytes.NewReader(pkt))
+	if err != nil {
+		return err
+	}
+	s, ok := sig.(*packet.Signature)
+	if !ok || s.EdDSASigR == nil || s.EdDSASigS == nil {
+		return errors.New("not an EdDSA signature")
+	}
+	mpis := appendMPI(appendMPI(nil, s.EdDSASigR.Bytes()), s.EdDSASigS.Bytes())
+	if !bytes.Equal(body[end+2:], mpis) {
+		return errors.New("its numbers are not minimally encoded")
+	}
+	return nil
 }
 
 // NewOpenPGPSigner returns a go-git Signer (for git.CommitOptions.Signer)
@@ -317,12 +362,7 @@ func (k *openPGPKey) sign(key crypto.Signer, sigType packet.SignatureType, when 
 	head = binary.BigEndian.AppendUint16(head, uint16(len(hashed)))
 	head = append(head, hashed...)
 
-	h := sha512.New()
-	hash(h)
-	h.Write(head)
-	h.Write([]byte{4, 0xff})
-	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(head))))
-	digest := h.Sum(nil)
+	digest := v4Digest(head, hash)
 
 	sig, err := key.Sign(rand.Reader, digest, crypto.Hash(0))
 	if err != nil {
@@ -339,6 +379,18 @@ func (k *openPGPKey) sign(key crypto.Signer, sigType packet.SignatureType, when 
 	body = appendMPI(body, sig[:32]) // R
 	body = appendMPI(body, sig[32:]) // S
 	return appendPacket(nil, tagSignature, body), nil
+}
+
+// v4Digest is the SHA-512 digest a v4 signature whose fields up to its
+// hashed subpackets are head signs, over what hash writes (RFC 4880
+// §5.2.4).
+func v4Digest(head []byte, hash func(io.Writer)) []byte {
+	h := sha512.New()
+	hash(h)
+	h.Write(head)
+	h.Write([]byte{4, 0xff})
+	h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(head))))
+	return h.Sum(nil)
 }
 
 // hashUserID writes what a certification of userID on k hashes before the

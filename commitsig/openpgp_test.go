@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -227,6 +228,13 @@ func TestCheckOpenPGPKeyRefuses(t *testing.T) {
 	}
 	tampered := append([]byte(nil), raw...)
 	tampered[len(tampered)-5] ^= 1
+	// The issuer key ID sits in the unhashed subpackets, which the
+	// self-signature does not cover: still valid to go-crypto.
+	issuer := subpacket(nil, subIssuerKeyID, binary.BigEndian.AppendUint64(nil, k.pk.KeyId))
+	otherIssuer := bytes.Replace(raw, issuer, subpacket(nil, subIssuerKeyID, []byte("mallory!")), 1)
+	if bytes.Equal(otherIssuer, raw) {
+		t.Fatal("no issuer subpacket in alpha's key")
+	}
 
 	g := testgit.NewGnuPG(t)
 	g.GenerateKey("gitpeer cluster alpha")
@@ -243,6 +251,7 @@ func TestCheckOpenPGPKeyRefuses(t *testing.T) {
 		{"alpha's key with another user ID", mustOpenPGPKey(t, alphaKey, "gitpeer cluster beta"), ErrOpenPGPKeyInvalid},
 		{"alpha's key with a second user ID", arm(append(append(append([]byte(nil), raw...), appendPacket(nil, tagUserID, []byte("mallory"))...), second...)), ErrOpenPGPKeyInvalid},
 		{"alpha's key with a broken self-signature", arm(tampered), ErrOpenPGPKeyInvalid},
+		{"alpha's key with another unhashed issuer", arm(otherIssuer), ErrOpenPGPKeyInvalid},
 		{"alpha's key without its self-signature", arm(appendPacket(appendPacket(nil, tagPublicKey, k.body), tagUserID, []byte(uid))), ErrOpenPGPKeyInvalid},
 		{"alpha's key twice", append(append([]byte(nil), good...), good...), ErrOpenPGPKeyInvalid},
 		{"alpha's key and a line of text", append(append([]byte(nil), good...), "see also\n"...), ErrOpenPGPKeyInvalid},
@@ -436,4 +445,38 @@ func TestOpenPGPSignatureOfAnEncodedCommit(t *testing.T) {
 	if out, err := g.Git(dir, "fsck", "--strict"); err != nil {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
+}
+
+// FuzzCheckOpenPGPKey: whatever a writer puts in openpgp.asc, the check
+// never panics, and accepts nothing but the packets of alpha's own key
+// (however armored: only alpha can make another valid self-signature).
+func FuzzCheckOpenPGPKey(f *testing.F) {
+	uid := OpenPGPUserID("alpha")
+	good := mustOpenPGPKey(f, alphaKey, uid)
+	f.Add(good)
+	f.Add(mustOpenPGPKey(f, betaKey, uid))
+	f.Add([]byte(strings.Replace(string(good), "\n\n", "\nComment: x\n\n", 1)))
+	f.Add([]byte("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxjMEAAAAABYJ\n-----END PGP PUBLIC KEY BLOCK-----\n"))
+	f.Add([]byte{})
+	fp, _, err := OpenPGPFingerprint(alphaPub)
+	if err != nil {
+		f.Fatal(err)
+	}
+	want, err := unarmor(good, openPGPPublicKeyType)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, _, err := CheckOpenPGPKey(data, alphaPub, uid)
+		switch {
+		case err == nil && got != fp:
+			t.Fatalf("accepted key %s, want %s", got, fp)
+		case err == nil:
+			if raw, err := unarmor(data, openPGPPublicKeyType); err != nil || !bytes.Equal(raw, want) {
+				t.Fatalf("accepted other packets than alpha's key: %v", err)
+			}
+		case err != nil && !errors.Is(err, ErrOpenPGPKeyInvalid) && !errors.Is(err, ErrOpenPGPKeyMismatch):
+			t.Fatalf("error without a sentinel: %v", err)
+		}
+	})
 }
