@@ -154,7 +154,8 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 			_ = s.Close(sctx)
 		}
 	}()
-	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "leaderElection", f.leaderElect}
+	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "leaderElection", f.leaderElect,
+		"signingFormat", string(r.Repo.SignatureFormat())}
 	if s := servers[f.metricsAddr]; s != nil {
 		kv = append(kv, "metricsAddr", s.Addr())
 	}

@@ -31,6 +31,8 @@ func TestDaemonFlagsAreChecked(t *testing.T) {
 		{"a health address without a port", []string{"--health-addr", "localhost"}, `--health-addr: "localhost" is not host:port`},
 		{"an unknown log level", []string{"--log-level", "verbose"}, `--log-level: "verbose" is not one of`},
 		{"a zero interval", []string{"--interval", "0s"}, "--interval must be positive"},
+		{"an unknown signing format", []string{"--signing-format", "gpg"}, `--signing-format: signing format "gpg" is not one of: ssh, openpgp`},
+		{"an unknown signing format with --once", []string{"--once", "--signing-format", "x509"}, `--signing-format: signing format "x509" is not one of: ssh, openpgp`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := gitpeer(t, append(base, c.args...)...)

@@ -177,6 +177,9 @@ func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 		{"certificate lifetime in the spec too short to renew", []string{"validate", filepath.Join(root, "short")}, 1, `peering.cue:1:72: clusters[1].provider.certificateLifetime: "90s" is shorter than 10m`},
 		{"certificate lifetime flag too short to renew", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "90s"}, 1, "--certificate-lifetime 1m30s is shorter than 10m0s"},
 		{"plan's certificate lifetime too short to renew", []string{"plan", "--cluster", "a", "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "9m", root}, 2, "--certificate-lifetime 9m0s is shorter than 10m0s"},
+		{"unknown signing format for init", []string{"init", "--cluster", "a", "--api-server", "https://x", "--state-dir", filepath.Join(root, "s"), "--signing-format", "gpg"}, 1, `--signing-format: signing format "gpg" is not one of: ssh, openpgp`},
+		{"unknown allowed-signers format", []string{"allowed-signers", root, "--format", "x509"}, 1, `--format: signing format "x509" is not one of: ssh, openpgp`},
+		{"unknown signing format for plan", []string{"plan", "--cluster", "a", "--state-dir", filepath.Join(root, "s"), "--signing-format", "pgp", root}, 2, `--signing-format: signing format "pgp" is not one of: ssh, openpgp`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
