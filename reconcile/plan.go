@@ -122,6 +122,8 @@ func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []str
 	for _, f := range paths {
 		to, from, rest, _ := layout.Split(f)
 		switch {
+		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
+			add("publish OpenPGP key")
 		case from == self && rest == layout.NonceFile:
 			add("send nonce to " + to)
 		case from == self && rest == layout.TenantFile:

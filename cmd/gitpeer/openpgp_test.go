@@ -51,6 +51,11 @@ func TestReconcilersSignWithOpenPGPForArgoCD(t *testing.T) {
 		}
 	}
 	git(t, work, "pull", "-q", "--ff-only")
+	for _, id := range []string{"alpha", "beta"} {
+		if subjects := git(t, work, "log", "--format=%s", "main"); !strings.Contains(subjects, id+": ") || !regexp.MustCompile(`(?m)^`+id+`: .*publish OpenPGP key`).MatchString(subjects) {
+			t.Errorf("no commit of %s says it publishes its OpenPGP key:\n%s", id, subjects)
+		}
+	}
 	keyring, ids := openPGPKeyIDs(t, work)
 	if len(ids) != 2 || strings.Count(keyring, "-----BEGIN PGP PUBLIC KEY BLOCK-----") != 2 {
 		t.Fatalf("allowed-signers --format openpgp lists %v and prints:\n%s", ids, keyring)
@@ -97,6 +102,9 @@ func TestReconcilersSignWithOpenPGPForArgoCD(t *testing.T) {
 		t.Fatalf("reconcile alpha with ssh: %d %s", code, stderr)
 	}
 	git(t, work, "pull", "-q", "--ff-only")
+	if subject := git(t, work, "log", "-1", "--format=%s", "main"); strings.TrimSpace(subject) != "alpha: remove openpgp.asc" {
+		t.Errorf("the pass back to SSH says %q", subject)
+	}
 	if _, err := os.Stat(filepath.Join(work, "clusters/alpha/openpgp.asc")); !os.IsNotExist(err) {
 		t.Errorf("clusters/alpha/openpgp.asc after a pass signing with SSH: %v", err)
 	}
