@@ -5,14 +5,19 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"path"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // Review flows (Options.PushBranch), after Flux's image-automation-controller:
@@ -223,9 +228,10 @@ func (r *Repo) signedBySelf(c *object.Commit) bool {
 	return err == nil
 }
 
-// sameProposal reports whether the proposals a and b hold the same tree on
-// the same parent: a re-run on an unchanged tip that would only change the
-// commit's date.
+// sameProposal reports whether the proposals a and b make the same change
+// on the same parent: a re-run on an unchanged tip that would only change
+// the commit's date and, since the proposal is not merged, re-sign each
+// manifest.yaml with a higher sequence over the very same files.
 func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 	ca, err := r.repo.CommitObject(a)
 	if err != nil {
@@ -235,6 +241,79 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 	if err != nil {
 		return false
 	}
-	return ca.TreeHash == cb.TreeHash && len(ca.ParentHashes) == 1 && len(cb.ParentHashes) == 1 &&
-		ca.ParentHashes[0] == cb.ParentHashes[0]
+	if len(ca.ParentHashes) != 1 || len(cb.ParentHashes) != 1 || ca.ParentHashes[0] != cb.ParentHashes[0] {
+		return false
+	}
+	if ca.TreeHash == cb.TreeHash {
+		return true
+	}
+	ta, err := ca.Tree()
+	if err != nil {
+		return false
+	}
+	tb, err := cb.Tree()
+	if err != nil {
+		return false
+	}
+	changes, err := object.DiffTree(ta, tb)
+	if err != nil {
+		return false
+	}
+	// Every other file being the same, a manifest.yaml only lists their
+	// hashes: it differs in its sequence and signature, and in the hash of
+	// a status.yaml that differs in its dates.
+	for _, c := range changes {
+		if c.From.Name != c.To.Name {
+			return false
+		}
+		switch path.Base(c.To.Name) {
+		case manifest.FileName:
+		case layout.StatusFile:
+			if !sameUndated(ta, tb, c.To.Name) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// sameUndated reports whether the YAML file holds the same document in both
+// trees once every lastTransitionTime is dropped: a pass on an unmerged
+// proposal dates its peerings' conditions anew, since the target branch
+// has not seen them yet.
+func sameUndated(ta, tb *object.Tree, file string) bool {
+	var docs [2]any
+	for i, t := range []*object.Tree{ta, tb} {
+		f, err := t.File(file)
+		if err != nil {
+			return false
+		}
+		data, err := f.Contents()
+		if err != nil {
+			return false
+		}
+		if err := yaml.Unmarshal([]byte(data), &docs[i]); err != nil {
+			return false
+		}
+		docs[i] = undated(docs[i])
+	}
+	return reflect.DeepEqual(docs[0], docs[1])
+}
+
+// undated is v without any lastTransitionTime key, at any depth.
+func undated(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "lastTransitionTime")
+		for k, e := range v {
+			v[k] = undated(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = undated(e)
+		}
+	}
+	return v
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompareHint(t *testing.T) {
@@ -78,6 +79,17 @@ func TestReconcileProposesOnAReviewBranch(t *testing.T) {
 	}
 	if parent := strings.TrimSpace(git(t, remote, "rev-parse", "gitpeer/beta^")); parent != main {
 		t.Errorf("gitpeer/beta^ = %s, want main %s", parent, main)
+	}
+
+	// A re-run a second later (so its manifests would carry a later
+	// sequence) leaves the unchanged proposal, and its review, alone.
+	proposed := strings.TrimSpace(git(t, remote, "rev-parse", "gitpeer/beta"))
+	time.Sleep(1100 * time.Millisecond)
+	if code, _, stderr := reconcile(); code != 0 {
+		t.Fatalf("reconcile --push-branch again: %d %s", code, stderr)
+	}
+	if again := strings.TrimSpace(git(t, remote, "rev-parse", "gitpeer/beta")); again != proposed {
+		t.Errorf("an unchanged proposal was rebuilt: gitpeer/beta %s, was %s\n%s", again, proposed, git(t, remote, "diff", proposed, again))
 	}
 
 	// A reviewer merges it; the next pass has nothing left to propose.

@@ -499,12 +499,15 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 			!strings.Contains(first.Body, "`clusters/alpha/status.yaml`") {
 			t.Errorf("pull request %+v\nwant head %s, the commit's subject as title, its files in the body", first, head)
 		}
-		// The same proposal again: the same pull request. (Unchanged only
-		// within the same second: a rebuilt proposal signs its manifest.yaml
-		// with a new, time-based sequence, so it is a new commit, and the
-		// body names it.)
-		if again := mustReconcile(t, "alpha"); prLine(t, again, "unchanged", "updated") != first.URL {
+		// The same proposal again, a second later (its manifests would be
+		// signed with a later sequence, its conditions dated anew): the
+		// branch and its pull request are left alone.
+		time.Sleep(1100 * time.Millisecond)
+		if again := mustReconcile(t, "alpha"); prLine(t, again, "unchanged") != first.URL {
 			t.Error("the same proposal went to another pull request")
+		}
+		if head := branchHead(t, "gitpeer/alpha"); head != first.Head.Sha {
+			t.Errorf("the same proposal was rebuilt: gitpeer/alpha %s, was %s", head, first.Head.Sha)
 		}
 		first = g.onlyPull(t, "gitpeer/alpha")
 		if head := branchHead(t, "gitpeer/alpha"); first.Head.Sha != head || !strings.Contains(first.Body, head[:12]) {
@@ -558,7 +561,7 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 		}
 		// Ann takes her commit back.
 		g.git(t, clone, "push", "--quiet", "--force", "origin", first.Head.Sha+":refs/heads/gitpeer/alpha")
-		if out := mustReconcile(t, "alpha"); prLine(t, out, "unchanged", "updated") != first.URL {
+		if out := mustReconcile(t, "alpha"); prLine(t, out, "unchanged") != first.URL {
 			t.Errorf("after the reset:\n%s", out)
 		}
 	})
