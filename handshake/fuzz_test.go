@@ -9,7 +9,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 )
 
 // The fuzz targets cover every parser of input that crosses the trust
@@ -45,6 +44,11 @@ func FuzzParsePublicKey(f *testing.F) {
 	f.Add([]byte("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"))
 	f.Add([]byte("-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"))
 	f.Add([]byte{})
+	for _, c := range badKeys(f) {
+		if !c.private {
+			f.Add(c.input)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pub, der, err := ParsePublicKey(b)
 		if err != nil {
@@ -75,6 +79,36 @@ func FuzzParsePublicKey(f *testing.F) {
 	})
 }
 
+// FuzzParsePrivateKey feeds private keys as a state directory or a Secret
+// could hold them. Whatever it accepts must sign a statement that its own
+// public half verifies.
+func FuzzParsePrivateKey(f *testing.F) {
+	for _, kind := range supportedKinds {
+		f.Add(marshalPriv(f, testKey(f, kind, "a")))
+	}
+	for _, c := range badKeys(f) {
+		if c.private {
+			f.Add(c.input)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key, err := ParsePrivateKey(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedKey) {
+				t.Fatalf("error does not wrap ErrMalformedKey: %v", err)
+			}
+			return
+		}
+		sig, err := SignStatement(key, []byte("fuzz"))
+		if err != nil {
+			t.Fatalf("accepted a key that cannot sign: %v", err)
+		}
+		if err := VerifyStatement(key.Public(), []byte("fuzz"), sig); err != nil {
+			t.Fatalf("accepted a key whose public half does not verify its signature: %v", err)
+		}
+	})
+}
+
 func FuzzCheckControlPlaneCSR(f *testing.F) {
 	for _, kind := range supportedKinds {
 		key := testKey(f, kind, "a")
@@ -90,6 +124,9 @@ func FuzzCheckControlPlaneCSR(f *testing.F) {
 	f.Add(rawCSR(f, key, pkix.Name{CommonName: consumer, Organization: []string{"a", "liqo.io"}}), der, consumer)
 	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nMAA=\n-----END CERTIFICATE REQUEST-----\n"), der, consumer)
 	f.Add([]byte{}, []byte{}, "")
+	for _, c := range badCSRs(f) {
+		f.Add(c.csr, c.pubDER, consumer)
+	}
 	f.Fuzz(func(t *testing.T, csrPEM, pubDER []byte, consumerID string) {
 		err := CheckControlPlaneCSR(csrPEM, pubDER, consumerID)
 		if err != nil {
@@ -153,8 +190,11 @@ func FuzzVerifyClientCertificate(f *testing.F) {
 	f.Add(ca.CertPEM, ca.CertPEM)
 	f.Add(csr, ca.CertPEM)
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"), []byte{})
+	for _, c := range badCerts(f) {
+		f.Add(c.cert, c.ca)
+	}
 	f.Fuzz(func(t *testing.T, certPEM, caPEM []byte) {
-		now := t0.Add(time.Hour)
+		now := certNow
 		err := VerifyClientCertificate(certPEM, caPEM, pubDER, consumer, "liqo.io", now)
 		if _, _, verr := CertificateValidity(certPEM); verr != nil && err == nil {
 			t.Fatal("verified a certificate CertificateValidity cannot read")
@@ -282,6 +322,34 @@ func FuzzVerifyClientCertificateDER(f *testing.F) {
 			// Only the CA can make another valid certificate; a mutation
 			// that passes means a check is missing.
 			t.Fatalf("accepted a mutated certificate")
+		}
+	})
+}
+
+// FuzzLoadCA feeds CA certificates and keys as an admin imports them. What
+// it accepts is a CA whose key matches its certificate and may sign.
+func FuzzLoadCA(f *testing.F) {
+	ca, keyPEM, err := NewCA("fuzz-import", t0, caLife)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ca.CertPEM, keyPEM)
+	for _, c := range badCAs(f) {
+		f.Add(c.cert, c.key)
+	}
+	f.Fuzz(func(t *testing.T, certPEM, keyPEM []byte) {
+		got, err := LoadCA(certPEM, keyPEM)
+		if err != nil {
+			if !wrapsSentinel(err) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		if !got.Cert.IsCA || (got.Cert.KeyUsage != 0 && got.Cert.KeyUsage&x509.KeyUsageCertSign == 0) {
+			t.Fatal("accepted a certificate that may not sign certificates")
+		}
+		if !bytes.Equal(pkixDER(t, got.Cert.PublicKey), pkixDER(t, got.Key.Public())) {
+			t.Fatal("accepted a key that is not the certificate's")
 		}
 	})
 }

@@ -220,9 +220,10 @@ func checkSigner(key crypto.Signer) (crypto.Signer, error) {
 			return nil, fmt.Errorf("private key: empty ecdsa key: %w", ErrMalformedKey)
 		}
 	}
-	// Other signers (an HSM, a KMS) are fine as long as their public half is.
+	// Other signers (an HSM, a KMS) are fine as long as their public half
+	// is. The message names the private key: that is what the caller read.
 	if _, err := publicKeyDER(key.Public()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("private key: %w", err)
 	}
 	return key, nil
 }
