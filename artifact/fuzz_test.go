@@ -47,6 +47,7 @@ func FuzzParseNonce(f *testing.F) {
 		bytes.Replace(valid, []byte("nonce-expires"), []byte("nonce-expired"), 1),
 		[]byte("apiVersion: v1\nkind: Secret\nmetadata: {name: liqo-nonce, namespace: liqo-tenant-alpha, labels: {liqo.io/nonce: \"true\", liqo.io/remote-cluster-id: alpha}, annotations: {gitpeer.io/nonce-epoch: \"1\"}}\nstringData: {nonce: x}\n"),
 	)
+	seedBadArtifacts(f, fx, nonceYAML)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := artifact.ParseNonce(nonceFile, data, consumer)
 		if err != nil {
@@ -70,6 +71,7 @@ func FuzzVerifyTenant(f *testing.F) {
 	bad.Spec.Signature = append([]byte(nil), bad.Spec.Signature...)
 	bad.Spec.Signature[0] ^= 1
 	seedVariants(f, valid, encode(f, bad))
+	seedBadArtifacts(f, fx, tenantYAML)
 	check := fx.tenantCheck()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tn, err := artifact.VerifyTenant(tenantFile, data, check)
@@ -106,6 +108,7 @@ func FuzzVerifyIdentity(f *testing.F) {
 	other := fx.identity.DeepCopy()
 	other.Spec.AuthParams.CA = fx.otherCA.CertPEM
 	seedVariants(f, valid, encode(f, other))
+	seedBadArtifacts(f, fx, identityYAML)
 	check := fx.identityCheck()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		id, err := artifact.VerifyIdentity(identityFile, data, check)
@@ -138,6 +141,7 @@ func FuzzVerifySliceRequest(f *testing.F) {
 	fx := newFixture(f)
 	valid := encode(f, fx.request)
 	seedVariants(f, valid, encode(f, fx.answer))
+	seedBadArtifacts(f, fx, requestYAML)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := artifact.VerifySliceRequest(requestFile, data, slice, consumer, provider, fx.keyDER)
 		if err != nil {

@@ -93,11 +93,13 @@ func TestDecodeRefusesMalformedDocuments(t *testing.T) {
 		{"an unknown top-level field", func(d string) string { return d + "extra: 1\n" }, "", `unknown field "extra"`},
 		{"an unknown metadata field", func(d string) string {
 			return strings.Replace(d, "metadata:\n", "metadata:\n  sneaky: 1\n", 1)
-		}, "", `unknown field "sneaky"`},
+		}, "", `unknown field "metadata.sneaky"`},
 		{"a key given twice, even with the same value", func(d string) string {
 			return d + strings.SplitAfter(d[strings.Index(d, "kind: "):], "\n")[0]
 		}, "", `"kind" already set`},
 		{"a key given twice with another value", func(d string) string { return d + "kind: Other\n" }, "kind", "Other"},
+		{"a second YAML document", func(d string) string { return d + "---\napiVersion: v1\nkind: ConfigMap\n" }, "", "holds 2 YAML documents, want 1"},
+		{"more than MaxDocumentSize bytes", func(d string) string { return d + "# " + strings.Repeat("x", liqo.MaxDocumentSize) + "\n" }, "", "larger than 1 MiB"},
 	}
 	for kind, dec := range decoders {
 		for _, tc := range cases {

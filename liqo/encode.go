@@ -3,10 +3,14 @@ package liqo
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -50,12 +54,27 @@ func (e *DecodeError) Error() string {
 	return e.Field + ": " + e.Reason
 }
 
-// decodeStrict unmarshals one YAML document into out, refusing unknown fields
-// and checking apiVersion and kind, so a malformed artifact is named rather
-// than half-read.
+// MaxDocumentSize bounds an artifact, in bytes. A Tenant or an Identity is a
+// few KiB, and the Kubernetes API server refuses objects much over 1 MiB
+// (etcd's request limit), so a larger file is never a real artifact; the
+// bound keeps a hostile one from costing the YAML parser.
+const MaxDocumentSize = 1 << 20
+
+// decodeStrict unmarshals one YAML document into out, refusing unknown and
+// duplicate fields (named by their JSON path, matched case-sensitively as the
+// Kubernetes API server does) and checking apiVersion and kind, so a
+// malformed artifact is named rather than half-read.
 func decodeStrict(data []byte, apiVersion, kind string, out any) error {
+	if len(data) > MaxDocumentSize {
+		return &DecodeError{Reason: fmt.Sprintf("document is larger than %d MiB (%d bytes): not a handshake artifact", MaxDocumentSize>>20, len(data))}
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &DecodeError{Reason: "empty document"}
+	}
+	// The YAML-to-JSON step reads only the first document; kustomize would
+	// apply them all.
+	if n := countDocuments(data); n > 1 {
+		return &DecodeError{Reason: fmt.Sprintf("holds %d YAML documents, want 1", n)}
 	}
 	var head struct {
 		APIVersion string `json:"apiVersion"`
@@ -70,10 +89,37 @@ func decodeStrict(data []byte, apiVersion, kind string, out any) error {
 	if head.Kind != kind {
 		return &DecodeError{Field: "kind", Reason: fmt.Sprintf("is %q, want %q", head.Kind, kind)}
 	}
-	if err := yaml.UnmarshalStrict(data, out); err != nil {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
 		return &DecodeError{Reason: err.Error()}
 	}
+	strict, err := kjson.UnmarshalStrict(j, out)
+	if err != nil {
+		return &DecodeError{Reason: err.Error()}
+	}
+	if len(strict) > 0 {
+		return &DecodeError{Reason: errors.Join(strict...).Error()}
+	}
 	return nil
+}
+
+// countDocuments counts the non-empty YAML documents in data; it returns 1
+// for data that does not parse, leaving the error to the decoder.
+func countDocuments(data []byte) int {
+	d := yamlv3.NewDecoder(bytes.NewReader(data))
+	n := 0
+	for {
+		var doc yamlv3.Node
+		if err := d.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			return 1
+		}
+		if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {
+			n++
+		}
+	}
 }
 
 // DecodeTenant parses a Tenant (authentication.liqo.io/v1beta1). Errors are
