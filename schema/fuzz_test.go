@@ -42,6 +42,9 @@ func FuzzParse(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.cue, []byte(s.data))
 	}
+	for _, c := range badSpecs() {
+		f.Add(c.cue, []byte(c.input))
+	}
 	f.Fuzz(func(t *testing.T, isCUE bool, data []byte) {
 		name := "peering.yaml"
 		if isCUE {

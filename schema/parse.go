@@ -245,6 +245,9 @@ func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
 		c.add(docs[1].Pos(), "", "a peering spec is a single YAML document, found a second one")
 		return cue.Value{}, false
 	}
+	if len(docs) == 1 && !c.uniqueKeys(docs[0]) {
+		return cue.Value{}, false
+	}
 	empty := ctx.CompileString("{}", cue.Filename(c.file))
 	if len(docs) == 0 {
 		return empty, true
@@ -260,6 +263,39 @@ func (c *checker) buildYAML(ctx *cue.Context, data []byte) (cue.Value, bool) {
 
 // addYAMLError turns a YAML syntax error into a problem. The YAML decoder's
 // errors are plain strings shaped "file:line: message".
+// uniqueKeys reports a problem for every key given twice in one YAML
+// mapping. YAML requires keys to be unique, but the decoder hands them to
+// CUE, which unifies the two values: a second "provider:" would be merged
+// into the first, where a reviewer's YAML tool shows only one of them.
+func (c *checker) uniqueKeys(doc ast.Expr) bool {
+	ok := true
+	ast.Walk(doc, func(n ast.Node) bool {
+		st, isStruct := n.(*ast.StructLit)
+		if !isStruct {
+			return true
+		}
+		first := map[string]token.Pos{}
+		for _, d := range st.Elts {
+			f, isField := d.(*ast.Field)
+			if !isField {
+				continue
+			}
+			name, _, err := ast.LabelName(f.Label)
+			if err != nil {
+				continue
+			}
+			if pos, seen := first[name]; seen {
+				c.add(f.Pos(), "", fmt.Sprintf("duplicate key %q (first at line %d): YAML keys must be unique", name, pos.Line()))
+				ok = false
+				continue
+			}
+			first[name] = f.Pos()
+		}
+		return true
+	}, nil)
+	return ok
+}
+
 func (c *checker) addYAMLError(err error, data []byte) {
 	var ce cueerrors.Error
 	if errors.As(err, &ce) {

@@ -388,7 +388,7 @@ peerings: [
 - id: alpha
   id: beta
 `, []string{
-			`peering.yaml:2:7: clusters[0].id: conflicting values "beta" and "alpha"`,
+			`peering.yaml:3:3: duplicate key "id" (first at line 2): YAML keys must be unique`,
 		}},
 		{"several YAML documents", "peering.yaml", `clusters: [{id: alpha}]
 ---
