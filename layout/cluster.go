@@ -51,7 +51,13 @@ type FieldError struct {
 	File   string
 	Field  string
 	Reason string
+	// Err is the error behind Reason when there is one (reading the file
+	// failed: ErrSymlink, fs.ErrInvalid, ...), for errors.Is.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
 
 func (e *FieldError) Error() string {
 	if e.Field == "" {
@@ -110,13 +116,16 @@ func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
 // ReadClusterInfo reads clusters/<id>/cluster.yaml from a repo tree. A missing
 // file wraps ErrNotPublished; other errors are *FieldError.
 func ReadClusterInfo(tree fs.FS, id string) (*ClusterInfo, error) {
+	if err := checkDirID(id, ClusterFile); err != nil {
+		return nil, err
+	}
 	file := ClusterPath(id, ClusterFile)
 	data, err := fs.ReadFile(tree, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", file, ErrNotPublished)
 	}
 	if err != nil {
-		return nil, &FieldError{File: file, Reason: err.Error()}
+		return nil, &FieldError{File: file, Reason: err.Error(), Err: err}
 	}
 	return ParseClusterInfo(file, id, data)
 }
@@ -157,6 +166,15 @@ func CheckClusterID(id string) error {
 	return nil
 }
 
+// checkDirID refuses to read file of a cluster whose ID is not a cluster
+// ID: ClusterPath cleans the path, so "../beta" would read beta's file.
+func checkDirID(id, file string) error {
+	if err := CheckClusterID(id); err != nil {
+		return &FieldError{File: ClustersDir + "/" + id + "/" + file, Reason: "cluster ID " + err.Error(), Err: fs.ErrInvalid}
+	}
+	return nil
+}
+
 // CheckAPIServer checks an API server URL is https with a host.
 func CheckAPIServer(s string) error {
 	u, err := url.Parse(s)
@@ -188,14 +206,26 @@ func NewClusterInfo(clusterID string, pub crypto.PublicKey, apiServer string, ca
 	}, nil
 }
 
-// checkCABundle requires one or more PEM certificates that parse, and nothing
-// else: consumers trust exactly this bundle.
+// checkCABundle requires one or more PEM certificates that parse, with
+// nothing but whitespace around and between them: consumers trust exactly
+// this bundle, and pem.Decode alone would skip text (or a broken block) to
+// reach the next certificate, where the handshake's stricter reader refuses
+// the bundle only later, at the Identity.
 func checkCABundle(bundle []byte) error {
 	rest, n := bundle, 0
 	for {
-		block, r := pem.Decode(rest)
-		if block == nil {
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		if len(rest) == 0 {
 			break
+		}
+		if !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			return fmt.Errorf("has text before certificate %d; want only PEM certificates", n+1)
+		}
+		block, r := pem.Decode(rest)
+		// A second BEGIN inside what pem.Decode consumed means it skipped a
+		// malformed block.
+		if block == nil || bytes.Count(rest[:len(rest)-len(r)], []byte("-----BEGIN ")) != 1 {
+			return fmt.Errorf("has a malformed PEM block %d", n+1)
 		}
 		rest = r
 		if block.Type != "CERTIFICATE" {
@@ -208,9 +238,6 @@ func checkCABundle(bundle []byte) error {
 	}
 	if n == 0 {
 		return errors.New("no PEM certificate")
-	}
-	if len(bytes.TrimSpace(rest)) > 0 {
-		return errors.New("trailing data after the certificates")
 	}
 	return nil
 }

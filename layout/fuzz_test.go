@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -24,6 +25,7 @@ func FuzzParseClusterInfo(f *testing.F) {
 	f.Add([]byte("[1, 2]"))
 	f.Add([]byte(""))
 	f.Add([]byte("&a [*a]"))
+	seedBadLayoutFiles(f, clusterYAML)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := layout.ParseClusterInfo(file, "alpha", data)
 		if err != nil {
@@ -49,6 +51,13 @@ func FuzzParseClusterInfo(f *testing.F) {
 		if !strings.Contains(c.CA, "-----BEGIN CERTIFICATE-----") {
 			t.Fatal("accepted a CA without a certificate")
 		}
+		// Nothing may hide before or between the certificates, which the
+		// handshake's stricter reader would refuse at the Identity.
+		for _, part := range strings.SplitAfter(c.CA, "-----END CERTIFICATE-----") {
+			if p := strings.TrimLeft(part, " \t\r\n"); p != "" && !strings.HasPrefix(p, "-----BEGIN CERTIFICATE-----") {
+				t.Fatalf("accepted a CA bundle with text between certificates: %q", c.CA)
+			}
+		}
 	})
 }
 
@@ -70,6 +79,7 @@ func FuzzParseKustomization(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	seedBadLayoutFiles(f, kustomizationYAML)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := layout.ParseKustomization(file, data)
 		if err != nil {
@@ -90,6 +100,27 @@ func FuzzParseKustomization(f *testing.F) {
 			if strings.Contains(r, "://") {
 				t.Fatalf("accepted the URL %q", r)
 			}
+		}
+	})
+}
+
+// FuzzReadStatus feeds status.yaml files. ReadStatus must never panic,
+// must refuse with a *FieldError naming the file, and whatever it accepts is
+// alpha's ClusterStatus.
+func FuzzReadStatus(f *testing.F) {
+	f.Add([]byte("apiVersion: gitpeer.io/v1alpha1\nkind: ClusterStatus\nclusterID: alpha\npeerings:\n- consumer: alpha\n  provider: beta\n  role: consumer\n  step: Ready\n"))
+	seedBadLayoutFiles(f, statusYAML)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := layout.ReadStatus(fstest.MapFS{statusFile: {Data: data}}, "alpha")
+		if err != nil {
+			var fe *layout.FieldError
+			if !errors.As(err, &fe) || fe.File != statusFile {
+				t.Fatalf("error %T %v is not a *FieldError on %s", err, err, statusFile)
+			}
+			return
+		}
+		if s.Kind != layout.StatusKind || s.ClusterID != "alpha" {
+			t.Fatalf("accepted a status.yaml of another kind or cluster: %+v", s)
 		}
 	})
 }

@@ -100,6 +100,9 @@ func (s *ClusterStatus) Encode() ([]byte, error) { return yaml.Marshal(s) }
 // ReadStatus reads clusters/<id>/status.yaml. A missing file gives an empty
 // status and no error; a malformed one a *FieldError.
 func ReadStatus(tree fs.FS, id string) (*ClusterStatus, error) {
+	if err := checkDirID(id, StatusFile); err != nil {
+		return nil, err
+	}
 	file := ClusterPath(id, StatusFile)
 	empty := &ClusterStatus{APIVersion: APIVersion, Kind: StatusKind, ClusterID: id}
 	data, err := fs.ReadFile(tree, file)
@@ -107,14 +110,17 @@ func ReadStatus(tree fs.FS, id string) (*ClusterStatus, error) {
 		return empty, nil
 	}
 	if err != nil {
-		return nil, &FieldError{File: file, Reason: err.Error()}
+		return nil, &FieldError{File: file, Reason: err.Error(), Err: err}
 	}
 	var s ClusterStatus
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return nil, &FieldError{File: file, Reason: err.Error()}
 	}
-	if s.Kind != StatusKind || s.ClusterID != id {
-		return nil, &FieldError{File: file, Field: "kind", Reason: fmt.Sprintf("want kind %s for cluster %s", StatusKind, id)}
+	switch {
+	case s.Kind != StatusKind:
+		return nil, &FieldError{File: file, Field: "kind", Reason: fmt.Sprintf("is %q, want %q", s.Kind, StatusKind)}
+	case s.ClusterID != id:
+		return nil, &FieldError{File: file, Field: "clusterID", Reason: fmt.Sprintf("is %q but the file is under clusters/%s", s.ClusterID, id)}
 	}
 	return &s, nil
 }

@@ -52,7 +52,7 @@ func TestReadStatus(t *testing.T) {
 		}
 	})
 	refusals := []struct{ name, id, field, says string }{
-		{"refuses another cluster's status", "beta", "kind", "beta"},
+		{"refuses another cluster's status", "beta", "clusterID", "beta"},
 		{"refuses an unknown field", "gamma", "", `unknown field "ready"`},
 		{"refuses another kind", "delta", "kind", "ClusterStatus"},
 		{"refuses malformed YAML", "omega", "", ""},

@@ -31,6 +31,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: gitpeer.io/v1alpha1\nkind: Manifest\nclusterID: a\ndirectory: clusters/a\nsequence: 1\nfiles: []\nsignature: AA==\n"))
 	f.Add([]byte("&a [*a, *a]"))
 	f.Add([]byte(""))
+	for _, c := range badManifests(f) {
+		f.Add(c.input)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := manifest.Parse("manifest.yaml", data)
 		if err != nil {
