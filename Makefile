@@ -53,10 +53,13 @@ test: deps fmt-check vet ## Unit, fuzz-seed and end-to-end tests (real Git repos
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME each
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s; \
+# Targets are found by grep rather than `go test -list`, which would compile
+# the tests of every package first. Their seeds include the bad-input suites
+# (badinput_*_test.go), so each run starts from every known malformed input.
+fuzz: ## Run every fuzz target for FUZZTIME each, seeded from the bad-input suites
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(cat $$dir/*_test.go | sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' | sort -u); do \
+	    echo "== $$dir $$f"; $(GO) test $$dir -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s; \
 	  done; done
 
 .PHONY: bench
