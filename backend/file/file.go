@@ -25,6 +25,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/atomicfile"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/pins"
@@ -113,12 +114,15 @@ func Init(dir string, opts InitOptions) (*Backend, bool, error) {
 		return nil, false, err
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(tmp, name), data, 0o600); err != nil {
 			return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
 		}
 	}
 	_ = os.Remove(dir) // an empty directory may stand where the state goes
 	if err := os.Rename(tmp, dir); err != nil {
+		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	if err := atomicfile.SyncDir(parent); err != nil {
 		return nil, false, fmt.Errorf("state dir %s: %w", dir, err)
 	}
 	b, err := Open(dir)
@@ -328,24 +332,13 @@ func (b *Backend) RemoveKubeconfig(_ context.Context, providerID string) error {
 	return err
 }
 
-// writePrivate replaces path atomically with a 0600 file.
+// writePrivate replaces path atomically (atomicfile.Write) with a 0600
+// file, creating its directory 0700.
 func writePrivate(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, 0o600)
 }
 
 // PinsFile is the pin store's file in the state directory.
@@ -368,8 +361,8 @@ func (b *Backend) LoadPins(_ context.Context) (*pins.Store, error) {
 	return s, nil
 }
 
-// SavePins implements backend.PinKeeper: written to a temporary file and
-// renamed, so a crash leaves the old store or the new one, never half.
+// SavePins implements backend.PinKeeper: replaced with atomicfile.Write, so
+// a crash leaves the old store or the new one, never half.
 func (b *Backend) SavePins(_ context.Context, s *pins.Store) error {
 	data, err := s.Encode()
 	if err != nil {

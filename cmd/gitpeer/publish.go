@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/atomicfile"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )
@@ -31,7 +32,7 @@ func publish(repo string, key crypto.Signer, id string, files map[string][]byte,
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := atomicfile.Write(p, data, 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "wrote %s\n", p)
