@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -170,9 +171,30 @@ func newState(opts InitOptions) (map[string][]byte, error) {
 	}, nil
 }
 
+// ErrDamaged means the state directory holds gitpeer state with a file
+// missing, cut short or unreadable: a lost file, a bad restore, a disk
+// error. Nothing replaces such state silently, not even Init: a new key
+// would read as a key change to every peer.
+var ErrDamaged = errors.New("damaged")
+
+// recovery is what an error wrapping ErrDamaged tells the admin to do.
+const recovery = "restore the state dir from a backup; if its key is lost for good, move the directory aside " +
+	"and run gitpeer init for a new identity, which every peer's admin must then re-pin with gitpeer trust"
+
+// damaged is the error for a damaged file of state directory dir.
+func damaged(dir, file string, err error) error {
+	return fmt.Errorf("state dir %s is %w: %s: %v (%s)", dir, ErrDamaged, filepath.Join(dir, file), err, recovery)
+}
+
+// stateEntries are the names in a state directory that only gitpeer
+// state has: one of them without config.yaml is damaged state, not none.
+var stateEntries = []string{KeyFile, CACertFile, CAKeyFile, NonceSecretFile, PinsFile, PreviousKeyFile, KubeconfigDir, TokenDir, "checkout", "checkout.lock"}
+
 // Open loads the state directory dir. It refuses a directory that others can
 // read or enter (as ssh refuses a world-readable key). Errors wrap
-// ErrNotInitialized when there is no state, and name the file otherwise.
+// ErrNotInitialized when there is no state (no directory, or one without
+// any of gitpeer's files), and ErrDamaged, naming the file and how to
+// recover, when a state file is missing, cut short or does not parse.
 func Open(dir string) (*Backend, error) {
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -186,6 +208,11 @@ func Open(dir string) (*Backend, error) {
 	}
 	cfgData, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	if errors.Is(err, fs.ErrNotExist) {
+		for _, name := range stateEntries {
+			if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+				return nil, damaged(dir, ConfigFile, fmt.Errorf("missing, but %s is there", name))
+			}
+		}
 		return nil, fmt.Errorf("state dir %s: %w", dir, ErrNotInitialized)
 	}
 	if err != nil {
@@ -195,26 +222,36 @@ func Open(dir string) (*Backend, error) {
 		return nil, fmt.Errorf("state dir %s: mode %04o lets other users in; want 0700 (chmod 700 %s)", dir, perm, dir)
 	}
 	b := &Backend{dir: dir, Now: time.Now}
-	if err := yaml.UnmarshalStrict(cfgData, &b.cfg); err != nil || b.cfg.ClusterID == "" {
-		return nil, fmt.Errorf("%s: malformed (want clusterID and apiServer): %v", filepath.Join(dir, ConfigFile), err)
+	if err := yaml.UnmarshalStrict(cfgData, &b.cfg); err != nil {
+		return nil, damaged(dir, ConfigFile, fmt.Errorf("malformed (want clusterID and apiServer): %v", err))
+	}
+	if err := layout.CheckClusterID(b.cfg.ClusterID); err != nil {
+		return nil, damaged(dir, ConfigFile, fmt.Errorf("malformed (want clusterID and apiServer): clusterID: %v", err))
 	}
 	read := func(name string) ([]byte, error) {
 		p := filepath.Join(dir, name)
 		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, damaged(dir, name, errors.New("missing"))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, damaged(dir, name, err)
 		}
 		if fi.Mode().Perm()&0o077 != 0 {
 			return nil, fmt.Errorf("%s: mode %04o lets other users read it; want 0600", p, fi.Mode().Perm())
 		}
-		return os.ReadFile(p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, damaged(dir, name, err)
+		}
+		return data, nil
 	}
 	keyPEM, err := read(KeyFile)
 	if err != nil {
 		return nil, err
 	}
 	if b.key, err = handshake.ParsePrivateKey(keyPEM); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, KeyFile), err)
+		return nil, damaged(dir, KeyFile, err)
 	}
 	caCert, err := read(CACertFile)
 	if err != nil {
@@ -225,13 +262,19 @@ func Open(dir string) (*Backend, error) {
 		return nil, err
 	}
 	if b.ca, err = handshake.LoadCA(caCert, caKey); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, CACertFile), err)
+		// A key that parses but is not the certificate's names the
+		// certificate, as a mismatch always did.
+		name := CACertFile
+		if strings.HasPrefix(err.Error(), "ca key") && !errors.Is(err, handshake.ErrCertificateKey) {
+			name = CAKeyFile
+		}
+		return nil, damaged(dir, name, err)
 	}
 	if b.secret, err = read(NonceSecretFile); err != nil {
 		return nil, err
 	}
 	if len(b.secret) < nonceSecretSize {
-		return nil, fmt.Errorf("%s: %d bytes, want at least %d", filepath.Join(dir, NonceSecretFile), len(b.secret), nonceSecretSize)
+		return nil, damaged(dir, NonceSecretFile, fmt.Errorf("%d bytes, want at least %d", len(b.secret), nonceSecretSize))
 	}
 	return b, nil
 }
