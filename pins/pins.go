@@ -7,6 +7,7 @@
 package pins
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,18 @@ const MaxIssuedEpochs = 4
 
 // ErrMalformed means an encoded store does not parse.
 var ErrMalformed = errors.New("malformed pin store")
+
+// Header and Trailer are the first and the last line of every store Encode
+// writes (YAML comments). A store that starts with Header but does not end
+// with Trailer was cut short, by a crash during a write that was not atomic
+// or by a full disk, and is refused: cut at a line break, it would still
+// parse, with peers or their keys missing, and a missing pin is trusted
+// anew. A store without Header (written by hand, or before Header existed)
+// is read as it is.
+const (
+	Header  = "# gitpeer pin store: complete when its last line is \"" + Trailer + "\"\n"
+	Trailer = "# end of pin store"
+)
 
 // Store is one cluster's pins. The zero value is an empty store.
 type Store struct {
@@ -148,19 +161,30 @@ func (s *Store) Clone() *Store {
 	return &c
 }
 
-// Encode renders the store as YAML with sorted keys.
+// Encode renders the store as YAML with sorted keys, between Header and
+// Trailer.
 func (s *Store) Encode() ([]byte, error) {
 	for _, p := range s.Peers {
 		if p.Nonce != nil {
 			sort.Slice(p.Nonce.Issued, func(i, j int) bool { return p.Nonce.Issued[i] < p.Nonce.Issued[j] })
 		}
 	}
-	return yaml.Marshal(s)
+	body, err := yaml.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(Header)+len(body)+len(Trailer)+1)
+	out = append(out, Header...)
+	out = append(out, body...)
+	return append(out, Trailer+"\n"...), nil
 }
 
 // Parse decodes an encoded store; file names it in errors, which wrap
-// ErrMalformed.
+// ErrMalformed. A store that starts with Header must end with Trailer.
 func Parse(file string, data []byte) (*Store, error) {
+	if bytes.HasPrefix(data, []byte(Header)) && !bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("\n"+Trailer)) {
+		return nil, fmt.Errorf("%s: cut short: its last line is not %q, as in every store gitpeer writes (a write interrupted by a crash, or a full disk): %w", file, Trailer, ErrMalformed)
+	}
 	var s Store
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return nil, fmt.Errorf("%s: %v: %w", file, err, ErrMalformed)

@@ -234,8 +234,9 @@ func TestEncodeIsDeterministic(t *testing.T) {
 	if got := encode(t, back); !bytes.Equal(got, first) {
 		t.Fatalf("parse and encode changed the store:\n%s\nwant\n%s", got, first)
 	}
-	if !strings.HasPrefix(string(first), "apiVersion: gitpeer.io/v1alpha1\nclusterID: alpha\nkind: PinStore\n") {
-		t.Errorf("encoding does not start with the header:\n%s", first)
+	if !strings.HasPrefix(string(first), pins.Header+"apiVersion: gitpeer.io/v1alpha1\nclusterID: alpha\nkind: PinStore\n") ||
+		!strings.HasSuffix(string(first), "\n"+pins.Trailer+"\n") {
+		t.Errorf("encoding does not start with the header and end with the trailer:\n%s", first)
 	}
 }
 
@@ -319,5 +320,52 @@ func TestKeepRequestsCarriesARepinMadeDuringAPass(t *testing.T) {
 	acted.KeepRequests(done, done)
 	if acted.Lookup("alpha").Repin {
 		t.Error("a request the pass acted on came back")
+	}
+}
+
+// TestAStoreCutShortIsRefused cuts an encoded store at every line break
+// and in the middle of every line, as a crash during a write that is not
+// atomic would: no prefix of a store parses, so none can stand for the
+// store with peers or keys missing.
+func TestAStoreCutShortIsRefused(t *testing.T) {
+	const file = "/var/lib/gitpeer/alpha/pins.yaml"
+	data := encode(t, store())
+	var cuts []int
+	start := 0
+	for i, c := range data[:len(data)-1] {
+		if c == '\n' {
+			cuts = append(cuts, (start+i)/2, i+1) // mid-line, and after the line
+			start = i + 1
+		}
+	}
+	for _, n := range append(cuts, 0, 1, len(pins.Header), len(data)-len(pins.Trailer)) {
+		s, err := pins.Parse(file, data[:n])
+		if !errors.Is(err, pins.ErrMalformed) || !strings.HasPrefix(err.Error(), file+": ") {
+			t.Fatalf("a store cut at byte %d of %d: %v (store %+v), want ErrMalformed naming the file", n, len(data), err, s)
+		}
+		if n > len(pins.Header) && !strings.Contains(err.Error(), "cut short") {
+			t.Errorf("a store cut at byte %d: %q does not say it was cut short", n, err)
+		}
+	}
+	// Whole, it parses, with or without its last line break, and so does
+	// one an editor saved with trailing blank lines.
+	for _, whole := range [][]byte{data, data[:len(data)-1], append(bytes.Clone(data), "\n\n"...)} {
+		if _, err := pins.Parse(file, whole); err != nil {
+			t.Errorf("a whole store: %v", err)
+		}
+	}
+}
+
+// TestAStoreWithoutHeaderIsReadAsItIs: a store written by hand, or before
+// stores had a header and a trailer, still loads.
+func TestAStoreWithoutHeaderIsReadAsItIs(t *testing.T) {
+	data := encode(t, store())
+	legacy := bytes.TrimSuffix(bytes.TrimPrefix(data, []byte(pins.Header)), []byte(pins.Trailer+"\n"))
+	s, err := pins.Parse("pins.yaml", legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encode(t, s); !bytes.Equal(got, data) {
+		t.Errorf("a store without header reads differently:\n%s\nwant\n%s", got, data)
 	}
 }

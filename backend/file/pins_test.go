@@ -85,7 +85,7 @@ func TestSavePinsThenLoadPinsRoundTrips(t *testing.T) {
 	if m := mode(t, p); m != 0o600 {
 		t.Errorf("%s has mode %o after a second save, want 600", p, m)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*tmp-*"))
 	if len(leftovers) != 0 {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
@@ -120,6 +120,34 @@ func TestCorruptedPinsAreAnErrorNamingTheFile(t *testing.T) {
 			}
 		})
 	}
+	t.Run("refuses a saved pins.yaml cut short at a line break", func(t *testing.T) {
+		// What a crash in the middle of a write that is not atomic leaves:
+		// YAML that still parses, without the peers' keys.
+		dir := filepath.Join(t.TempDir(), "alpha")
+		b := initState(t, dir, "alpha")
+		s := pins.New("alpha")
+		s.Peer("beta").Fingerprint = "sha256:" + strings.Repeat("ab", 32)
+		s.Peer("beta").PublicKey = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n"
+		ctx := context.Background()
+		if err := b.SavePins(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, file.PinsFile)
+		data, _ := os.ReadFile(p)
+		cut := data[:bytes.Index(data, []byte("    fingerprint:"))]
+		if err := os.WriteFile(p, cut, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.LoadPins(ctx)
+		if err == nil {
+			t.Fatalf("a pin store cut short loaded as %+v", got)
+		}
+		for _, want := range []string{p + ": cut short", "restore it from a backup"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	})
 	t.Run("refuses a pins.yaml that cannot be read", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "alpha")
 		b := initState(t, dir, "alpha")
