@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/internal/crashpoint"
 )
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
@@ -166,6 +167,7 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		res.Attempts++
 		err = r.push(ctx)
 		if err == nil {
+			crashpoint.Reached(crashpoint.Pushed)
 			r.setHead(commit)
 			res.Commit, res.Message, res.Files = commit.String(), p.message, p.files
 			return res, commit, nil
@@ -210,6 +212,7 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	if err := r.apply(p); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
+	crashpoint.Reached(crashpoint.FilesWritten)
 	sig := r.signature()
 	opts := &git.CommitOptions{Author: &sig, Committer: &sig, Signer: r.opts.Signer}
 	if !tip.IsZero() {
@@ -226,6 +229,7 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	if files != nil {
 		r.committed(h, files, p)
 	}
+	crashpoint.Reached(crashpoint.Committed)
 	return h, p, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
@@ -96,6 +97,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if err := keeper.SavePins(ctx, out.Pins); err != nil {
 			return nil, fmt.Errorf("save pins: %w", err)
 		}
+		crashpoint.Reached(crashpoint.PinsSaved)
 		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out.Files)
 		if err != nil {
 			return nil, err
@@ -107,6 +109,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}
 	res.Result = gres
+	crashpoint.Reached(crashpoint.Applied)
 	if gres.Commit == "" && gres.Proposed == "" {
 		res.Steps = nil
 	}

@@ -1,0 +1,373 @@
+//go:build unix
+
+package main
+
+import (
+	"crypto"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/internal/crashpoint"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/pins"
+)
+
+// handshakeOrder is who runs the passes of a handshake: the provider sends
+// the nonce, the consumer its Tenant, the provider the Identity, the
+// consumer takes it.
+var handshakeOrder = []string{"beta", "alpha", "beta", "alpha"}
+
+// crash is where a handshake's reconciler is killed: on pass number pass
+// (0-based index into handshakeOrder) at step.
+type crash struct {
+	pass int
+	step crashpoint.Step
+}
+
+// handshakeRun is what a handshake left on the remote.
+type handshakeRun struct {
+	subjects []string // of main's commits, oldest first
+	issued   int      // nonce epochs beta issued to alpha
+}
+
+// TestAKilledReconcilerConvergesOnItsNextPass kills a real `gitpeer
+// reconcile --once` process with SIGKILL (crashpoint, GITPEER_CRASH_AT) at
+// every step boundary of every pass of a handshake between two clusters
+// through a bare repo, then runs the next pass normally. Every time, the
+// handshake converges as it does without a crash: the same commits on main,
+// Ready after the same passes, idle passes after that, verify clean, both
+// applied branches on their cluster's signed tree, the checkout lock free,
+// no pin lost or rolled back, and the nonce epochs consistent (no
+// NonceReplayed or NonceExpired; one epoch issued, as without the crash).
+// With -short, only the passes of the provider's answer (pass 3) crash.
+func TestAKilledReconcilerConvergesOnItsNextPass(t *testing.T) {
+	base := runHandshake(t, nil)
+	for _, step := range crashpoint.Steps {
+		for pass, id := range handshakeOrder {
+			if testing.Short() && pass != 2 {
+				continue
+			}
+			t.Run(fmt.Sprintf("killed at %s of pass %d (%s)", step, pass+1, id), func(t *testing.T) {
+				got := runHandshake(t, &crash{pass: pass, step: step})
+				if !slices.Equal(got.subjects, base.subjects) {
+					t.Errorf("main's commits:\n  %s\nwant, as without a crash:\n  %s",
+						strings.Join(got.subjects, "\n  "), strings.Join(base.subjects, "\n  "))
+				}
+				if got.issued != base.issued {
+					t.Errorf("beta issued %d nonce epochs to alpha, %d without a crash", got.issued, base.issued)
+				}
+			})
+		}
+	}
+}
+
+// runHandshake runs a whole handshake in handshakeOrder, killing the
+// reconciler as c says (nil: never), and checks that it converged.
+func runHandshake(t *testing.T, c *crash) handshakeRun {
+	t.Helper()
+	root, remote, work := peeringRepo(t, spec)
+	state := func(id string) string { return filepath.Join(root, "state", id) }
+	args := func(id string) []string {
+		return []string{"reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", state(id)}
+	}
+	var outputs strings.Builder
+	pass := func(id string) string {
+		t.Helper()
+		code, out, stderr := gitpeer(t, args(id)...)
+		if code != 0 {
+			t.Fatalf("%s's pass: exit %d\n%s%s", id, code, out, stderr)
+		}
+		outputs.WriteString(out)
+		return out
+	}
+	for i, id := range handshakeOrder {
+		if c != nil && c.pass == i {
+			before := passState(t, remote, state(id))
+			pid := killedPass(t, c.step, args(id))
+			after := passState(t, remote, state(id))
+			checkStoppedAt(t, c.step, id, before, after)
+			// The dead process's lock record is still there; the next
+			// pass takes the lock anyway (no --wait): the kernel released
+			// the flock with the process.
+			lock, _ := os.ReadFile(filepath.Join(state(id), "checkout.lock"))
+			if !strings.Contains(string(lock), fmt.Sprintf("pid %d\n", pid)) {
+				t.Errorf("the lock file holds %q, not the killed process %d", lock, pid)
+			}
+			pass(id)
+			checkNotRolledBack(t, after.pins, loadPins(t, state(id)))
+		}
+		pass(id)
+	}
+	for _, id := range []string{"beta", "alpha"} {
+		if out := pass(id); !strings.Contains(out, id+": up to date") {
+			t.Errorf("%s's pass after the handshake is not idle:\n%s", id, out)
+		}
+	}
+	for _, reason := range []string{"NonceReplayed", "NonceExpired"} {
+		if strings.Contains(outputs.String(), reason) {
+			t.Errorf("a pass reported %s:\n%s", reason, outputs.String())
+		}
+	}
+
+	git(t, work, "pull", "-q", "--ff-only")
+	if code, out, stderr := gitpeer(t, "verify", work); code != 0 {
+		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ := gitpeer(t, "status", work, "-o", "json")
+	var peerings []struct{ Ready bool }
+	if err := json.Unmarshal([]byte(out), &peerings); code != 0 || err != nil || len(peerings) != 1 || !peerings[0].Ready {
+		t.Errorf("status: exit %d, %v\n%s", code, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(state("alpha"), file.KubeconfigDir, "beta.kubeconfig")); err != nil {
+		t.Errorf("alpha's kubeconfig for beta: %v", err)
+	}
+	for _, id := range []string{"alpha", "beta"} {
+		checkApplied(t, remote, id, state(id))
+		checkPinsMatchTheRepo(t, remote, id, loadPins(t, state(id)))
+		if tmp, _ := filepath.Glob(filepath.Join(state(id), ".*.tmp-*")); len(tmp) > 0 {
+			t.Errorf("temporary files left in %s's state dir: %v", id, tmp)
+		}
+	}
+	return handshakeRun{subjects: subjects(t, remote), issued: checkNonce(t, remote, loadPins(t, state("beta")))}
+}
+
+// killedPass runs args as a gitpeer process that kills itself at step, and
+// returns its process ID. It fails the test unless the process died of
+// SIGKILL: a pass that never reached step would otherwise go unnoticed.
+func killedPass(t *testing.T, step crashpoint.Step, args []string) int {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", crashpoint.Env+"="+string(step))
+	out, _ := cmd.CombinedOutput()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("gitpeer %s with %s=%s ended with %v, want killed by SIGKILL at that step\n%s",
+			strings.Join(args, " "), crashpoint.Env, step, cmd.ProcessState, out)
+	}
+	return cmd.Process.Pid
+}
+
+// stateAt is what one cluster's pass has left: the remote's branches and
+// the cluster's working clone and pins.
+type stateAt struct {
+	main, applied string // remote tips ("" when absent)
+	local         string // the working clone's main ("" when absent)
+	dirty         bool   // the working clone has uncommitted changes
+	pins          *pins.Store
+}
+
+func passState(t *testing.T, remote, stateDir string) stateAt {
+	t.Helper()
+	id := filepath.Base(stateDir)
+	s := stateAt{
+		main:    revParse(remote, "refs/heads/main"),
+		applied: revParse(remote, "refs/heads/gitpeer/applied/"+id),
+		pins:    loadPins(t, stateDir),
+	}
+	checkout := filepath.Join(stateDir, "checkout")
+	if _, err := os.Stat(checkout); err == nil {
+		s.local = revParse(checkout, "refs/heads/main")
+		s.dirty = strings.TrimSpace(git(t, checkout, "status", "--porcelain")) != ""
+	}
+	return s
+}
+
+// checkStoppedAt checks that the killed pass stopped where step says: the
+// hook sits at that boundary, not at another.
+func checkStoppedAt(t *testing.T, step crashpoint.Step, id string, before, after stateAt) {
+	t.Helper()
+	pushed := after.main != before.main
+	switch step {
+	case crashpoint.PinsSaved, crashpoint.FilesWritten, crashpoint.Committed:
+		if pushed || after.applied != before.applied {
+			t.Errorf("killed at %s, the remote moved: main %s → %s", step, before.main, after.main)
+		}
+	case crashpoint.Pushed:
+		if !pushed || after.applied == after.main {
+			t.Errorf("killed at %s: main moved %v, applied branch %q at main %q; want main moved and the applied branch not", step, pushed, after.applied, after.main)
+		}
+	case crashpoint.Applied:
+		if !pushed || after.applied != after.main {
+			t.Errorf("killed at %s: main moved %v, applied branch %q, main %q; want both moved to the pass's commit", step, pushed, after.applied, after.main)
+		}
+	}
+	switch step {
+	case crashpoint.PinsSaved:
+		if after.dirty || after.local != before.main {
+			t.Errorf("killed at %s, the working clone of %s changed (dirty %v, main %s)", step, id, after.dirty, after.local)
+		}
+	case crashpoint.FilesWritten:
+		if !after.dirty || after.local != before.main {
+			t.Errorf("killed at %s, the working clone of %s is dirty %v at %s; want the files written, uncommitted", step, id, after.dirty, after.local)
+		}
+	case crashpoint.Committed:
+		if after.dirty || after.local == before.main {
+			t.Errorf("killed at %s, the working clone of %s has no new commit", step, id)
+		}
+	}
+}
+
+// checkNotRolledBack checks that the pins after the pass that followed the
+// crash hold everything the killed pass had saved: the same keys, no lower
+// sequence, every nonce epoch issued still known.
+func checkNotRolledBack(t *testing.T, saved, now *pins.Store) {
+	t.Helper()
+	for dir, seq := range saved.Own {
+		if now.Own[dir] < seq {
+			t.Errorf("own sequence of %s went back from %d to %d", dir, seq, now.Own[dir])
+		}
+	}
+	for id, p := range saved.Peers {
+		q := now.Lookup(id)
+		if q == nil {
+			t.Errorf("the pins of %s were lost", id)
+			continue
+		}
+		if q.Fingerprint != p.Fingerprint || q.PublicKey != p.PublicKey {
+			t.Errorf("the pinned key of %s changed from %s to %s", id, p.Fingerprint, q.Fingerprint)
+		}
+		for dir, seq := range p.Sequences {
+			if q.Seen(dir) < seq {
+				t.Errorf("sequence seen of %s went back from %d to %d", dir, seq, q.Seen(dir))
+			}
+		}
+		if p.Nonce != nil {
+			for _, e := range p.Nonce.Issued {
+				if !q.WasIssued(e) {
+					t.Errorf("nonce epoch %d issued to %s was forgotten", e, id)
+				}
+			}
+		}
+	}
+}
+
+// checkPinsMatchTheRepo checks that the sequences a cluster remembers are
+// those of the manifests on main: what it signed, and what it saw of peers.
+func checkPinsMatchTheRepo(t *testing.T, remote, id string, s *pins.Store) {
+	t.Helper()
+	seq := func(dir string) uint64 {
+		f := path.Join(dir, manifest.FileName)
+		m, err := manifest.Parse(f, []byte(git(t, remote, "show", "main:"+f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Sequence
+	}
+	for dir, n := range s.Own {
+		if got := seq(dir); got != n {
+			t.Errorf("%s remembers signing %s at sequence %d; main has %d", id, dir, n, got)
+		}
+	}
+	for peer, p := range s.Peers {
+		if p.Fingerprint == "" {
+			t.Errorf("%s pinned no key for %s", id, peer)
+		}
+		for dir, n := range p.Sequences {
+			if got := seq(dir); got != n {
+				t.Errorf("%s saw %s at sequence %d; main has %d", id, dir, n, got)
+			}
+		}
+	}
+}
+
+// checkNonce checks that the nonce on main, the epoch alpha's Tenant
+// answered and beta's current epoch are one, and returns how many epochs
+// beta issued to alpha.
+func checkNonce(t *testing.T, remote string, beta *pins.Store) int {
+	t.Helper()
+	nonceFile := layout.ClusterPath("alpha", layout.InboxDir, "beta", "nonce.yaml")
+	n, err := artifact.ParseNonce(nonceFile, []byte(git(t, remote, "show", "main:"+nonceFile)), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenantFile := layout.ClusterPath("beta", layout.InboxDir, "alpha", "tenant.yaml")
+	tenant, err := artifact.DecodeTenant(tenantFile, []byte(git(t, remote, "show", "main:"+tenantFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered, err := artifact.TenantEpoch(tenantFile, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := beta.Lookup("alpha")
+	if p == nil || p.Nonce == nil || p.Nonce.Epoch != n.Epoch || answered != n.Epoch {
+		t.Fatalf("nonce epoch on main %d, answered %d, beta's pins %+v: want one epoch", n.Epoch, answered, p)
+	}
+	return len(p.Nonce.Issued)
+}
+
+// checkApplied checks that the applied branch of id holds main's
+// clusters/<id> in a commit signed with id's key.
+func checkApplied(t *testing.T, remote, id, stateDir string) {
+	t.Helper()
+	branch := "gitpeer/applied/" + id
+	scope := layout.ClusterPath(id)
+	if got, want := revParse(remote, branch+":"+scope), revParse(remote, "main:"+scope); got == "" || got != want {
+		t.Errorf("%s holds %s at %q, main at %q", branch, scope, got, want)
+	}
+	b, err := file.Open(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := gogit.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(revParse(remote, branch)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who, err := commitsig.Verify(c, map[string]crypto.PublicKey{id: b.Signer().Public()}); err != nil || who != id {
+		t.Errorf("%s's head is not signed by %s: %v", branch, id, err)
+	}
+}
+
+func loadPins(t *testing.T, stateDir string) *pins.Store {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(stateDir, file.PinsFile))
+	if os.IsNotExist(err) {
+		return pins.New(filepath.Base(stateDir))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := pins.Parse(file.PinsFile, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// revParse is the hash rev names in the repository dir, "" if none.
+func revParse(dir, rev string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "-q", rev).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// subjects are the subjects of main's commits, oldest first.
+func subjects(t *testing.T, remote string) []string {
+	t.Helper()
+	return strings.Split(strings.TrimSpace(git(t, remote, "log", "--reverse", "--format=%s", "main")), "\n")
+}
