@@ -371,3 +371,79 @@ func subjects(t *testing.T, remote string) []string {
 	t.Helper()
 	return strings.Split(strings.TrimSpace(git(t, remote, "log", "--reverse", "--format=%s", "main")), "\n")
 }
+
+// TestATornStateFileStopsTheReconcilerNamingIt cuts a state file short, as
+// a crash in the middle of a write that is not atomic would, after a
+// handshake: reconcile and init exit 1 naming the file and how to recover;
+// nothing is pushed, and the state dir is left as it was (no new key, no
+// emptied pins).
+func TestATornStateFileStopsTheReconcilerNamingIt(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	state := func(id string) string { return filepath.Join(root, "state", id) }
+	for _, id := range handshakeOrder {
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", state(id)); code != 0 {
+			t.Fatalf("%s: %s", id, stderr)
+		}
+	}
+	cases := []struct {
+		file string
+		says string
+	}{
+		{file.KeyFile, "is damaged: "},
+		{file.CAKeyFile, "is damaged: "},
+		{file.NonceSecretFile, "is damaged: "},
+		{file.ConfigFile, "is damaged: "},
+		{file.PinsFile, ": cut short: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			p := filepath.Join(state("beta"), tc.file)
+			whole, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.WriteFile(p, whole, 0o600) })
+			// Cut at the last line break before the middle: what survives
+			// of a rewrite in place is whole lines, the last ones missing.
+			n := len(whole) / 2
+			if i := strings.LastIndexByte(string(whole[:n]), '\n'); i > 0 {
+				n = i + 1
+			}
+			if err := os.WriteFile(p, whole[:n], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tip := revParse(remote, "main")
+			before := map[string][]byte{}
+			entries, _ := os.ReadDir(state("beta"))
+			for _, e := range entries {
+				if !e.IsDir() {
+					before[e.Name()], _ = os.ReadFile(filepath.Join(state("beta"), e.Name()))
+				}
+			}
+
+			code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", remote, "--state-dir", state("beta"))
+			if code != 1 || !strings.Contains(stderr, p) || !strings.Contains(stderr, tc.says) || !strings.Contains(stderr, "restore") {
+				t.Errorf("reconcile with %s cut short: exit %d\n%s%s\nwant exit 1 naming %s, saying %q and how to restore", tc.file, code, out, stderr, p, tc.says)
+			}
+			if tc.file != file.PinsFile {
+				code, _, stderr = gitpeer(t, "init", "--cluster", "beta", "--api-server", "https://beta.example:6443", "--state-dir", state("beta"))
+				if code != 1 || !strings.Contains(stderr, p) {
+					t.Errorf("init over the damaged state dir: exit %d\n%s", code, stderr)
+				}
+			}
+			if got := revParse(remote, "main"); got != tip {
+				t.Errorf("main moved from %s to %s", tip, got)
+			}
+			for name, data := range before {
+				got, err := os.ReadFile(filepath.Join(state("beta"), name))
+				if err != nil || string(got) != string(data) {
+					t.Errorf("%s was changed (%v)", name, err)
+				}
+			}
+		})
+	}
+	// Whole again, the state dir works as before: nothing to do.
+	if code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "beta", "--repo", remote, "--state-dir", state("beta")); code != 0 || !strings.Contains(out, "beta: up to date") {
+		t.Fatalf("restored: exit %d\n%s%s", code, out, stderr)
+	}
+}
