@@ -195,9 +195,10 @@ type Repo struct {
 // fetches and hard-resets it to the remote branch tip. An empty remote (no
 // commits yet), or one without the branch, is fine: the first Sync creates
 // the branch, with no parent; with Options.BranchMustExist it is a
-// *BranchNotFoundError instead. Open fails when an option is invalid, when
-// Dir holds something other than a clone of URL, or when the remote cannot
-// be read.
+// *BranchNotFoundError instead. A clone whose HEAD, config, index or loose
+// refs a crash cut short is repaired first (see repairClone). Open fails
+// when an option is invalid, when Dir holds something other than a clone of
+// URL, or when the remote cannot be read.
 func Open(ctx context.Context, opts Options) (*Repo, error) {
 	opts, err := withDefaults(opts)
 	if err != nil {
@@ -355,6 +356,9 @@ func normalizeURL(u string) (string, error) {
 // Fetching is left to refresh, which handles an empty remote the same way on
 // first use and later.
 func openOrInit(dir string, opts Options) (*git.Repository, error) {
+	if err := repairClone(dir, opts.Branch); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
 	repo, err := git.PlainOpen(dir)
 	switch {
 	case err == nil:
