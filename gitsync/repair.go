@@ -11,6 +11,7 @@ import (
 	"regexp"
 
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
@@ -26,20 +27,39 @@ import (
 // is opened, drops the ones that do not parse, and the Open and Sync that
 // follow rebuild them (setOrigin writes origin, refresh fetches the refs,
 // rewrites HEAD and the branch and resets the index to the tip).
+//
+// A fetched pack's index is written in place too, before the pack is
+// renamed next to it, and go-git keeps an index that exists when the same
+// pack comes again: one cut short hides its pack's objects for good
+// ("object not found" on every pass). Dropping the pack would not do: the
+// objects the clone made itself stay, and go-git never fetches an object
+// it has, so their lost ancestors would stay lost. repairClone removes such
+// a clone whole, and Open clones afresh.
 
 // refPattern is what a loose ref or HEAD holds: an object ID (SHA-1 or
 // SHA-256) or a symbolic ref.
 var refPattern = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64}|ref: refs/\S+)\n?$`)
 
 // repairClone removes from the clone in dir the files go-git writes in
-// place that a crash cut short (see above), and points a damaged HEAD at
-// branch. A dir without .git is left alone.
+// place that a crash cut short, and points a damaged HEAD at branch; it
+// discards dir whole when a pack index is cut short (see above), and .git
+// when it has no HEAD (an init killed before it wrote one). A dir without
+// .git is left alone.
 func repairClone(dir, branch string) error {
+	// What an earlier repair discarded, if it was killed removing it.
+	if err := os.RemoveAll(discardedPath(dir)); err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
 	gitDir := filepath.Join(dir, ".git")
 	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
 		return nil
 	}
 	head := filepath.Join(gitDir, "HEAD")
+	if _, err := os.Lstat(head); errors.Is(err, fs.ErrNotExist) {
+		// HEAD is written in place, never removed: without it the clone's
+		// init was killed before it wrote it. Init again.
+		return discard(dir, gitDir, "its init did not finish")
+	}
 	if data, err := os.ReadFile(head); err == nil && !refPattern.Match(data) {
 		if err := atomicfile.Write(head, []byte("ref: refs/heads/"+branch+"\n"), 0o644); err != nil {
 			return fmt.Errorf("repair HEAD: %w", err)
@@ -56,6 +76,13 @@ func repairClone(dir, branch string) error {
 	}); err != nil {
 		return err
 	}
+	torn, err := tornPackIndex(filepath.Join(gitDir, "objects", "pack"))
+	if err != nil {
+		return err
+	}
+	if torn != "" {
+		return discard(dir, dir, torn+" is cut short")
+	}
 	return filepath.WalkDir(filepath.Join(gitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -65,6 +92,48 @@ func repairClone(dir, branch string) error {
 		}
 		return dropIf(p, func(data []byte) bool { return !refPattern.Match(data) })
 	})
+}
+
+// discardedPath is where discard moves what it removes: beside the clone,
+// like its lock file.
+func discardedPath(dir string) string {
+	return filepath.Clean(dir) + ".discarded"
+}
+
+// discard removes p, the clone dir or its .git, for why. It first renames p
+// out of the way, so that a process killed while removing it leaves either
+// p whole or p gone, never a clone with some of its files: the next
+// repairClone removes what is left of the renamed copy.
+func discard(dir, p, why string) error {
+	trash := discardedPath(dir)
+	if err := os.Rename(p, trash); err != nil {
+		return fmt.Errorf("repair: discard %s (%s): %w", p, why, err)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("repair: discard %s (%s): %w", p, why, err)
+	}
+	return nil
+}
+
+// tornPackIndex returns the first pack index in the pack directory dir
+// that does not decode (its checksum included), "" when there is none.
+func tornPackIndex(dir string) (string, error) {
+	idxs, err := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
+	if err != nil {
+		return "", err
+	}
+	for _, p := range idxs {
+		f, err := os.Open(p)
+		if err != nil {
+			return "", fmt.Errorf("repair %s: %w", p, err)
+		}
+		err = idxfile.NewDecoder(f).Decode(idxfile.NewMemoryIndex())
+		f.Close()
+		if err != nil {
+			return p, nil
+		}
+	}
+	return "", nil
 }
 
 // dropIf removes the file p when torn(its content) says so; a missing file

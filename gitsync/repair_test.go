@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +13,8 @@ import (
 // go-git rewrites in place, as a process killed in the middle of that write
 // leaves it, then opens the clone again: the next Sync works, the clone
 // mirrors the remote and git finds both sound. Without the repair each of
-// these failed every Open or Sync from then on.
+// these failed every Open or Sync from then on. A pack's index cut short,
+// the pack beside it, hid the pack's objects.
 func TestOpenRepairsFilesACrashCutShort(t *testing.T) {
 	bare := newBare(t)
 	opts := testOptions(t, bare, "alpha")
@@ -21,12 +23,30 @@ func TestOpenRepairsFilesACrashCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSync(t, r, writes("first", map[string]string{"clusters/alpha/a.yaml": "a: 1\n"}))
+	// Another clone's commit: alpha's next fetch stores it in a pack.
+	other := openRepo(t, bare, "beta")
+	mustSync(t, other, writes("beta", map[string]string{"clusters/beta/b.yaml": "b: 1\n"}))
+	if _, err := Open(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
 	gitDir := filepath.Join(opts.Dir, ".git")
+	// packIndex is the index of the pack the last fetch wrote.
+	packIndex := func(t *testing.T) string {
+		idxs, _ := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "pack-*.idx"))
+		if len(idxs) == 0 {
+			t.Fatal("alpha's clone has no pack index")
+		}
+		return strings.TrimPrefix(filepath.ToSlash(idxs[0]), filepath.ToSlash(gitDir)+"/")
+	}
 	n := 1
-	for _, name := range []string{"HEAD", "config", "index", "refs/heads/main", "refs/remotes/origin/main"} {
+	for _, name := range []string{"HEAD", "config", "index", "refs/heads/main", "refs/remotes/origin/main", "pack index"} {
 		for _, cut := range []string{"empty", "half"} {
 			t.Run(name+" "+cut, func(t *testing.T) {
-				p := filepath.Join(gitDir, filepath.FromSlash(name))
+				file := name
+				if name == "pack index" {
+					file = packIndex(t)
+				}
+				p := filepath.Join(gitDir, filepath.FromSlash(file))
 				data, err := os.ReadFile(p)
 				if err != nil {
 					t.Fatal(err)
@@ -52,5 +72,34 @@ func TestOpenRepairsFilesACrashCutShort(t *testing.T) {
 				fsck(t, bare)
 			})
 		}
+	}
+}
+
+// TestOpenInitsAgainWhenAnInitWasKilled: a first Open killed in the middle
+// of its init leaves a .git without HEAD; the next Open inits again instead
+// of refusing the directory as "not a git clone" (found by
+// TestAReconcilerKilledMidWriteConverges in cmd/gitpeer).
+func TestOpenInitsAgainWhenAnInitWasKilled(t *testing.T) {
+	bare := newBare(t)
+	opts := testOptions(t, bare, "alpha")
+	if err := os.MkdirAll(filepath.Join(opts.Dir, ".git", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What is left of a clone an earlier repair was discarding when it was
+	// killed: removed too.
+	stale := opts.Dir + ".discarded"
+	if err := os.MkdirAll(filepath.Join(stale, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open over a killed init: %v", err)
+	}
+	if res := mustSync(t, r, writes("first", map[string]string{"clusters/alpha/a.yaml": "a: 1\n"})); res.Commit == "" {
+		t.Fatal("no commit")
+	}
+	assertClean(t, opts.Dir)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", stale, err)
 	}
 }
