@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -113,6 +114,23 @@ func runHandshake(t *testing.T, c *crash) handshakeRun {
 		}
 		pass(id)
 	}
+	for _, id := range []string{"alpha", "beta"} {
+		// A kill at a step boundary is never in the middle of a write.
+		if tmp, _ := filepath.Glob(filepath.Join(state(id), ".*.tmp-*")); len(tmp) > 0 {
+			t.Errorf("temporary files left in %s's state dir: %v", id, tmp)
+		}
+	}
+	return checkConverged(t, root, remote, work, pass, &outputs)
+}
+
+// checkConverged runs an idle pass of each cluster with pass and checks
+// that the handshake has converged: idle passes, no nonce refused in
+// outputs, verify clean, the peering Ready, alpha's kubeconfig stored, the
+// applied branches signed on their tree, pins that match the repo, and one
+// nonce epoch on main, answered and current.
+func checkConverged(t *testing.T, root, remote, work string, pass func(id string) string, outputs *strings.Builder) handshakeRun {
+	t.Helper()
+	state := func(id string) string { return filepath.Join(root, "state", id) }
 	for _, id := range []string{"beta", "alpha"} {
 		if out := pass(id); !strings.Contains(out, id+": up to date") {
 			t.Errorf("%s's pass after the handshake is not idle:\n%s", id, out)
@@ -139,11 +157,69 @@ func runHandshake(t *testing.T, c *crash) handshakeRun {
 	for _, id := range []string{"alpha", "beta"} {
 		checkApplied(t, remote, id, state(id))
 		checkPinsMatchTheRepo(t, remote, id, loadPins(t, state(id)))
-		if tmp, _ := filepath.Glob(filepath.Join(state(id), ".*.tmp-*")); len(tmp) > 0 {
-			t.Errorf("temporary files left in %s's state dir: %v", id, tmp)
-		}
 	}
 	return handshakeRun{subjects: subjects(t, remote), issued: checkNonce(t, remote, loadPins(t, state("beta")))}
+}
+
+// TestAReconcilerKilledMidWriteConverges kills real reconcile processes
+// with SIGKILL at moments spread over a pass, not at step boundaries: in
+// the middle of go-git's writes of the index and refs, of a fetch or a
+// push, of the pin store's write. Each pass of a handshake is first tried
+// by processes killed after 1/5, 2/5, … of a pass's duration; then it runs
+// whole. The handshake converges all the same.
+func TestAReconcilerKilledMidWriteConverges(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	state := func(id string) string { return filepath.Join(root, "state", id) }
+	args := func(id string) []string {
+		return []string{"reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", state(id)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outputs strings.Builder
+	pass := func(id string) string {
+		t.Helper()
+		code, out, stderr := gitpeer(t, args(id)...)
+		if code != 0 {
+			t.Fatalf("%s's pass: exit %d\n%s%s", id, code, out, stderr)
+		}
+		outputs.WriteString(out)
+		return out
+	}
+	// A pass's duration as a process, measured on a pass with nothing to
+	// do after a first one (the slowest, cloning, is killed too).
+	start := func(id string) *exec.Cmd {
+		cmd := exec.Command(exe, args(id)...)
+		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	began := time.Now()
+	if err := start("beta").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	duration := time.Since(began)
+	killed := 0
+	for _, id := range handshakeOrder {
+		for i := 1; i < 5; i++ {
+			cmd := start(id)
+			time.Sleep(duration * time.Duration(i) / 5)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				killed++
+			}
+		}
+		pass(id)
+	}
+	if killed == 0 {
+		t.Fatal("no process was killed before it finished: the kill moments are too late")
+	}
+	t.Logf("%d of %d passes killed before they finished (a pass takes %v)", killed, 4*len(handshakeOrder), duration)
+	checkConverged(t, root, remote, work, pass, &outputs)
 }
 
 // killedPass runs args as a gitpeer process that kills itself at step, and
