@@ -121,6 +121,47 @@ func TestAppliedFollowsOwnCommitAndIgnoresOthers(t *testing.T) {
 	fsck(t, bare)
 }
 
+func TestAppliedFollowsAReappliedCommit(t *testing.T) {
+	bare := newBare(t)
+	alpha := openApplied(t, bare)
+	beta := openRepo(t, bare, "beta")
+
+	// Beta lands first while alpha computes: its own directory, and its
+	// nonce in alpha's inbox (inside clusters/alpha, but beta's to write).
+	var betas string
+	res, err := alpha.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+		betas = mustSync(t, beta, writes("beta: send nonce to alpha", map[string]string{
+			"clusters/beta/cluster.yaml":           "clusterID: beta\n",
+			"clusters/alpha/inbox/beta/nonce.yaml": "nonce: n\n",
+		})).Commit
+		return &Change{
+			Writes:  map[string][]byte{"clusters/alpha/cluster.yaml": []byte("clusterID: alpha\n")},
+			Message: "alpha: publish\n\nGitpeer-Cluster: alpha\n",
+			Owns: func(p string) bool {
+				return strings.HasPrefix(p, "clusters/alpha/") && !strings.HasPrefix(p, "clusters/alpha/inbox/")
+			},
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := runGit(t, bare, "rev-parse", "main")
+	if res.Attempts != 2 || res.Commit != main || res.Applied != main || res.Sealed {
+		t.Fatalf("Sync = %+v, want a re-applied push %s that the applied branch points at, no seal", res, main)
+	}
+	if parent := runGit(t, bare, "rev-parse", "main^"); parent != betas {
+		t.Errorf("alpha's commit sits on %s, want beta's %s", parent, betas)
+	}
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != main {
+		t.Errorf("%s = %s, want alpha's re-applied commit %s", appliedRef, got, main)
+	}
+	signedByAlpha(t, bare, appliedBranch)
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", appliedBranch, "clusters/alpha"); tree != "clusters/alpha/cluster.yaml\nclusters/alpha/inbox/beta/nonce.yaml" {
+		t.Errorf("applied clusters/alpha:\n%s", tree)
+	}
+	fsck(t, bare)
+}
+
 func TestAppliedSealsAHostMerge(t *testing.T) {
 	bare := newBare(t)
 	alpha := openApplied(t, bare)

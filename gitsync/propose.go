@@ -84,6 +84,7 @@ func (r *Repo) pushTracking() plumbing.ReferenceName {
 // returns T.
 func (r *Repo) propose(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
 	res := Result{PushBranch: r.opts.PushBranch}
+	started := time.Now()
 	for {
 		tip, err := r.refresh(ctx)
 		if err != nil {
@@ -137,14 +138,8 @@ func (r *Repo) propose(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		}
 		// Someone moved the push branch since the fetch: look again, and
 		// refuse if what they pushed is not ours.
-		if res.Attempts >= r.opts.MaxAttempts {
-			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
-				r.pushRef(), r.opts.URL, res.Attempts, ErrPushConflict, r.explain(err))
-		}
-		select {
-		case <-ctx.Done():
-			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.pushRef(), r.opts.URL, ctx.Err())
-		case <-time.After(r.opts.Backoff(res.Attempts)):
+		if err := r.waitRetry(ctx, res.Attempts, started, err); err != nil {
+			return res, plumbing.ZeroHash, err
 		}
 	}
 }

@@ -8,10 +8,14 @@
 // Policy, after Flux's image-automation-controller:
 //
 //   - A rejected push is never merged and never forced. The remote is
-//     refetched, the worktree hard-reset to the new tip and the pass re-run
-//     on it, with bounded, jittered retries. Passes are level-triggered
-//     (they compute desired files from what they read), so re-running one
-//     loses nothing (design invariant 4) and history stays linear.
+//     refetched, the worktree hard-reset to the new tip and the pass's change
+//     re-applied on it (the same files, committed and signed afresh), with
+//     jittered exponential backoff bounded in time. Writers' paths never
+//     overlap (the ownership rule), so the change stands on any new tip and
+//     nothing is lost (design invariant 4), history stays linear, and a
+//     burst of writers costs one pass each, not one per attempt. A new tip
+//     that changed a path the pass owns is a broken rule: Sync stops
+//     (ErrForeignWrite) rather than write over it.
 //   - Every written file goes through guard.Check first; one refusal
 //     refuses the whole commit (design invariant 1).
 //   - With Options.AppliedBranch, every Sync also points this cluster's
@@ -55,8 +59,11 @@ import (
 
 // Default values of Options.
 const (
-	DefaultBranch      = "main"
-	DefaultMaxAttempts = 5
+	DefaultBranch = "main"
+	// DefaultPushTimeout bounds the retries of a rejected push: long
+	// enough for a burst of a few dozen writers pushing at once (every
+	// daemon of a mesh wakes on the same spec change) to drain.
+	DefaultPushTimeout = 2 * time.Minute
 )
 
 // Options configure a Repo. URL, Dir and Author are required.
@@ -93,12 +100,17 @@ type Options struct {
 	// through their Explain (package gitauth implements it for a
 	// credentials directory).
 	Credentials Credentials
-	// MaxAttempts is the maximum number of push attempts of one Sync,
-	// including the first one; default 5.
+	// PushTimeout bounds the time one Sync spends pushing: no push attempt
+	// starts later than PushTimeout after the first; default
+	// DefaultPushTimeout. Retries are bounded in time, not in count, so
+	// that many writers pushing at once all land.
+	PushTimeout time.Duration
+	// MaxAttempts, when positive, is the maximum number of push attempts
+	// of one Sync, including the first one; default 0: as many as
+	// PushTimeout allows.
 	MaxAttempts int
 	// Backoff returns how long to wait after failed push attempt number
-	// attempt (1-based) before refetching; default jittered exponential, 100ms
-	// base, 2s cap.
+	// attempt (1-based) before refetching; default DefaultBackoff.
 	Backoff func(attempt int) time.Duration
 	// Now gives commit timestamps; default time.Now.
 	Now func() time.Time
@@ -274,8 +286,8 @@ func withDefaults(opts Options) (Options, error) {
 	if err := checkPush(opts); err != nil {
 		return opts, err
 	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
+	if opts.PushTimeout <= 0 {
+		opts.PushTimeout = DefaultPushTimeout
 	}
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
@@ -536,15 +548,18 @@ func Seed(ctx context.Context, opts Options, files map[string][]byte, message st
 		return "", fmt.Errorf("seed: %w", err)
 	}
 	res, err := r.Sync(ctx, func(_ context.Context, root string) (*Change, error) {
-		// Checked inside the pass, so that a concurrent seed that wins the
-		// race makes the retry fail instead of committing on top.
 		if entries, err := os.ReadDir(root); err != nil {
 			return nil, err
 		} else if len(entries) > 1 || len(entries) == 1 && entries[0].Name() != ".git" {
 			return nil, ErrNotEmpty
 		}
-		return &Change{Writes: files, Message: message}, nil
+		// The seed owns every path: a concurrent seed (or anything) that
+		// wins the race makes the retry fail instead of committing on top.
+		return &Change{Writes: files, Message: message, Owns: func(string) bool { return true }}, nil
 	})
+	if errors.Is(err, ErrForeignWrite) {
+		err = ErrNotEmpty
+	}
 	if err != nil {
 		return "", fmt.Errorf("seed %s: %w", opts.URL, err)
 	}

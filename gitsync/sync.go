@@ -25,8 +25,17 @@ import (
 )
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
-// rejected because the remote branch moved in between.
+// rejected because the remote branch moved in between, for as long as
+// Options.PushTimeout (or Options.MaxAttempts) allowed.
 var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
+
+// ErrForeignWrite is returned (wrapped) by Sync when a push was rejected and
+// the commits that beat it changed a path the pass owns (Change.Owns, or a
+// path the Change writes or deletes). Writers' paths never overlap (the
+// ownership rule), so this is a hostile or broken writer: the pass's change
+// is not re-applied over theirs, nothing is pushed, and the error names the
+// paths. The next Sync runs the pass again on what they wrote.
+var ErrForeignWrite = errors.New("another writer changed a path this pass owns")
 
 // ErrInvalidChange is returned (wrapped) by Sync when a pass returns a Change
 // that cannot be applied: a path that is absolute, not clean, escapes the repo
@@ -44,21 +53,32 @@ type Change struct {
 	Writes  map[string][]byte
 	Deletes []string
 	Message string
+	// Owns reports whether a path (slash-separated, a file) is this pass's
+	// alone to write, e.g. layout.Writable for a cluster's reconciler. When
+	// a push is rejected, the Change is re-applied on the new tip only if
+	// the commits in between changed no owned path (else ErrForeignWrite).
+	// The paths the Change writes or deletes (and the files under a deleted
+	// directory) are always owned; nil owns only those.
+	Owns func(path string) bool
 }
 
 // PassFunc computes the change on a worktree freshly reset to the remote
 // tip. root is the worktree path (read it with os.DirFS(root)). A pass must
-// not write the worktree itself: Sync applies the returned Change. It may run
-// several times per Sync (once per push attempt), so it must be a function of
-// what it reads.
+// not write the worktree itself: Sync applies the returned Change. Sync runs
+// it once and re-applies its Change when a push is rejected (see Sync); only
+// a rejected proposal (Options.PushBranch) runs it again, so it must be a
+// function of what it reads.
 type PassFunc func(ctx context.Context, root string) (*Change, error)
 
 // Result reports what Sync did.
 type Result struct {
-	Commit   string   // hex hash of the pushed commit, "" if nothing changed
-	Message  string   // the pushed commit's message, "" if nothing changed
-	Files    []string // changed paths, sorted (added, modified, deleted)
-	Attempts int      // push attempts made
+	Commit  string   // hex hash of the pushed commit, "" if nothing changed
+	Message string   // the pushed commit's message, "" if nothing changed
+	Files   []string // changed paths, sorted (added, modified, deleted)
+	// Attempts counts the pushes made, the first included: Attempts-1 of
+	// them were retries after a rejected push (the remote had moved), each
+	// re-applying the pass's change on the new tip.
+	Attempts int
 
 	// Applied is the hex hash the remote applied branch points at after
 	// the Sync: Commit, a seal commit, or the unchanged applied branch. It
@@ -91,13 +111,21 @@ type Result struct {
 //  3. apply the change (directories left empty are removed), commit with
 //     Author as author and committer at Now, push without force.
 //
-// When the push is rejected because the remote moved (non-fast-forward), Sync
-// waits Backoff, refetches and re-runs pass on the new tip (never merging,
-// never forcing), up to MaxAttempts pushes; then it returns an error wrapping
+// When the push is rejected because the remote moved (non-fast-forward),
+// Sync waits Backoff, refetches, and re-applies the pass's Change on the new
+// tip without running the pass again: writers' paths never overlap (the
+// ownership rule), so the change computed on the old tip is still this
+// pass's whole say. It first checks that the commits in between changed no
+// path the Change owns (Change.Owns); if one did, it stops with
+// ErrForeignWrite rather than write over someone's change. The re-applied
+// commit is made and signed afresh on the new tip (same message, author and
+// Now) and pushed; never a merge, never a force push. Retries go on until
+// the push lands or the next one would start after PushTimeout (or
+// MaxAttempts pushes, when set); then Sync returns an error wrapping
 // ErrPushConflict. Errors from pass are returned wrapped, as are
 // ErrInvalidChange, transport and storage errors. On every such error the
-// worktree is left reset to the last fetched tip and nothing of this Sync is
-// pushed.
+// worktree is left reset to the last fetched tip and nothing of this Sync
+// is pushed.
 //
 // With Options.AppliedBranch, a Sync that got this far then updates the
 // applied branch for the shared branch's tip T (this Sync's commit, or the
@@ -122,7 +150,8 @@ type Result struct {
 // or this cluster's own proposal (else ErrForeignCommit); a pass that
 // changes nothing deletes PushBranch; an open proposal with the same tree
 // on the same tip is left alone. A push rejected because someone moved
-// PushBranch is retried as above, after a fresh look at what they pushed.
+// PushBranch is retried within the same bounds, running the pass again
+// after a fresh look at what they pushed.
 // The applied branch then vouches for the fetched tip (merged = approved).
 func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	r.mu.Lock()
@@ -150,18 +179,27 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 // changed (zero while the branch has no commits).
 func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
 	var res Result
-	for {
-		tip, err := r.refresh(ctx)
-		if err != nil {
-			return res, plumbing.ZeroHash, err
+	base, err := r.refresh(ctx)
+	if err != nil {
+		return res, plumbing.ZeroHash, err
+	}
+	ch, p, err := r.runPass(ctx, pass)
+	if err != nil {
+		r.rollback(base)
+		return res, plumbing.ZeroHash, err
+	}
+	started := time.Now()
+	for tip := base; ; {
+		if len(p.files) == 0 {
+			return res, tip, nil // nothing to change on this tip
 		}
-		commit, p, err := r.commitPass(ctx, pass, tip)
+		commit, err := r.commitPlan(p, tip)
 		if err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
 		if commit.IsZero() {
-			return res, tip, nil // nothing to change on this tip
+			return res, tip, nil
 		}
 
 		res.Attempts++
@@ -178,31 +216,192 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		if !isRejected(err) {
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
-		if res.Attempts >= r.opts.MaxAttempts {
-			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s after %d attempts: %w: %w",
-				r.opts.Branch, r.opts.URL, res.Attempts, ErrPushConflict, r.explain(err))
+		if err := r.waitRetry(ctx, res.Attempts, started, err); err != nil {
+			return res, plumbing.ZeroHash, err
 		}
-		select {
-		case <-ctx.Done():
-			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, ctx.Err())
-		case <-time.After(r.opts.Backoff(res.Attempts)):
+		if tip, err = r.refresh(ctx); err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+		if err := r.checkForeign(ctx, ch, base, tip); err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+		// Re-plan against the new tip's index: the same files, since none
+		// of them changed, but the deletions of directories and the
+		// identical writes are decided afresh.
+		if p, err = r.plan(ch); err != nil {
+			return res, plumbing.ZeroHash, err
 		}
 	}
+}
+
+// waitRetry waits Backoff before push attempt number attempts+1 after a
+// rejected push (err), at most until PushTimeout from started. It returns an
+// error wrapping ErrPushConflict when that attempt would be past MaxAttempts
+// or PushTimeout has passed, and the context's error when it ends first.
+func (r *Repo) waitRetry(ctx context.Context, attempts int, started time.Time, err error) error {
+	giveUp := func() error {
+		return fmt.Errorf("push %s to %s after %d attempts in %s: %w: %w", r.pushTarget(), r.opts.URL,
+			attempts, time.Since(started).Round(time.Millisecond), ErrPushConflict, r.explain(err))
+	}
+	if r.opts.MaxAttempts > 0 && attempts >= r.opts.MaxAttempts {
+		return giveUp()
+	}
+	left := r.opts.PushTimeout - time.Since(started)
+	if left <= 0 {
+		return giveUp()
+	}
+	// The last attempt starts at the deadline rather than not at all.
+	wait := min(r.opts.Backoff(attempts), left)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("push %s to %s: %w", r.pushTarget(), r.opts.URL, ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// pushTarget is the branch passes push to: PushBranch in a review flow,
+// else Branch.
+func (r *Repo) pushTarget() string {
+	if r.opts.PushBranch != "" {
+		return r.opts.PushBranch
+	}
+	return r.opts.Branch
+}
+
+// checkForeign returns an error wrapping ErrForeignWrite when the commits
+// from base (the tip the pass read) to tip changed a path that ch owns.
+func (r *Repo) checkForeign(ctx context.Context, ch *Change, base, tip plumbing.Hash) error {
+	changed, err := r.changedPaths(ctx, base, tip)
+	if err != nil {
+		return fmt.Errorf("compare %s with %s: %w", short(base), short(tip), err)
+	}
+	touches := ch.touches()
+	var hit []string
+	for _, name := range changed {
+		if touches(name) || ch.Owns != nil && ch.Owns(name) {
+			hit = append(hit, name)
+		}
+	}
+	if len(hit) == 0 {
+		return nil
+	}
+	const shown = 10
+	list := strings.Join(hit[:min(len(hit), shown)], ", ")
+	if len(hit) > shown {
+		list += fmt.Sprintf(" and %d more", len(hit)-shown)
+	}
+	return fmt.Errorf("push %s to %s: the commits %s..%s that beat this pass's push changed %s: %w; nothing was pushed",
+		r.opts.Branch, r.opts.URL, short(base), short(tip), list, ErrForeignWrite)
+}
+
+// touches reports the paths a Change always owns: the paths it writes, the files
+// under those it deletes, and the paths standing where a written file or
+// its directories go.
+func (ch *Change) touches() func(string) bool {
+	exact := map[string]bool{}
+	dirs := map[string]bool{} // directories the writes need
+	for name := range ch.Writes {
+		exact[name] = true
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	deleted := map[string]bool{}
+	for _, name := range ch.Deletes {
+		deleted[name] = true
+	}
+	return func(name string) bool {
+		if exact[name] || dirs[name] || deleted[name] {
+			return true
+		}
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if exact[d] || deleted[d] {
+				return true // under a written file or a deleted directory
+			}
+		}
+		return false
+	}
+}
+
+// changedPaths lists the files (slash-separated) whose content or mode
+// differs between the trees of commits from and to; a zero hash is an empty
+// tree.
+func (r *Repo) changedPaths(ctx context.Context, from, to plumbing.Hash) ([]string, error) {
+	trees := make([]*object.Tree, 2)
+	for i, h := range []plumbing.Hash{from, to} {
+		if h.IsZero() {
+			continue
+		}
+		c, err := r.repo.CommitObject(h)
+		if err != nil {
+			return nil, err
+		}
+		if trees[i], err = c.Tree(); err != nil {
+			return nil, err
+		}
+	}
+	changes, err := object.DiffTreeWithOptions(ctx, trees[0], trees[1], nil)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range changes {
+		for _, name := range []string{c.From.Name, c.To.Name} {
+			if name != "" && !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// short is a commit hash cut as git log --oneline cuts it, "(none)" for no
+// commit.
+func short(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "(none)"
+	}
+	return h.String()[:12]
+}
+
+// runPass runs pass on the worktree and plans its change against the index.
+func (r *Repo) runPass(ctx context.Context, pass PassFunc) (*Change, *plan, error) {
+	ch, err := pass(ctx, r.dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pass: %w", err)
+	}
+	if ch == nil {
+		ch = &Change{}
+	}
+	p, err := r.plan(ch)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, p, nil
 }
 
 // commitPass runs pass on the current tip and commits its change locally.
 // It returns the zero hash when there is nothing to commit.
 func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash) (plumbing.Hash, *plan, error) {
-	ch, err := pass(ctx, r.dir)
-	if err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("pass: %w", err)
-	}
-	p, err := r.plan(ch)
+	_, p, err := r.runPass(ctx, pass)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
+	h, err := r.commitPlan(p, tip)
+	return h, p, err
+}
+
+// commitPlan applies p to the worktree and commits it on tip, signed with
+// Signer. It returns the zero hash when there is nothing to commit.
+func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
-		return plumbing.ZeroHash, p, nil
+		return plumbing.ZeroHash, nil
 	}
 	var files map[string]fileStat // the worktree before apply, if known
 	if r.snap != nil && r.snap.commit == tip {
@@ -210,7 +409,7 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	}
 	r.snap = nil // apply changes the worktree
 	if err := r.apply(p); err != nil {
-		return plumbing.ZeroHash, nil, err
+		return plumbing.ZeroHash, err
 	}
 	crashpoint.Reached(crashpoint.FilesWritten)
 	sig := r.signature()
@@ -221,16 +420,16 @@ func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash)
 	h, err := r.wt.Commit(p.message, opts)
 	if errors.Is(err, git.ErrEmptyCommit) {
 		// The plan compares hashes, so this means the same tree: no change.
-		return plumbing.ZeroHash, p, nil
+		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, nil, fmt.Errorf("commit: %w", err)
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
 	if files != nil {
 		r.committed(h, files, p)
 	}
 	crashpoint.Reached(crashpoint.Committed)
-	return h, p, nil
+	return h, nil
 }
 
 // signature is the author and committer of every commit this Repo makes,

@@ -179,7 +179,7 @@ func TestOpenUnreachableRemote(t *testing.T) {
 	}
 }
 
-func TestSyncRetriesOnRejectedPush(t *testing.T) {
+func TestSyncReappliesTheChangeOnARejectedPush(t *testing.T) {
 	bare := newBare(t)
 	if _, err := Seed(context.Background(), testOptions(t, bare, "seed"), map[string][]byte{"peering.cue": []byte("peerings: []\n")}, "init"); err != nil {
 		t.Fatal(err)
@@ -189,25 +189,24 @@ func TestSyncRetriesOnRejectedPush(t *testing.T) {
 
 	var aCommit string
 	var calls int
-	var sawA []bool
 	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
 		calls++
-		_, err := os.Stat(filepath.Join(root, "clusters/cl-a/cluster.yaml"))
-		sawA = append(sawA, err == nil)
-		if calls == 1 {
-			// A wins the race while B is computing on the old tip.
-			aCommit = mustSync(t, a, writes("cl-a pass", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
-		}
-		return &Change{Writes: map[string][]byte{"clusters/cl-b/cluster.yaml": []byte("clusterID: cl-b\n")}, Message: "cl-b pass"}, nil
+		// A wins the race while B is computing on the old tip.
+		aCommit = mustSync(t, a, writes("cl-a pass", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
+		return &Change{
+			Writes:  map[string][]byte{"clusters/cl-b/cluster.yaml": []byte("clusterID: cl-b\n")},
+			Deletes: []string{"peering.cue"},
+			Message: "cl-b pass",
+		}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Attempts != 2 || calls != 2 {
-		t.Errorf("Attempts = %d, pass calls = %d, want 2 and 2", res.Attempts, calls)
+	if res.Attempts != 2 || calls != 1 {
+		t.Errorf("Attempts = %d, pass calls = %d, want 2 pushes of one pass", res.Attempts, calls)
 	}
-	if !reflect.DeepEqual(sawA, []bool{false, true}) {
-		t.Errorf("pass saw A's file: %v, want [false true] (re-run on A's tip)", sawA)
+	if !reflect.DeepEqual(res.Files, []string{"clusters/cl-b/cluster.yaml", "peering.cue"}) || res.Message != "cl-b pass" {
+		t.Errorf("Result = %+v, want the pass's files and message", res)
 	}
 	fsck(t, bare)
 	if m := runGit(t, bare, "rev-list", "--merges", "main"); m != "" {
@@ -219,13 +218,33 @@ func TestSyncRetriesOnRejectedPush(t *testing.T) {
 	if p := runGit(t, bare, "rev-parse", "main^"); p != aCommit {
 		t.Errorf("B's parent = %s, want A's commit %s", p, aCommit)
 	}
+	if got := runGit(t, bare, "rev-parse", "main"); got != res.Commit || b.Head() != res.Commit {
+		t.Errorf("main = %s, Head = %s, want the re-applied commit %s", got, b.Head(), res.Commit)
+	}
 	if n := runGit(t, bare, "rev-list", "--count", "main"); n != "3" {
 		t.Errorf("main has %s commits, want 3", n)
 	}
-	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", "main"); tree != "clusters/cl-a/cluster.yaml\nclusters/cl-b/cluster.yaml\npeering.cue" {
+	// B's commit is exactly B's change on A's tree: A's file kept, B's
+	// written and deleted.
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", "main"); tree != "clusters/cl-a/cluster.yaml\nclusters/cl-b/cluster.yaml" {
 		t.Errorf("tree:\n%s", tree)
 	}
+	if diff := runGit(t, bare, "diff", "--name-status", "main^", "main"); diff != "A\tclusters/cl-b/cluster.yaml\nD\tpeering.cue" {
+		t.Errorf("B's commit changes:\n%s", diff)
+	}
 	assertClean(t, b.Dir())
+}
+
+// movingClock is a commit clock that lets other make a commit each time
+// it is read, that is while a Sync makes its commit: the Sync's every push
+// is then rejected.
+func movingClock(t *testing.T, other *Repo) func() time.Time {
+	n := 0
+	return func() time.Time {
+		n++
+		mustSync(t, other, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
+		return clock
+	}
 }
 
 func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
@@ -242,18 +261,22 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	moving := movingClock(t, c)
+	b.opts.Now = moving
 
 	calls := 0
 	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
 		calls++
-		mustSync(t, c, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(calls) + "\n"}))
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
 	})
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync = %v, want ErrPushConflict", err)
 	}
-	if res.Attempts != 3 || calls != 3 || !reflect.DeepEqual(waits, []int{1, 2}) {
-		t.Errorf("Attempts = %d, calls = %d, backoffs = %v; want 3, 3, [1 2]", res.Attempts, calls, waits)
+	if res.Attempts != 3 || calls != 1 || !reflect.DeepEqual(waits, []int{1, 2}) {
+		t.Errorf("Attempts = %d, calls = %d, backoffs = %v; want 3, 1, [1 2]", res.Attempts, calls, waits)
+	}
+	if !strings.Contains(err.Error(), "after 3 attempts") {
+		t.Errorf("error %q does not count the attempts", err)
 	}
 	if res.Commit != "" {
 		t.Errorf("Result.Commit = %s after a conflict", res.Commit)
@@ -271,9 +294,112 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	}
 
 	// Once the remote holds still, the same Repo pushes fine.
+	b.opts.Now = func() time.Time { return clock }
 	res = mustSync(t, b, writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if res.Commit == "" || res.Attempts != 1 {
 		t.Errorf("Sync after the conflict = %+v", res)
+	}
+}
+
+func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
+	bare := newBare(t)
+	c := openRepo(t, bare, "cl-c")
+	opts := testOptions(t, bare, "cl-b")
+	opts.PushTimeout = 300 * time.Millisecond
+	var waits []int
+	opts.Backoff = func(attempt int) time.Duration { waits = append(waits, attempt); return 20 * time.Millisecond }
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.opts.Now = movingClock(t, c)
+	start := time.Now()
+	res, err := b.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
+	})
+	took := time.Since(start)
+	if !errors.Is(err, ErrPushConflict) {
+		t.Fatalf("Sync = %v, want ErrPushConflict", err)
+	}
+	if res.Attempts < 2 || res.Attempts != len(waits)+1 {
+		t.Errorf("Attempts = %d after %d backoffs, want retries until the timeout", res.Attempts, len(waits))
+	}
+	if took < opts.PushTimeout {
+		t.Errorf("gave up after %s, before the push timeout %s", took, opts.PushTimeout)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("after %d attempts in ", res.Attempts)) {
+		t.Errorf("error %q does not say how many attempts in how long", err)
+	}
+
+	// The count alone never stops the retries, however high; the time does.
+	rejected := errors.New("non-fast-forward update: refs/heads/main")
+	b.opts.Backoff = func(int) time.Duration { return 0 }
+	if err := b.waitRetry(context.Background(), 1000, time.Now(), rejected); err != nil {
+		t.Errorf("attempt 1001 within the timeout: %v, want a retry", err)
+	}
+	if err := b.waitRetry(context.Background(), 2, time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
+		t.Errorf("attempt 3 after the timeout: %v, want ErrPushConflict", err)
+	}
+	// A backoff longer than the time left ends at the deadline, for one
+	// last attempt.
+	b.opts.Backoff = func(int) time.Duration { return time.Hour }
+	start = time.Now()
+	if err := b.waitRetry(context.Background(), 2, start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
+		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline", err, time.Since(start))
+	}
+}
+
+func TestSyncRefusesToReapplyOverAForeignChangeToItsPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		foreign map[string]string // what the writer that beats the push commits
+		owns    func(string) bool
+		want    string // the path the error must name
+	}{
+		{name: "a file the pass writes", foreign: map[string]string{"clusters/cl-b/status.yaml": "forged\n"}, want: "clusters/cl-b/status.yaml"},
+		{name: "a file under a directory the pass deletes", foreign: map[string]string{"clusters/cl-b/old/planted.yaml": "x\n"}, want: "clusters/cl-b/old/planted.yaml"},
+		{
+			name: "a file the pass owns but leaves alone", foreign: map[string]string{"clusters/cl-b/planted.yaml": "x\n"},
+			owns: func(p string) bool { return strings.HasPrefix(p, "clusters/cl-b/") }, want: "clusters/cl-b/planted.yaml",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bare := newBare(t)
+			if _, err := Seed(context.Background(), testOptions(t, bare, "seed"), map[string][]byte{
+				"clusters/cl-b/status.yaml": []byte("old\n"), "clusters/cl-b/old/a.yaml": []byte("a\n"),
+			}, "init"); err != nil {
+				t.Fatal(err)
+			}
+			hostile := openRepo(t, bare, "hostile")
+			b := openRepo(t, bare, "cl-b")
+			var theirs string
+			res, err := b.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+				theirs = mustSync(t, hostile, writes("hostile", tc.foreign)).Commit
+				return &Change{
+					Writes:  map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")},
+					Deletes: []string{"clusters/cl-b/old"},
+					Message: "cl-b pass", Owns: tc.owns,
+				}, nil
+			})
+			if !errors.Is(err, ErrForeignWrite) {
+				t.Fatalf("Sync = %v, want ErrForeignWrite", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), theirs[:12]) {
+				t.Errorf("error %q does not name the path %s and the commit %s", err, tc.want, theirs[:12])
+			}
+			if res.Commit != "" || res.Attempts != 1 {
+				t.Errorf("Result = %+v, want one rejected push and nothing pushed", res)
+			}
+			if got := runGit(t, bare, "rev-parse", "main"); got != theirs {
+				t.Errorf("main = %s, want the foreign commit %s left as it was", got, theirs)
+			}
+			for name, content := range tc.foreign {
+				if got := runGit(t, bare, "show", "main:"+name); got+"\n" != content {
+					t.Errorf("%s = %q, want the foreign content kept", name, got)
+				}
+			}
+			assertClean(t, b.Dir())
+		})
 	}
 }
 

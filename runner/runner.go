@@ -1,8 +1,8 @@
 // Package runner drives one cluster's reconciler against a peering repo: a
 // pass fetches the remote tip, loads and validates the spec, runs
-// reconcile.Pass, commits the difference and pushes it (recomputing on a new
-// tip when the push is rejected), then applies the pass's local effects
-// (kubeconfigs) once the commit has landed.
+// reconcile.Pass, commits the difference and pushes it (re-applying the same
+// change on a new tip when the push is rejected), then applies the pass's
+// local effects (kubeconfigs) once the commit has landed.
 package runner
 
 import (
@@ -33,8 +33,8 @@ type Runner struct {
 	// process and unbounded.
 	LoadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
 	// Fetched, when set, is called each time a pass has fetched the remote
-	// tip and starts computing on it (once per push attempt): a daemon's
-	// readiness.
+	// tip and starts computing on it (once per pass; with a review branch,
+	// once per push attempt): a daemon's readiness.
 	Fetched func()
 
 	specs specCache
@@ -44,7 +44,9 @@ type Runner struct {
 type Result struct {
 	gitsync.Result
 	Steps []string
-	// Output is the pass computed on the tip that was finally pushed to.
+	// Output is the pass computed on the tip it read. A rejected push
+	// re-applies the same change on the new tip (gitsync.Sync), so it is
+	// also what was pushed.
 	Output *reconcile.Output
 	// Kubeconfigs are the files written for verified Identities, by provider.
 	Kubeconfigs map[string]string
@@ -103,7 +105,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		res.Output, res.Steps = out, plan.Steps
-		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message}, nil
+		self := r.Backend.ClusterID()
+		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message,
+			// What the pass owns is what it recomputes: a push that lost
+			// to a change of any of it is not re-applied over that.
+			Owns: func(p string) bool { return layout.Writable(self, p) }}, nil
 	})
 	if err != nil {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)

@@ -29,7 +29,7 @@ func newReconcileCmd() *cobra.Command {
 		pr                                 prFlags
 		df                                 daemonFlags
 		once, clusterRoles, watch, wait    bool
-		interval, lifetime                 time.Duration
+		interval, lifetime, pushTimeout    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile --cluster ID --repo URL (--state-dir DIR | --backend kubernetes) [--once | --interval D]",
@@ -37,9 +37,12 @@ func newReconcileCmd() *cobra.Command {
 		Long: `reconcile runs passes of one cluster's reconciler. A pass fetches the repo,
 computes every file this cluster owns from the spec, the repo and its state
 dir, and commits the difference with a message naming the cluster, the steps
-and the peers, then pushes. A rejected push is retried on the new tip (the
-pass is recomputed; never a merge, never a force push). A pass with nothing
-to do makes no commit. The provider signs only after the consumer's Tenant
+and the peers, then pushes. A rejected push (another cluster pushed first)
+is retried on the new tip with jittered backoff for up to --push-timeout:
+the pass's change is re-applied there (the clusters' paths never overlap),
+never merged, never force-pushed; if the commits that won changed a path this
+cluster owns, the pass stops and says which. A pass with nothing to do makes
+no commit. The provider signs only after the consumer's Tenant
 passes every check; the consumer trusts an Identity only after its checks.
 Kubeconfigs obtained as a consumer never go to Git: the file backend writes
 them to <state-dir>/kubeconfigs/, the kubernetes backend to the Secret Liqo
@@ -74,6 +77,9 @@ Another one fails naming the holder's process, or with --wait waits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if once && cmd.Flags().Changed("interval") {
 				return errors.New("--once and --interval are exclusive")
+			}
+			if pushTimeout <= 0 {
+				return fmt.Errorf("--push-timeout must be positive, got %s", pushTimeout)
 			}
 			if err := checkCertificateLifetime(lifetime); err != nil {
 				return err
@@ -117,7 +123,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 				return err
 			}
 			defer lock.Unlock()
-			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, BranchMustExist: true, Credentials: creds}
+			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, BranchMustExist: true, Credentials: creds, PushTimeout: pushTimeout}
 			if review != nil {
 				gopts.PushBranch = review.branch
 			}
@@ -161,6 +167,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.BoolVar(&once, "once", false, "run one pass and exit")
 	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
+	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries a push rejected because another writer pushed first")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
 	addSpecLimitFlags(cmd)
