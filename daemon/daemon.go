@@ -39,6 +39,12 @@ type Daemon struct {
 	// Trigger runs a pass at once when it receives, e.g. gitsync.Watch's
 	// channel; nil never does.
 	Trigger <-chan struct{}
+	// RetryBase is how soon a pass follows one that gave up pushing
+	// because other writers kept moving the branch (gitsync.ErrPushConflict):
+	// doubled for each such pass in a row, jittered, at most Interval;
+	// default DefaultRetryBase. Such a burst (every daemon woken by the
+	// same push) is usually over long before the next tick.
+	RetryBase time.Duration
 
 	// Log receives the daemon's structured logs (logr.Discard() when unset):
 	// one line per pass, at debug level for a pass with nothing to do.

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"math/rand/v2"
 	"time"
 
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/runner"
 )
 
@@ -19,7 +22,9 @@ const (
 	ResultWithdrawn = "withdrawn"
 	// ResultUnchanged: the pass had nothing to change.
 	ResultUnchanged = "unchanged"
-	// ResultFailed: the pass failed; it is retried at the next tick.
+	// ResultFailed: the pass failed; it is retried at the next tick, or
+	// sooner when it failed because every push was rejected
+	// (Daemon.RetryBase).
 	ResultFailed = "failed"
 	// ResultAbandoned: the context ended during the pass (shutdown, lost
 	// lease) and the pass stopped where it was.
@@ -30,39 +35,82 @@ const (
 // outlive the pass's context.
 const publishTimeout = 10 * time.Second
 
-// loop runs a pass at once, then at every tick or trigger, until ctx ends.
-// It never starts a pass once ctx is done, even if a tick is also ready.
+// DefaultRetryBase is the default Daemon.RetryBase.
+const DefaultRetryBase = time.Second
+
+// loop runs a pass at once, then at every tick or trigger, until ctx ends;
+// after a pass whose every push was rejected, sooner (retryAfter). It
+// never starts a pass once ctx is done, even if a tick is also ready.
 func (d *Daemon) loop(ctx context.Context) {
 	t := time.NewTicker(d.Interval)
 	defer t.Stop()
+	rejected := 0 // passes in a row that gave up pushing
 	for ctx.Err() == nil {
-		d.pass(ctx)
+		var retry <-chan time.Time // nil: never ready
+		var timer *time.Timer
+		if wait := d.pass(ctx, &rejected); wait > 0 {
+			timer = time.NewTimer(wait)
+			retry = timer.C
+		}
 		select {
 		case <-ctx.Done():
 		case <-t.C:
+		case <-retry:
 		case <-d.Trigger: // nil: never ready
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
 
+// retryAfter is the wait before the pass that follows the rejected-th pass
+// in a row that gave up pushing: RetryBase doubled per further one, with
+// equal jitter (so that the clusters that lost the same burst do not come
+// back together), never beyond Interval.
+func (d *Daemon) retryAfter(rejected int) time.Duration {
+	base := d.RetryBase
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	wait := d.Interval
+	if rejected < 30 {
+		wait = min(base<<(rejected-1), d.Interval)
+	}
+	return wait/2 + rand.N(wait/2+1)
+}
+
 // pass runs one pass and reports it: one log line, the metrics, and the
-// events of what changed.
-func (d *Daemon) pass(ctx context.Context) {
+// events of what changed. It counts the passes in a row that gave up
+// pushing in rejected, and returns how soon to retry after one (0: at the
+// next tick).
+func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 	start := time.Now()
 	res, err := d.Pass(ctx)
 	elapsed := time.Since(start)
 
 	result := outcome(ctx, res, err)
-	d.Metrics.observePass(result, res, elapsed, start.Add(elapsed))
+	lost := result == ResultFailed && errors.Is(err, gitsync.ErrPushConflict)
+	var retry time.Duration
+	if lost {
+		*rejected++
+		retry = d.retryAfter(*rejected)
+	} else if result != ResultAbandoned {
+		*rejected = 0
+	}
+	d.Metrics.observePass(result, lost, res, elapsed, start.Add(elapsed))
 	log := d.Log.WithValues("duration", elapsed.Round(time.Millisecond).String())
 	if res != nil && res.Attempts > 0 {
-		log = log.WithValues("attempts", res.Attempts)
+		log = log.WithValues("attempts", res.Attempts, "retries", res.Attempts-1)
 	}
 	switch result {
 	case ResultAbandoned:
 		log.Info("pass abandoned", "cause", context.Cause(ctx).Error())
-		return // nothing it saw is reliable, and nothing is left to publish it with
+		return 0 // nothing it saw is reliable, and nothing is left to publish it with
 	case ResultFailed:
+		if lost {
+			log = log.WithValues("reason", ReasonPushRejected, "retryIn", retry.Round(time.Millisecond).String())
+		}
 		log.Error(err, "pass failed")
 	case ResultCommitted:
 		log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
@@ -93,6 +141,7 @@ func (d *Daemon) pass(ctx context.Context) {
 		defer cancel()
 		d.Events.Publish(pctx, events)
 	}
+	return retry
 }
 
 // outcome classifies a pass: an error once ctx has ended is an abandoned

@@ -129,6 +129,55 @@ func TestPushRetriesAreCountedForARejectedPass(t *testing.T) {
 	}
 }
 
+func TestAPassThatLostEveryPushIsRetriedSoonNotAtTheNextTick(t *testing.T) {
+	logs, log := newLogs(t)
+	m, _ := NewMetrics("test")
+	rejected := func(context.Context) (*runner.Result, error) {
+		res := &runner.Result{}
+		res.Attempts = 7
+		return res, pushConflict
+	}
+	p := &passes{script: []outcomeFunc{rejected, rejected, idle}}
+	// An hour between ticks: only the retry can run the next passes.
+	d := &Daemon{Cluster: "alpha", Interval: time.Hour, RetryBase: 10 * time.Millisecond, Log: log, Metrics: m}
+	runUntil(t, d, p, func() bool { return p.count() >= 3 })
+
+	if got := testutil.ToFloat64(m.rejected); got != 2 {
+		t.Errorf("rejected passes %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.passes.WithLabelValues(ResultFailed)); got != 2 {
+		t.Errorf("failed passes %v, want 2: a rejected pass is a failed one", got)
+	}
+	if r := testutil.ToFloat64(m.pushRetries); r != 12 {
+		t.Errorf("push retries %v, want 12 (6 per pass)", r)
+	}
+	var failed []logLine
+	for _, l := range logs.all() {
+		if l.msg() == "pass failed" {
+			failed = append(failed, l)
+		}
+	}
+	if len(failed) != 2 {
+		t.Fatalf("failed pass lines %v, want 2", failed)
+	}
+	for _, l := range failed {
+		if l["reason"] != ReasonPushRejected || l["retries"] != 6.0 || l["retryIn"] == nil {
+			t.Errorf("line %v: want reason PushRejected, retries 6 and when the retry runs", l)
+		}
+	}
+}
+
+func TestRetriesAfterRejectedPassesBackOffUpToTheInterval(t *testing.T) {
+	d := &Daemon{Interval: time.Second, RetryBase: 100 * time.Millisecond}
+	for n, limit := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 64: time.Second} {
+		for range 20 {
+			if got := d.retryAfter(n); got < limit/2 || got > limit {
+				t.Errorf("retry after %d rejected passes in %s, want within [%s, %s]", n, got, limit/2, limit)
+			}
+		}
+	}
+}
+
 func TestPassesRunOnEveryTickAndTrigger(t *testing.T) {
 	t.Run("ticks", func(t *testing.T) {
 		p := &passes{script: []outcomeFunc{idle}}

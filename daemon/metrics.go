@@ -29,6 +29,8 @@ var Steps = []layout.Step{
 //	gitpeer_commits_total                    commits pushed
 //	gitpeer_push_attempts_total              push attempts, the first ones included
 //	gitpeer_push_retries_total               push attempts after a rejected one (the remote had moved)
+//	gitpeer_push_rejected_passes_total       passes that gave up pushing: the remote moved on every
+//	                                         attempt (also counted as failed passes)
 //	gitpeer_last_success_timestamp_seconds   Unix time of the end of the last good pass
 //	gitpeer_leader                           1 while this process may run passes (holds the Lease)
 //	gitpeer_peering_ready{consumer,provider,role}        1 when this side's Ready condition is True
@@ -46,6 +48,7 @@ type Metrics struct {
 	commits      prometheus.Counter
 	pushAttempts prometheus.Counter
 	pushRetries  prometheus.Counter
+	rejected     prometheus.Counter
 	lastSuccess  prometheus.Gauge
 	leader       prometheus.Gauge
 	peerings     *peeringCollector
@@ -71,6 +74,9 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 		pushRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gitpeer_push_retries_total", Help: "Push attempts made after a push was rejected because the remote branch had moved.",
 		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gitpeer_push_rejected_passes_total", Help: "Passes that gave up pushing because the remote branch moved on every attempt (also counted as failed).",
+		}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gitpeer_last_success_timestamp_seconds", Help: "Unix time at which the last good pass ended.",
 		}),
@@ -91,19 +97,23 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.passDuration, m.passes, m.commits, m.pushAttempts, m.pushRetries,
+		m.passDuration, m.passes, m.commits, m.pushAttempts, m.pushRetries, m.rejected,
 		m.lastSuccess, m.leader, m.peerings, info,
 	)
 	return m, reg
 }
 
-// observePass records a pass that ended at end.
-func (m *Metrics) observePass(result string, res *runner.Result, elapsed time.Duration, end time.Time) {
+// observePass records a pass that ended at end; rejected: it failed because
+// every push was rejected.
+func (m *Metrics) observePass(result string, rejected bool, res *runner.Result, elapsed time.Duration, end time.Time) {
 	if m == nil {
 		return
 	}
 	m.passDuration.Observe(elapsed.Seconds())
 	m.passes.WithLabelValues(result).Inc()
+	if rejected {
+		m.rejected.Inc()
+	}
 	if res != nil && res.Attempts > 0 {
 		m.pushAttempts.Add(float64(res.Attempts))
 		m.pushRetries.Add(float64(res.Attempts - 1))
