@@ -5,6 +5,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,16 @@ type Options struct {
 	// SigningFormat is the format every cluster signs its commits in
 	// (runner.Signed); "" is SSH.
 	SigningFormat commitsig.Format
+
+	// Clusters, when set, seeds the repo with a synthetic mesh (see Mesh)
+	// of Clusters clusters and Peerings peerings instead of the example,
+	// and runs rounds until every peering is Ready (Report.Rounds) instead
+	// of narrating each commit: one line per round, then the totals.
+	Clusters, Peerings int
+	// Concurrent runs each round's passes all at once, racing for the
+	// branch as a daemon per cluster does after a spec change; only with
+	// Clusters.
+	Concurrent bool
 }
 
 // Cluster is one demo cluster.
@@ -61,6 +72,11 @@ type Report struct {
 	Commits     []Commit
 	Peerings    []peerstatus.Peering
 	Kubeconfigs map[string]string // "<consumer>/<provider>" → path
+	// Rounds are the rounds of a mesh demo (Options.Clusters).
+	Rounds []Round
+
+	// observer is a plain clone of the remote that reads its tip.
+	observer *gitsync.Repo
 }
 
 // Commit is one commit a cluster landed.
@@ -73,6 +89,7 @@ type Commit struct {
 
 // Run runs the demo, writing its narration to w.
 func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
+	mesh := opts.Clusters > 0
 	if opts.Example == "" {
 		opts.Example = "two-clusters"
 	}
@@ -82,8 +99,22 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Concurrent && !mesh {
+		return nil, errors.New("demo: concurrent rounds need a synthetic mesh (--clusters)")
+	}
 	seed := opts.Files
-	if seed == nil {
+	source, seedMessage := "examples/"+opts.Example, "seed: peering spec from examples/"+opts.Example+"\n"
+	switch {
+	case mesh && seed != nil:
+		return nil, errors.New("demo: a synthetic mesh (--clusters) and seed files are exclusive")
+	case mesh:
+		var err error
+		if seed, err = Mesh(opts.Clusters, opts.Peerings); err != nil {
+			return nil, err
+		}
+		source = fmt.Sprintf("a synthetic mesh of %d clusters and %d peerings", opts.Clusters, opts.Peerings)
+		seedMessage = "seed: " + source + "\n"
+	case seed == nil:
 		var err error
 		if seed, err = examples.Get(opts.Example); err != nil {
 			return nil, err
@@ -108,10 +139,10 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 	}
 	seedOpts := gitsync.Options{URL: rep.Remote, Now: opts.Now,
 		Author: gitsync.Signature{Name: "gitpeer demo", Email: "demo@gitpeer.invalid"}}
-	if _, err := gitsync.Seed(ctx, seedOpts, seed, "seed: peering spec from examples/"+opts.Example+"\n"); err != nil {
+	if _, err := gitsync.Seed(ctx, seedOpts, seed, seedMessage); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "peering repo: %s (seeded from examples/%s)\n\n", rep.Remote, opts.Example)
+	fmt.Fprintf(w, "peering repo: %s (seeded from %s)\n\n", rep.Remote, source)
 
 	for _, id := range TurnOrder(spec) {
 		c, err := setUp(ctx, opts, rep.Remote, id)
@@ -138,32 +169,49 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("publish %s: %w", id, err)
 		}
-		rep.note(w, id, res, info.Fingerprint)
+		if mesh {
+			rep.record(id, res)
+		} else {
+			rep.note(w, id, res, info.Fingerprint)
+		}
+	}
+	if mesh {
+		fmt.Fprintf(w, "published %d clusters' identities, one commit each\n", len(rep.Clusters))
 	}
 	fmt.Fprintln(w)
 
 	rep.maxRounds = opts.MaxRounds
-	if err := rep.Converge(ctx, w); err != nil {
+	checkout := rep.Clusters[0].Runner.Repo.Dir()
+	if mesh {
+		if err := rep.runMesh(ctx, opts, spec, w); err != nil {
+			return rep, err
+		}
+		checkout = rep.observer.Dir()
+	} else if err := rep.Converge(ctx, w); err != nil {
 		return nil, err
 	}
 
-	tree := layout.NewTree(rep.Clusters[0].Runner.Repo.Dir())
+	tree := layout.NewTree(checkout)
 	if rep.Peerings, err = peerstatus.Collect(tree, spec); err != nil {
 		return nil, err
 	}
 	rep.now = opts.Now
-	fmt.Fprintln(w, "\nstatus:")
-	for _, p := range rep.Peerings {
-		fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
-		for _, s := range p.Slices {
-			fmt.Fprintf(w, "      slice %-10s authentication=%s resources=%s", s.Name, s.Authentication, s.Resources)
-			if s.Resources == "Denied" || s.Authentication == "Denied" {
-				fmt.Fprintf(w, "  %s: %s", s.Reason, s.Message)
+	if mesh {
+		rep.printMeshStatus(w)
+	} else {
+		fmt.Fprintln(w, "\nstatus:")
+		for _, p := range rep.Peerings {
+			fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
+			for _, s := range p.Slices {
+				fmt.Fprintf(w, "      slice %-10s authentication=%s resources=%s", s.Name, s.Authentication, s.Resources)
+				if s.Resources == "Denied" || s.Authentication == "Denied" {
+					fmt.Fprintf(w, "  %s: %s", s.Reason, s.Message)
+				}
+				fmt.Fprintln(w)
 			}
-			fmt.Fprintln(w)
 		}
 	}
-	problems, err := verify.Check(rep.Clusters[0].Runner.Repo.Dir(), spec, verify.Options{Now: opts.Now(), RequireManifests: true, History: true})
+	problems, err := verify.Check(checkout, spec, verify.Options{Now: opts.Now(), RequireManifests: true, History: true})
 	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
@@ -180,9 +228,13 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		cp := strings.SplitN(k, "/", 2)
-		fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
+	if mesh {
+		fmt.Fprintf(w, "kubeconfigs: %d, under %s/state/<consumer>/kubeconfigs/\n", len(keys), opts.Dir)
+	} else {
+		for _, k := range keys {
+			cp := strings.SplitN(k, "/", 2)
+			fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
+		}
 	}
 	show, n, err := rep.checkSignatures(opts.Dir, opts.SigningFormat)
 	if err != nil {
