@@ -203,25 +203,30 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		}
 
 		res.Attempts++
-		err = r.push(ctx)
+		err = r.pushCommit(ctx, tip, commit)
 		if err == nil {
 			crashpoint.Reached(crashpoint.Pushed)
 			r.setHead(commit)
 			res.Commit, res.Message, res.Files = commit.String(), p.message, p.files
 			return res, commit, nil
 		}
-		// Our commit is not on the remote: drop it so that the clone mirrors
-		// the remote again whatever happens next.
-		r.rollback(tip)
 		if !isRejected(err) {
+			// Our commit is not on the remote: drop it so that the clone
+			// mirrors the remote again whatever happens next.
+			r.rollback(tip)
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
 		if err := r.waitRetry(ctx, res.Attempts, started, err); err != nil {
+			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
-		if tip, err = r.refresh(ctx); err != nil {
+		// The refresh resets the clone to the new tip, dropping our commit.
+		next, err := r.refresh(ctx)
+		if err != nil {
+			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
+		tip = next
 		if err := r.checkForeign(ctx, ch, base, tip); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
@@ -627,12 +632,6 @@ func (r *Repo) removeEmptyParents(name string) {
 			return // not empty (or gone): parents are not empty either
 		}
 	}
-}
-
-// push pushes the local branch to the remote branch, fast-forward only.
-func (r *Repo) push(ctx context.Context) error {
-	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
-	return r.pushSpecs(ctx, config.RefSpec(ref+":"+ref))
 }
 
 // maxRemoteLines bounds how much of what a host says during a push is kept

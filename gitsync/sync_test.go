@@ -305,7 +305,7 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	bare := newBare(t)
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
-	opts.PushTimeout = 300 * time.Millisecond
+	opts.PushTimeout = 2 * time.Second
 	var waits []int
 	opts.Backoff = func(attempt int) time.Duration { waits = append(waits, attempt); return 20 * time.Millisecond }
 	b, err := Open(context.Background(), opts)
