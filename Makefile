@@ -66,6 +66,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each, seeded from the bad-input suit
 bench: ## Benchmarks (speed and memory targets live here, not in tests)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+.PHONY: bench-contention
+bench-contention: ## Meshes of 20 and 50 clusters through one bare repo, reconcilers in turn and all at once: rounds, retries, failed passes, time
+	$(GO) test -run '^$$' -bench BenchmarkMesh -benchtime 1x -timeout 120m ./demo -args -mesh 20,50
+
 .PHONY: fmt
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
