@@ -188,6 +188,9 @@ type Repo struct {
 	wt   *git.Worktree
 
 	mu sync.Mutex // serialises Sync
+
+	housekeeping    Housekeeping // of the last successful Sync
+	housekeepingErr error
 	// snap is what the worktree holds as this Repo last left it; nil:
 	// unknown, the next reset is a full one (checkout.go).
 	snap *snapshot

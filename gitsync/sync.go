@@ -165,12 +165,16 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 		publish = r.propose
 	}
 	res, tip, err := publish(ctx, pass)
-	if err != nil || r.opts.AppliedBranch == "" {
+	if err != nil {
 		return res, err
 	}
-	if err := r.updateApplied(ctx, tip, res.Commit != "", &res); err != nil {
-		return res, err
+	if r.opts.AppliedBranch != "" {
+		if err := r.updateApplied(ctx, tip, res.Commit != "", &res); err != nil {
+			return res, err
+		}
 	}
+	// The pass landed: a failed repack only leaves the clone as it was.
+	r.housekeeping, r.housekeepingErr = r.keepClean()
 	return res, nil
 }
 
