@@ -53,18 +53,8 @@ func statOf(fi fs.FileInfo) fileStat {
 // stat. It reads no content.
 func (r *Repo) scan() (map[string]fileStat, error) {
 	files := map[string]fileStat{}
-	err := filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == r.dir {
-			return nil
-		}
-		rel := filepath.ToSlash(p[len(r.dir)+1:])
+	err := r.walkWorktree(func(_, rel string, d fs.DirEntry) error {
 		if d.IsDir() {
-			if rel == ".git" {
-				return fs.SkipDir
-			}
 			files[rel] = dirStat
 			return nil
 		}
@@ -76,6 +66,24 @@ func (r *Repo) scan() (map[string]fileStat, error) {
 		return nil
 	})
 	return files, err
+}
+
+// walkWorktree calls fn for every file and directory of the worktree but
+// .git, with its path and its slash-separated path relative to the worktree.
+func (r *Repo) walkWorktree(fn func(p, rel string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == r.dir {
+			return nil
+		}
+		rel := filepath.ToSlash(p[len(r.dir)+1:])
+		if d.IsDir() && rel == ".git" {
+			return fs.SkipDir
+		}
+		return fn(p, rel, d)
+	})
 }
 
 // intact reports whether the worktree holds exactly what the snapshot

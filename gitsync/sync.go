@@ -912,16 +912,9 @@ func (r *Repo) removeUntracked() error {
 		tracked[e.Name] = true
 	}
 	var dirs []string
-	err = filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == r.dir {
-			return nil
-		}
-		rel := filepath.ToSlash(p[len(r.dir)+1:])
+	err = r.walkWorktree(func(p, rel string, d fs.DirEntry) error {
 		if d.IsDir() {
-			if rel == ".git" || tracked[rel] { // tracked dir: a submodule
+			if tracked[rel] { // tracked dir: a submodule
 				return fs.SkipDir
 			}
 			dirs = append(dirs, p)
