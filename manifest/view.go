@@ -72,6 +72,7 @@ type Ignored struct {
 type View struct {
 	base  fs.FS
 	trust Trust
+	cache *Cache // nil: every manifest is parsed and verified
 
 	mu   sync.Mutex
 	dirs map[string]*dirState
@@ -87,6 +88,14 @@ type dirState struct {
 // NewView returns the signed view of base.
 func NewView(base fs.FS, trust Trust) *View {
 	return &View{base: base, trust: trust, dirs: map[string]*dirState{}}
+}
+
+// NewCachedView is NewView whose manifests are looked up in cache before
+// they are parsed and verified (see Cache); a nil cache is NewView.
+func NewCachedView(base fs.FS, trust Trust, cache *Cache) *View {
+	v := NewView(base, trust)
+	v.cache = cache
+	return v
 }
 
 // state loads and checks the manifest of dir once.
@@ -108,19 +117,35 @@ func (v *View) state(writer, dir string) *dirState {
 		st.reason, st.detail = ReasonManifestInvalid, err.Error()
 		return st
 	}
-	m, err := Parse(file, data)
-	if err != nil {
-		st.reason, st.detail = ReasonManifestInvalid, err.Error()
-		return st
+	key, trusted := v.trust.Key(writer)
+	var (
+		m         *Manifest
+		k         cacheKey
+		hit       bool
+		cacheable bool
+	)
+	if trusted && v.cache != nil {
+		m, k, hit, cacheable = v.cache.get(data, key, writer, dir)
 	}
-	key, ok := v.trust.Key(writer)
-	if !ok {
-		st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: no trusted key for %s", file, writer)
-		return st
-	}
-	if err := m.Verify(key, writer, dir); err != nil {
-		st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: %v", file, err)
-		return st
+	if !hit {
+		// The checks in their usual order, so that failures read the same
+		// with or without a cache.
+		m, err = Parse(file, data)
+		if err != nil {
+			st.reason, st.detail = ReasonManifestInvalid, err.Error()
+			return st
+		}
+		if !trusted {
+			st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: no trusted key for %s", file, writer)
+			return st
+		}
+		if err := m.Verify(key, writer, dir); err != nil {
+			st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: %v", file, err)
+			return st
+		}
+		if cacheable {
+			v.cache.put(k, m)
+		}
 	}
 	if min := v.trust.MinSequence(writer, dir); m.Sequence < min {
 		st.reason, st.detail = ReasonManifestRolledBack, fmt.Sprintf("%s: sequence %d is lower than %d, already seen", file, m.Sequence, min)
@@ -262,7 +287,8 @@ func unreadable(op, name string, err error) error {
 }
 
 // Verified returns the manifest of dir if it verified, for callers that
-// record its sequence.
+// record its sequence. The manifest may be shared with other views through
+// a Cache: callers must not modify it.
 func (v *View) Verified(writer, dir string) (*Manifest, bool) {
 	st := v.state(writer, dir)
 	return st.m, st.m != nil

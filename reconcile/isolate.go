@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -29,7 +28,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 		if old, err := fs.ReadFile(p.raw, f); err == nil && bytes.Equal(old, data) {
 			continue // committed before, so checked before
 		}
-		if reason, found := guard.Inspect(data); found {
+		if reason, found := p.in.Cache.guardCache().Inspect(data); found {
 			if peer := p.peerOf(f); peer != "" {
 				bad[peer] = fmt.Sprintf("%s: %s", f, reason)
 			}
@@ -53,7 +52,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 			return err
 		}
 		for f, data := range p.out.Files {
-			if _, found := guard.Inspect(data); found && p.peerOf(f) == peer {
+			if _, found := p.in.Cache.guardCache().Inspect(data); found && p.peerOf(f) == peer {
 				delete(p.out.Files, f) // even the earlier state is refused: drop it
 			}
 		}
@@ -68,10 +67,10 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 	for i := range status.Peerings {
 		ps := &status.Peerings[i]
 		for j := range ps.Conditions {
-			withhold(&ps.Conditions[j].Message)
+			p.withhold(&ps.Conditions[j].Message)
 		}
 		for j := range ps.Slices {
-			withhold(&ps.Slices[j].Message)
+			p.withhold(&ps.Slices[j].Message)
 		}
 	}
 	return nil
@@ -79,8 +78,8 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 
 // withhold replaces a status message that quotes what the guard would
 // refuse to commit.
-func withhold(msg *string) {
-	if reason, found := guard.Inspect([]byte(*msg)); found {
+func (p *pass) withhold(msg *string) {
+	if reason, found := p.in.Cache.guardCache().Inspect([]byte(*msg)); found {
 		*msg = "message withheld: it quoted content that looks like private material (" + reason + ")"
 	}
 }

@@ -81,6 +81,8 @@ func BenchmarkHandshakeMesh(b *testing.B) {
 		tree := layout.NewTree(filepath.Join(root, "repo"))
 		backends := map[string]*file.Backend{}
 		stores := map[string]*pins.Store{}
+		// One cache per cluster, as each cluster's runner keeps its own.
+		caches := map[string]*reconcile.Cache{}
 		for _, id := range order {
 			be, _, err := file.Init(filepath.Join(root, "state", id), file.InitOptions{ClusterID: id, APIServer: "https://" + id + ".example:6443", Now: now})
 			if err != nil {
@@ -88,6 +90,7 @@ func BenchmarkHandshakeMesh(b *testing.B) {
 			}
 			be.Now = func() time.Time { return now }
 			backends[id] = be
+			caches[id] = reconcile.NewCache()
 			info, err := be.ClusterInfo()
 			if err != nil {
 				b.Fatal(err)
@@ -106,7 +109,7 @@ func BenchmarkHandshakeMesh(b *testing.B) {
 			changed := false
 			for _, id := range order {
 				c0 := processCPU()
-				out, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: spec, Tree: tree, Backend: backends[id], Now: now, Pins: stores[id]})
+				out, err := reconcile.Pass(context.Background(), reconcile.Input{Spec: spec, Tree: tree, Backend: backends[id], Now: now, Pins: stores[id], Cache: caches[id]})
 				if err != nil {
 					b.Fatal(err)
 				}

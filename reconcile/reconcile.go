@@ -61,6 +61,10 @@ type Input struct {
 	// nil means none yet. Pass never modifies them; Output.Pins is the
 	// updated copy the caller saves.
 	Pins *pins.Store
+	// Cache, when set, carries checks on unchanged input over from the
+	// cluster's earlier passes (see Cache); nil: every pass starts afresh.
+	// The output is the same either way.
+	Cache *Cache
 }
 
 // SharedDir is the directory under clusters/<self>/liqo/ for objects that
@@ -131,7 +135,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		out: &Output{Files: map[string][]byte{}, Pins: store}}
 	// From here on every read of the repo goes through the signed view: a
 	// file its writer did not sign does not exist.
-	p.view = manifest.NewView(in.Tree, p)
+	p.view = manifest.NewCachedView(in.Tree, p, in.Cache.manifestCache())
 	p.in.Tree = p.view
 	if err := p.ownInfoSigned(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend"
@@ -37,7 +38,9 @@ type Runner struct {
 	// once per push attempt): a daemon's readiness.
 	Fetched func()
 
-	specs specCache
+	specs     specCache
+	cacheOnce sync.Once
+	cache     *reconcile.Cache // checks on unchanged input, kept across passes
 }
 
 // Result is what one pass did.
@@ -61,6 +64,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		now = r.Now
 	}
 	res := &Result{Kubeconfigs: map[string]string{}}
+	r.cacheOnce.Do(func() { r.cache = reconcile.NewCache() })
 	keeper, ok := r.Backend.(backend.PinKeeper)
 	if !ok {
 		return nil, fmt.Errorf("cluster %s: backend keeps no pins", r.Backend.ClusterID())
@@ -84,7 +88,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		tree := layout.NewTree(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
-			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey,
+			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
 		})
 		if err != nil {
 			return nil, err

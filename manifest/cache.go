@@ -1,0 +1,63 @@
+package manifest
+
+import (
+	"crypto"
+	"crypto/sha256"
+	"crypto/x509"
+	"sync"
+)
+
+// MaxCached bounds how many verified manifests a Cache holds; when full it
+// starts over empty, so memory stays bounded whatever the repo holds.
+const MaxCached = 1 << 14
+
+// Cache remembers manifests that parsed and verified, so a reader that
+// sees the same manifest.yaml again (every pass of a daemon, while its
+// writer does not change it) neither parses nor verifies it again. An entry
+// is keyed by the SHA-256 of the exact bytes of manifest.yaml, the DER of
+// the public key it verified with, the writer and the directory: a hit
+// means the very same check already succeeded on the very same input. Never
+// a path alone: any change of the bytes or of the trusted key misses.
+// Failures are not remembered, and the rollback check (Trust.MinSequence)
+// is done by each View, never cached. Safe for concurrent use; the zero
+// value is not: use NewCache.
+type Cache struct {
+	mu sync.Mutex
+	m  map[cacheKey]*Manifest
+}
+
+type cacheKey struct {
+	data   [sha256.Size]byte
+	key    string // PKIX DER of the trusted key
+	writer string
+	dir    string
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{m: map[cacheKey]*Manifest{}} }
+
+// get returns the manifest remembered for data (manifest.yaml of dir)
+// verified with key for writer, and the entry's key for put. ok is false on
+// a miss, and cacheable false when key has no exact encoding (then put is
+// not called).
+func (c *Cache) get(data []byte, key crypto.PublicKey, writer, dir string) (m *Manifest, k cacheKey, ok, cacheable bool) {
+	der, err := x509.MarshalPKIXPublicKey(key)
+	if err != nil {
+		return nil, k, false, false
+	}
+	k = cacheKey{data: sha256.Sum256(data), key: string(der), writer: writer, dir: dir}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok = c.m[k]
+	return m, k, ok, true
+}
+
+// put remembers m, which parsed from and verified as k says.
+func (c *Cache) put(k cacheKey, m *Manifest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= MaxCached {
+		c.m = map[cacheKey]*Manifest{}
+	}
+	c.m[k] = m
+}

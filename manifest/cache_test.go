@@ -1,0 +1,151 @@
+package manifest_test
+
+import (
+	"crypto"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gitpeer/gitpeer/manifest"
+)
+
+// allPaths are every file of the repo.
+func allPaths(r repo) []string { return slices.Collect(maps.Keys(r.fs)) }
+
+// A view with a cache, cold or warm, reads exactly what a view without one
+// reads, and fails with the same words: the cache changes no check.
+func TestCachedViewReadsWhatAViewReads(t *testing.T) {
+	r := newRepo(t)
+	cache := manifest.NewCache()
+	plain := manifest.NewView(r.fs, r.trust)
+	for round := range 2 {
+		cached := manifest.NewCachedView(r.fs, r.trust, cache)
+		for _, p := range allPaths(r) {
+			want, wantErr := plain.ReadFile(p)
+			got, err := cached.ReadFile(p)
+			if string(got) != string(want) || (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
+				t.Errorf("round %d: %s: cached view read %q, %v; plain view %q, %v", round, p, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// A second view with the same cache reuses the manifest verified by the
+// first instead of parsing and verifying it again.
+func TestCachedViewReusesAVerifiedManifest(t *testing.T) {
+	r := newRepo(t)
+	cache := manifest.NewCache()
+	m1, ok1 := manifest.NewCachedView(r.fs, r.trust, cache).Verified("alpha", "clusters/beta/inbox/alpha")
+	m2, ok2 := manifest.NewCachedView(r.fs, r.trust, cache).Verified("alpha", "clusters/beta/inbox/alpha")
+	if !ok1 || !ok2 || m1 != m2 {
+		t.Fatalf("Verified twice = %p %v, %p %v: want the same manifest", m1, ok1, m2, ok2)
+	}
+	m3, _ := manifest.NewView(r.fs, r.trust).Verified("alpha", "clusters/beta/inbox/alpha")
+	if m3 == m1 {
+		t.Fatal("a view without cache returned the cached manifest")
+	}
+}
+
+// What a cache entry vouched for once must not outlive the reason it held:
+// each attack first warms the cache with alpha's good manifest of
+// clusters/beta/inbox/alpha, then changes one thing the check depends on.
+func TestCacheDoesNotVouchForWhatChanged(t *testing.T) {
+	const dir = "clusters/beta/inbox/alpha"
+	const file = dir + "/tenant.yaml"
+	cases := []struct {
+		name   string
+		change func(r *repo)
+		detail string
+	}{
+		{
+			name: "the writer's pinned key changed (rotated or distrusted)",
+			change: func(r *repo) {
+				r.trust.keys = maps.Clone(r.trust.keys)
+				r.trust.keys["alpha"] = edKey(t).Public()
+			},
+			detail: "does not verify",
+		},
+		{
+			name: "the writer is no longer trusted",
+			change: func(r *repo) {
+				r.trust.keys = maps.Clone(r.trust.keys)
+				delete(r.trust.keys, "alpha")
+			},
+			detail: "no trusted key for alpha",
+		},
+		{
+			name: "a higher sequence was seen since: the cached manifest is now a rollback",
+			change: func(r *repo) {
+				r.trust.min = maps.Clone(r.trust.min)
+				r.trust.min[dir] = 3
+			},
+			detail: "sequence 2 is lower than 3",
+		},
+		{
+			name: "the manifest's bytes were replaced by one a repo writer signed",
+			change: func(r *repo) {
+				_, data := build(t, edKey(t), "alpha", dir, map[string][]byte{"tenant.yaml": []byte("kind: Tenant\n")}, 2)
+				r.fs[dir+"/"+manifest.FileName] = &fstest.MapFile{Data: data}
+			},
+			detail: "does not verify",
+		},
+		{
+			name: "the manifest's bytes were changed so that they no longer parse",
+			change: func(r *repo) {
+				data := r.fs[dir+"/"+manifest.FileName].Data
+				r.fs[dir+"/"+manifest.FileName] = &fstest.MapFile{Data: append([]byte("apiVersion: x\n"), data...)}
+			},
+			detail: "malformed manifest",
+		},
+		{
+			name: "the listed file's content changed",
+			change: func(r *repo) {
+				r.fs[file] = &fstest.MapFile{Data: []byte("kind: Tenant\nspec: {evil: true}\n")}
+			},
+			detail: "not signed by alpha",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			cache := manifest.NewCache()
+			if _, err := manifest.NewCachedView(r.fs, r.trust, cache).ReadFile(file); err != nil {
+				t.Fatalf("before the change: %v", err)
+			}
+			r.fs = maps.Clone(r.fs)
+			tc.change(&r)
+			_, err := manifest.NewCachedView(r.fs, r.trust, cache).ReadFile(file)
+			if err == nil || !strings.Contains(err.Error(), tc.detail) {
+				t.Fatalf("after the change: read error %v, want one saying %q", err, tc.detail)
+			}
+		})
+	}
+}
+
+// The same signed bytes copied into another writer's directory, or claimed
+// for another writer, are not vouched for by the entry of the original.
+func TestCacheIsPerWriterAndDirectory(t *testing.T) {
+	r := newRepo(t)
+	cache := manifest.NewCache()
+	const dir = "clusters/beta/inbox/alpha"
+	if _, ok := manifest.NewCachedView(r.fs, r.trust, cache).Verified("alpha", dir); !ok {
+		t.Fatal("alpha's manifest does not verify")
+	}
+	r.fs["clusters/gamma/inbox/alpha/tenant.yaml"] = r.fs[dir+"/tenant.yaml"]
+	r.fs["clusters/gamma/inbox/alpha/manifest.yaml"] = r.fs[dir+"/manifest.yaml"]
+	v := manifest.NewCachedView(r.fs, r.trust, cache)
+	if _, err := v.ReadFile("clusters/gamma/inbox/alpha/tenant.yaml"); err == nil || !strings.Contains(err.Error(), "another writer or directory") {
+		t.Errorf("copy in another directory: %v", err)
+	}
+	// The same bytes checked for a writer with the same key: still refused.
+	r.trust.keys = map[string]crypto.PublicKey{"beta": r.trust.keys["alpha"]}
+	if m, ok := manifest.NewCachedView(r.fs, r.trust, cache).Verified("beta", dir); ok {
+		t.Errorf("alpha's manifest verified for beta: %+v", m)
+	}
+	if _, err := fs.ReadFile(v, dir+"/tenant.yaml"); err != nil {
+		t.Errorf("the original still reads: %v", err)
+	}
+}
