@@ -23,6 +23,12 @@ func Encode(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
+	return encodeJSON(raw)
+}
+
+// encodeJSON is the YAML Encode gives for an object whose JSON is raw: a
+// function of raw alone.
+func encodeJSON(raw []byte) ([]byte, error) {
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("encode: %w", err)

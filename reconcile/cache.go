@@ -2,24 +2,27 @@ package reconcile
 
 import (
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // Cache is what one cluster's passes reuse from one pass to the next, each
 // entry keyed by the exact bytes (and, for manifests, the key) it was
 // computed from, so that an unchanged repo is not checked again from
-// scratch: manifests that parsed and verified (manifest.Cache) and the
-// secret guard's answers (guard.Cache). Every pass still makes every trust
+// scratch: manifests that parsed and verified (manifest.Cache), the
+// secret guard's answers (guard.Cache) and the YAML of objects rendered
+// before (liqo.Encoder). Every pass still makes every trust
 // decision; only the work on identical input is skipped. Keep one per
 // cluster for the life of its reconciler; safe for concurrent use.
 type Cache struct {
 	manifests *manifest.Cache
 	guard     *guard.Cache
+	encoder   *liqo.Encoder
 }
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache()}
+	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder()}
 }
 
 func (c *Cache) manifestCache() *manifest.Cache {
@@ -34,4 +37,12 @@ func (c *Cache) guardCache() *guard.Cache {
 		return nil
 	}
 	return c.guard
+}
+
+// encode is liqo.Encode, through the cache's Encoder when there is one.
+func (c *Cache) encode(obj any) ([]byte, error) {
+	if c == nil {
+		return liqo.Encode(obj)
+	}
+	return c.encoder.Encode(obj)
 }

@@ -245,7 +245,7 @@ func (p *pass) acceptSlices(provider string, requests []sliceRequest, check arti
 			continue
 		}
 		// The request must round-trip through YAML to compare with the answer.
-		reqData, err := liqo.Encode(req)
+		reqData, err := p.in.Cache.encode(req)
 		if err != nil {
 			return err
 		}
@@ -299,7 +299,7 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 			return false, nil
 		}
 	}
-	want, err := liqo.Encode(req)
+	want, err := p.in.Cache.encode(req)
 	if err != nil {
 		return false, err
 	}

@@ -252,7 +252,7 @@ func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role lay
 }
 
 func (p *pass) put(file string, obj any) error {
-	data, err := liqo.Encode(obj)
+	data, err := p.in.Cache.encode(obj)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
