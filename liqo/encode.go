@@ -71,33 +71,9 @@ const MaxDocumentSize = 1 << 20
 // Kubernetes API server does) and checking apiVersion and kind, so a
 // malformed artifact is named rather than half-read.
 func decodeStrict(data []byte, apiVersion, kind string, out any) error {
-	if len(data) > MaxDocumentSize {
-		return &DecodeError{Reason: fmt.Sprintf("document is larger than %d MiB (%d bytes): not a handshake artifact", MaxDocumentSize>>20, len(data))}
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return &DecodeError{Reason: "empty document"}
-	}
-	// The YAML-to-JSON step reads only the first document; kustomize would
-	// apply them all.
-	if n := countDocuments(data); n > 1 {
-		return &DecodeError{Reason: fmt.Sprintf("holds %d YAML documents, want 1", n)}
-	}
-	var head struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-	}
-	if err := yaml.Unmarshal(data, &head); err != nil {
-		return &DecodeError{Reason: fmt.Sprintf("not a YAML object: %v", err)}
-	}
-	if head.APIVersion != apiVersion {
-		return &DecodeError{Field: "apiVersion", Reason: fmt.Sprintf("is %q, want %q", head.APIVersion, apiVersion)}
-	}
-	if head.Kind != kind {
-		return &DecodeError{Field: "kind", Reason: fmt.Sprintf("is %q, want %q", head.Kind, kind)}
-	}
-	j, err := yaml.YAMLToJSONStrict(data)
+	j, err := decoded.json(data, apiVersion, kind)
 	if err != nil {
-		return &DecodeError{Reason: err.Error()}
+		return err
 	}
 	strict, err := kjson.UnmarshalStrict(j, out)
 	if err != nil {
@@ -107,6 +83,40 @@ func decodeStrict(data []byte, apiVersion, kind string, out any) error {
 		return &DecodeError{Reason: errors.Join(strict...).Error()}
 	}
 	return nil
+}
+
+// toJSON is the first half of decodeStrict: the checks of the YAML and its
+// conversion to JSON, a function of data, apiVersion and kind alone.
+func toJSON(data []byte, apiVersion, kind string) ([]byte, error) {
+	if len(data) > MaxDocumentSize {
+		return nil, &DecodeError{Reason: fmt.Sprintf("document is larger than %d MiB (%d bytes): not a handshake artifact", MaxDocumentSize>>20, len(data))}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &DecodeError{Reason: "empty document"}
+	}
+	// The YAML-to-JSON step reads only the first document; kustomize would
+	// apply them all.
+	if n := countDocuments(data); n > 1 {
+		return nil, &DecodeError{Reason: fmt.Sprintf("holds %d YAML documents, want 1", n)}
+	}
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return nil, &DecodeError{Reason: fmt.Sprintf("not a YAML object: %v", err)}
+	}
+	if head.APIVersion != apiVersion {
+		return nil, &DecodeError{Field: "apiVersion", Reason: fmt.Sprintf("is %q, want %q", head.APIVersion, apiVersion)}
+	}
+	if head.Kind != kind {
+		return nil, &DecodeError{Field: "kind", Reason: fmt.Sprintf("is %q, want %q", head.Kind, kind)}
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, &DecodeError{Reason: err.Error()}
+	}
+	return j, nil
 }
 
 // countDocuments counts the non-empty YAML documents in data; it returns 1
