@@ -23,24 +23,33 @@ func NewTree(dir string) *Tree { return &Tree{root: dir} }
 
 // check refuses name when it, or any directory above it, is a symbolic link.
 func (t *Tree) check(op, name string) (string, error) {
+	p, _, err := t.lstat(op, name)
+	return p, err
+}
+
+// lstat is check that also returns what Lstat said of name itself (nil for
+// "."): not a link, so what Stat would say.
+func (t *Tree) lstat(op, name string) (string, fs.FileInfo, error) {
 	if !fs.ValidPath(name) {
-		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+		return "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	p := t.root
 	if name == "." {
-		return p, nil
+		return p, nil, nil
 	}
+	var fi fs.FileInfo
 	for _, elem := range strings.Split(name, "/") {
 		p = filepath.Join(p, elem)
-		fi, err := os.Lstat(p)
+		var err error
+		fi, err = os.Lstat(p)
 		if err != nil {
-			return "", &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
+			return "", nil, &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: refusing to follow it", ErrSymlink)}
+			return "", nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: refusing to follow it", ErrSymlink)}
 		}
 	}
-	return p, nil
+	return p, fi, nil
 }
 
 func unwrapPathError(err error) error {
@@ -62,15 +71,11 @@ func (t *Tree) Open(name string) (fs.File, error) {
 
 // ReadFile implements fs.ReadFileFS; only regular files are read.
 func (t *Tree) ReadFile(name string) ([]byte, error) {
-	p, err := t.check("read", name)
+	p, fi, err := t.lstat("read", name)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
+	if fi == nil || !fi.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("not a regular file")}
 	}
 	return os.ReadFile(p)
