@@ -141,6 +141,11 @@ type Backend struct {
 // or no nonce secret): run `gitpeer init --backend kubernetes`.
 var ErrNotInitialized = errors.New("not initialized (run gitpeer init --backend kubernetes)")
 
+// ErrDamaged means the cluster holds gitpeer state (its pins) without the
+// cluster keys that state was made with: neither New nor Init goes on, so
+// that no new identity is made by accident.
+var ErrDamaged = errors.New("gitpeer state is damaged")
+
 // New opens the backend of a cluster where `gitpeer init --backend
 // kubernetes` ran: the cluster keys and the nonce secret must exist (else an
 // error wrapping ErrNotInitialized), the cluster ID must resolve (see
@@ -344,6 +349,14 @@ func (b *Backend) resolveClusterID(ctx context.Context) (string, error) {
 func (b *Backend) loadKeys(ctx context.Context, create bool) error {
 	secrets := b.core.Secrets(b.ns())
 	s, err := secrets.Get(ctx, KeysSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Pins mean this cluster had an identity its peers trust: new keys
+		// would be a key change to every one of them, not an init.
+		if _, perr := secrets.Get(ctx, PinsSecretName, metav1.GetOptions{}); perr == nil {
+			return fmt.Errorf("%s is missing but %s exists: %w (restore the keys Secret from a backup; to start over with a new identity, which every peer's admin must re-pin with gitpeer trust, delete %s and run gitpeer init --backend kubernetes)",
+				b.ref("secret", KeysSecretName), b.ref("secret", PinsSecretName), ErrDamaged, b.ref("secret", PinsSecretName))
+		}
+	}
 	switch {
 	case apierrors.IsNotFound(err) && !create:
 		return fmt.Errorf("%s: %w", b.ref("secret", KeysSecretName), ErrNotInitialized)

@@ -753,3 +753,26 @@ func TestAPIServerAndCABundleFromTheRestConfig(t *testing.T) {
 		t.Fatalf("New without a config: %v", err)
 	}
 }
+
+// Pins without the keys they were made with are damaged state: neither
+// reconcile (New) nor init (Init) makes a new identity over them.
+func TestKeysGoneBesidePinsIsDamagedNotANewIdentity(t *testing.T) {
+	cs := newClientset()
+	ctx := context.Background()
+	pins := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: PinsSecretName, Namespace: "liqo"}, Data: map[string][]byte{"pins.yaml": []byte("peers: {}\n")}}
+	if _, err := cs.CoreV1().Secrets("liqo").Create(ctx, pins, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(writes(cs, "secrets"))
+	_, err := NewWithClients(ctx, testOptions(testCA(t)), cs.CoreV1(), cs.CertificatesV1())
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "secret liqo/authentication-keys is missing but secret liqo/gitpeer-pins exists") {
+		t.Fatalf("New: %v", err)
+	}
+	_, _, err = InitWithClients(ctx, testOptions(testCA(t)), cs.CoreV1(), cs.CertificatesV1())
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "restore the keys Secret from a backup") {
+		t.Fatalf("Init: %v", err)
+	}
+	if n := len(writes(cs, "secrets")); n != before {
+		t.Fatalf("%d Secret writes after the pins: a new identity was made", n-before)
+	}
+}
