@@ -51,6 +51,10 @@ time), then runs verify over the whole history.`, examples.Names()),
 				if f.Changed("rounds") && opts.MaxRounds < 1 {
 					return fmt.Errorf("--rounds must be at least 1, got %d", opts.MaxRounds)
 				}
+				// Refused before a temporary directory is made for it.
+				if _, err := demo.Mesh(opts.Clusters, opts.Peerings); err != nil {
+					return err
+				}
 			}
 			if opts.Dir == "" {
 				d, err := os.MkdirTemp("", "gitpeer-demo-")
