@@ -404,6 +404,21 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 	g.git(t, work, "add", "-A")
 	g.git(t, work, "commit", "--quiet", "-m", "peer alpha with beta")
 	g.git(t, work, "push", "--quiet", repoURL, "main")
+	// Gitea marks a repo no longer empty in a queue after the push, and
+	// answers its pull-request API with 404 until then.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var repo struct {
+			Empty bool `json:"empty"`
+		}
+		if g.api(t, "GET", "/repos/gitpeer/peering", nil, &repo) == http.StatusOK && !repo.Empty {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Gitea still says the repo is empty a minute after the push")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// The reconcilers' credentials: the token as the Git password, and the CA.
 	creds := filepath.Join(root, "creds")
