@@ -216,21 +216,9 @@ func TestVerifyRefuses(t *testing.T) {
 	t.Run("a tampered message under alpha's signature", func(t *testing.T) {
 		r, dir := repoAt(t)
 		c := commitWith(t, r, mustSigner(t, alphaKey), "alpha: publish\n")
-		forged := *c
-		forged.Message = "alpha: revoke beta\n"
-		obj := r.Storer.NewEncodedObject()
-		if err := forged.Encode(obj); err != nil {
-			t.Fatal(err)
-		}
-		h, err := r.Storer.SetEncodedObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fc, err := r.CommitObject(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fc.PGPSignature != c.PGPSignature || fc.Message != forged.Message {
+		fc := withMessage(t, r, c, "alpha: revoke beta\n")
+		h := fc.Hash
+		if fc.PGPSignature != c.PGPSignature || fc.Message != "alpha: revoke beta\n" {
 			t.Fatal("forged commit does not carry alpha's signature and the new message")
 		}
 		if got, err := Verify(fc, trusted); !errors.Is(err, ErrUnknownSigner) {
@@ -403,4 +391,25 @@ func mustSSH(t *testing.T, pub crypto.PublicKey) ssh.PublicKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// withMessage stores and returns a copy of c with another message and c's
+// signature: what a forger can make of a signed commit.
+func withMessage(t *testing.T, r *git.Repository, c *object.Commit, msg string) *object.Commit {
+	t.Helper()
+	forged := *c
+	forged.Message = msg
+	obj := r.Storer.NewEncodedObject()
+	if err := forged.Encode(obj); err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.Storer.SetEncodedObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := r.CommitObject(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
 }

@@ -329,20 +329,8 @@ func TestVerifyOpenPGPRefuses(t *testing.T) {
 	t.Run("a tampered message under alpha's OpenPGP signature", func(t *testing.T) {
 		r, dir := repoAt(t)
 		c := commitWith(t, r, mustOpenPGPSigner(t, alphaKey), "alpha: publish\n")
-		forged := *c
-		forged.Message = "alpha: revoke beta\n"
-		obj := r.Storer.NewEncodedObject()
-		if err := forged.Encode(obj); err != nil {
-			t.Fatal(err)
-		}
-		h, err := r.Storer.SetEncodedObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fc, err := r.CommitObject(h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fc := withMessage(t, r, c, "alpha: revoke beta\n")
+		h := fc.Hash
 		if got, err := Verify(fc, trusted); !errors.Is(err, ErrUnknownSigner) {
 			t.Errorf("Verify(forged) = %q, %v; want ErrUnknownSigner", got, err)
 		}
