@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -52,6 +53,15 @@ func badLayoutFiles(t testing.TB) []badLayoutFile {
 	info := validClusterInfo(t, "alpha")
 	valid := encodeInfo(t, info)
 	other := validClusterInfo(t, "beta")
+	// A private key pasted into a CA bundle: generated, never committed.
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	privPEM, err := handshake.MarshalPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	edit := func(old, new string) []byte {
 		t.Helper()
 		if !bytes.Contains(valid, []byte(old)) {
@@ -80,7 +90,7 @@ func badLayoutFiles(t testing.TB) []badLayoutFile {
 		{name: "a cluster.yaml with a plain http API server", file: clusterYAML, input: with(func(c *layout.ClusterInfo) { c.APIServer = "http://alpha.example:6443" }), field: "apiServer", says: "not an https URL"},
 		{name: "a cluster.yaml with an API server without host", file: clusterYAML, input: with(func(c *layout.ClusterInfo) { c.APIServer = "https:///api" }), field: "apiServer", says: "not an https URL"},
 		{name: "a cluster.yaml whose CA bundle holds a private key", file: clusterYAML, input: with(func(c *layout.ClusterInfo) {
-			c.CA += "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"
+			c.CA += string(privPEM)
 		}), field: "ca", says: "holds a PRIVATE KEY block"},
 		{name: "a cluster.yaml whose CA bundle has text before the certificate", file: clusterYAML, input: with(func(c *layout.ClusterInfo) { c.CA = "alpha's CA:\n" + c.CA }), field: "ca", says: "before certificate 1"},
 		{name: "a cluster.yaml whose CA bundle hides text between certificates", file: clusterYAML, input: with(func(c *layout.ClusterInfo) { c.CA += "garbage\n" + other.CA }), field: "ca", says: "before certificate 2"},
