@@ -83,6 +83,9 @@ type dirState struct {
 	m      *Manifest // nil: nothing in the directory is readable
 	reason string    // why m is nil
 	detail string
+
+	audited bool // ignored is Audit's answer, computed once per view
+	ignored []Ignored
 }
 
 // NewView returns the signed view of base.
@@ -296,9 +299,32 @@ func (v *View) Verified(writer, dir string) (*Manifest, bool) {
 
 // Audit lists every file under dir (a writer's directory) that the view
 // does not vouch for, sorted by path. A missing dir has nothing to report.
+// The walk runs once per view and directory (the base does not change):
+// callers must not modify the list.
 func (v *View) Audit(writer, dir string) []Ignored {
-	var out []Ignored
 	st := v.state(writer, dir)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !st.audited {
+		st.ignored, st.audited = v.audit(writer, dir, st), true
+	}
+	return st.ignored
+}
+
+// IgnoredReason is the reason Audit(writer, dir) gives for file, and
+// whether it names file at all.
+func (v *View) IgnoredReason(writer, dir, file string) (string, bool) {
+	for _, ig := range v.Audit(writer, dir) {
+		if ig.Path == file {
+			return ig.Reason, true
+		}
+	}
+	return "", false
+}
+
+// audit is Audit's walk of dir, whose state is st.
+func (v *View) audit(writer, dir string, st *dirState) []Ignored {
+	var out []Ignored
 	_ = fs.WalkDir(v.base, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil

@@ -314,11 +314,9 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 		return false, err
 	}
 	p.out.Files[sliceFile], p.out.Files[idFile] = rendered, identity
-	why := "missing"
-	for _, ig := range p.view.Audit(provider, path.Dir(answerFile)) {
-		if ig.Path == answerFile {
-			why = ig.Reason
-		}
+	why, ok := p.view.IgnoredReason(provider, path.Dir(answerFile), answerFile)
+	if !ok {
+		why = "missing"
 	}
 	st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: req.Name, Authentication: "Accepted", Resources: "Accepted",
 		Reason: liqo.ReasonSliceResourcesAccepted, Message: fmt.Sprintf("kept the slice accepted before: %s is %s", answerFile, why)})

@@ -460,11 +460,9 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, s
 			continue
 		}
 		p.out.Files[answerFile] = data
-		why := "missing"
-		for _, ig := range p.view.Audit(consumer, dir) {
-			if ig.Path == request {
-				why = ig.Reason
-			}
+		why, ok := p.view.IgnoredReason(consumer, dir, request)
+		if !ok {
+			why = "missing"
 		}
 		s := sliceStatus(prev)
 		s.Message += fmt.Sprintf("; decision kept: %s is %s", request, why)
