@@ -68,7 +68,7 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		return nil, err
 	}
 	sort.Strings(plan.Deletes)
-	plan.Steps = steps(tree, self, desired, plan)
+	plan.Steps = steps(tree, self, parents, plan)
 	plan.Message = message(self, plan.Steps)
 	return plan, nil
 }
@@ -96,7 +96,8 @@ func mayHold(self, dir string, parents map[string]bool) bool {
 }
 
 // steps names what a change does in the handshake's words, deterministically.
-func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []string {
+// parents are the directories of the desired files, as Diff collects them.
+func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -163,7 +164,9 @@ func steps(tree fs.FS, self string, desired map[string][]byte, plan *Plan) []str
 		switch {
 		case from == self:
 			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
-		case strings.HasPrefix(rest, layout.LiqoDir+"/") && !rendersFor(desired, layout.PeerDir(self, peerOfRendered(rest))):
+		// A deletion under a peer's directory that still holds desired
+		// files removes a file nobody signed, not the peering's objects.
+		case strings.HasPrefix(rest, layout.LiqoDir+"/") && !parents[layout.PeerDir(self, peerOfRendered(rest))]:
 			add("remove objects for " + peerOfRendered(rest))
 		case rest == "":
 			add("remove " + f) // something in the way of a directory
@@ -204,15 +207,4 @@ func message(self string, steps []string) string {
 // peerOfRendered is the peer of a path under liqo/ in a cluster's tree.
 func peerOfRendered(rest string) string {
 	return strings.SplitN(strings.TrimPrefix(rest, layout.LiqoDir+"/"), "/", 2)[0]
-}
-
-// rendersFor reports whether desired keeps any file under dir: a deletion
-// there removes a file nobody signed, not the peering's objects.
-func rendersFor(desired map[string][]byte, dir string) bool {
-	for f := range desired {
-		if strings.HasPrefix(f, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
