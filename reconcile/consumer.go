@@ -255,7 +255,7 @@ func (p *pass) acceptSlices(provider string, requests []sliceRequest, check arti
 		ans, err := artifact.VerifySliceAnswer(answerFile, data, req, check)
 		if errors.Is(err, artifact.ErrStaleAnswer) {
 			ps := r.pending(provider)
-			if kept, err := p.keepRendered(provider, r.name); err != nil {
+			if kept, err := p.keepRendered(provider, r.name, nil); err != nil {
 				return err
 			} else if kept {
 				ps.Message += "; the slice granted before stays applied until then"
@@ -303,17 +303,9 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 	if err != nil {
 		return false, err
 	}
-	sliceFile := path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.ResourceSliceKind, req.Name))
-	idFile := path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ResourceSliceIdentityName(req.Name)))
-	rendered, found, err := p.read(sliceFile)
-	if err != nil || !found || !bytes.Equal(rendered, want) {
+	if kept, err := p.keepRendered(provider, req.Name, want); !kept || err != nil {
 		return false, err
 	}
-	identity, found, err := p.read(idFile)
-	if err != nil || !found {
-		return false, err
-	}
-	p.out.Files[sliceFile], p.out.Files[idFile] = rendered, identity
 	why, ok := p.view.IgnoredReason(provider, path.Dir(answerFile), answerFile)
 	if !ok {
 		why = "missing"
@@ -324,12 +316,14 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 }
 
 // keepRendered keeps, byte for byte, the ResourceSlice named slice and its
-// Identity that this cluster rendered in an earlier pass, if it did: while
-// the provider has yet to answer a changed request, the grant it made
-// before stays applied. Dropping it until the answer came would have the
-// GitOps engine prune the slice and its virtual node, and create them
-// again one pass later.
-func (p *pass) keepRendered(provider, slice string) (bool, error) {
+// Identity that this cluster rendered in an earlier pass, if it did and, for
+// a want other than nil, the rendered slice is exactly want. keepSlice uses
+// it for an answer that cannot be read; acceptSlices, while the provider
+// has yet to answer a changed request, so that the grant it made before
+// stays applied: dropping it until the answer came would have the GitOps
+// engine prune the slice and its virtual node, and create them again one
+// pass later.
+func (p *pass) keepRendered(provider, slice string, want []byte) (bool, error) {
 	dir := layout.PeerDir(p.self, provider)
 	files := []string{
 		path.Join(dir, liqo.ObjectFileName(authv1beta1.ResourceSliceKind, slice)),
@@ -340,6 +334,9 @@ func (p *pass) keepRendered(provider, slice string) (bool, error) {
 		d, found, err := p.read(f)
 		if err != nil || !found {
 			return false, err
+		}
+		if i == 0 && want != nil && !bytes.Equal(d, want) {
+			return false, nil
 		}
 		data[i] = d
 	}
