@@ -665,13 +665,10 @@ func (r *Repo) pushOptions(said *remoteLines, specs ...config.RefSpec) *git.Push
 // runPush pushes with opts, as pushSpecs does.
 func (r *Repo) runPush(ctx context.Context, opts *git.PushOptions, said *remoteLines) error {
 	err := r.repo.PushContext(ctx, opts)
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
-	case len(said.lines()) > 0:
-		return &remoteError{err: err, lines: said.lines()}
 	}
-	return err
+	return withRemoteLines(err, said)
 }
 
 // remoteLines collects the lines a host sends on the sideband progress
