@@ -397,12 +397,7 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
-	_, err = repo.CreateRemote(&config.RemoteConfig{
-		Name:  "origin",
-		URLs:  []string{opts.URL},
-		Fetch: []config.RefSpec{trackingSpec(opts.Branch)},
-	})
-	if err != nil {
+	if err := setOrigin(repo, opts); err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
 	return repo, nil
