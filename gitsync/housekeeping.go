@@ -36,18 +36,20 @@ type Housekeeping struct {
 // it deletes anything, and Open repairs a pack index a crash cut short.
 func (r *Repo) keepClean() (Housekeeping, error) {
 	var h Housekeeping
-	if los, ok := r.repo.Storer.(storer.LooseObjectStorer); ok {
-		errEnough := errors.New("enough")
-		err := los.ForEachObjectHash(func(plumbing.Hash) error {
-			h.LooseObjects++
-			if h.LooseObjects > maxLooseObjects {
-				return errEnough
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errEnough) {
-			return h, err
+	los, ok := r.repo.Storer.(storer.LooseObjectStorer)
+	if !ok {
+		return h, nil
+	}
+	errEnough := errors.New("enough")
+	err := los.ForEachObjectHash(func(plumbing.Hash) error {
+		h.LooseObjects++
+		if h.LooseObjects > maxLooseObjects {
+			return errEnough
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return h, err
 	}
 	if pos, ok := r.repo.Storer.(storer.PackedObjectStorer); ok {
 		packs, err := pos.ObjectPacks()
@@ -56,8 +58,7 @@ func (r *Repo) keepClean() (Housekeeping, error) {
 		}
 		h.Packs = len(packs)
 	}
-	los, ok := r.repo.Storer.(storer.LooseObjectStorer)
-	if !ok || (h.LooseObjects <= maxLooseObjects && h.Packs <= maxPacks) {
+	if h.LooseObjects <= maxLooseObjects && h.Packs <= maxPacks {
 		return h, nil
 	}
 	if err := r.repo.RepackObjects(&git.RepackConfig{}); err != nil {
@@ -66,7 +67,7 @@ func (r *Repo) keepClean() (Housekeeping, error) {
 	h.Repacked = true
 	// Objects no ref reaches (commits of lost pushes) stay loose: prune
 	// them, as git gc would after its grace period.
-	if err := r.repo.Prune(git.PruneOptions{Handler: los.DeleteLooseObject}); err != nil {
+	if err = r.repo.Prune(git.PruneOptions{Handler: los.DeleteLooseObject}); err != nil {
 		return h, err
 	}
 	// A pack left half-written by an earlier crash is garbage now.
