@@ -236,8 +236,9 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		}
 		// Re-plan against the new tip's index: the same files, since none
 		// of them changed, but the deletions of directories and the
-		// identical writes are decided afresh.
-		if p, err = r.plan(ch); err != nil {
+		// identical writes are decided afresh. The change itself was
+		// validated (and guarded) on the first attempt.
+		if p, err = r.diffIndex(ch); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
 	}
@@ -461,42 +462,67 @@ type plan struct {
 	message string
 }
 
+// plan validates ch (validateChange) and diffs it against the clone's index
+// (diffIndex).
 func (r *Repo) plan(ch *Change) (*plan, error) {
-	p := &plan{writes: map[string][]byte{}}
 	if ch == nil {
-		return p, nil
+		return &plan{writes: map[string][]byte{}}, nil
 	}
-	p.message = ch.Message
+	if err := validateChange(ch); err != nil {
+		return nil, err
+	}
+	return r.diffIndex(ch)
+}
 
-	written := make([]string, 0, len(ch.Writes))
-	for name := range ch.Writes {
+// validateChange refuses a change whose paths are not clean, that writes a
+// path both as a file and as a directory or both writes and deletes one, or
+// whose content the guard refuses. It depends on the change alone, so a
+// retry on a new tip need not run it again.
+func validateChange(ch *Change) error {
+	written := writtenPaths(ch)
+	for _, name := range written {
 		if err := checkPath(name); err != nil {
-			return nil, err
+			return err
 		}
-		written = append(written, name)
 	}
-	sort.Strings(written)
 	for i := 1; i < len(written); i++ {
 		if strings.HasPrefix(written[i], written[i-1]+"/") {
-			return nil, fmt.Errorf("%w: %s is written both as a file and as a directory", ErrInvalidChange, written[i-1])
+			return fmt.Errorf("%w: %s is written both as a file and as a directory", ErrInvalidChange, written[i-1])
 		}
 	}
 	for _, name := range ch.Deletes {
 		if err := checkPath(name); err != nil {
-			return nil, err
+			return err
 		}
 		if _, ok := ch.Writes[name]; ok {
-			return nil, fmt.Errorf("%w: %s is both written and deleted", ErrInvalidChange, name)
+			return fmt.Errorf("%w: %s is both written and deleted", ErrInvalidChange, name)
 		}
 	}
 	// The guard runs on every write, identical or not, before anything
 	// touches the worktree: a refusal must leave nothing behind.
 	for _, name := range written {
 		if err := guard.Check(name, ch.Writes[name]); err != nil {
-			return nil, fmt.Errorf("refuse change: %w", err)
+			return fmt.Errorf("refuse change: %w", err)
 		}
 	}
+	return nil
+}
 
+// writtenPaths are the paths ch writes, sorted.
+func writtenPaths(ch *Change) []string {
+	written := make([]string, 0, len(ch.Writes))
+	for name := range ch.Writes {
+		written = append(written, name)
+	}
+	sort.Strings(written)
+	return written
+}
+
+// diffIndex is the plan of a validated ch against the clone's index: the
+// directories it deletes expanded to their files, identical writes dropped.
+func (r *Repo) diffIndex(ch *Change) (*plan, error) {
+	p := &plan{writes: map[string][]byte{}, message: ch.Message}
+	written := writtenPaths(ch)
 	idx, err := r.repo.Storer.Index()
 	if err != nil {
 		return nil, fmt.Errorf("read index: %w", err)
