@@ -123,14 +123,11 @@ var errFallback = errors.New("incremental checkout not possible")
 // worktree in an unknown state, the snapshot dropped) when the difference
 // has anything but regular files or a path cannot be written safely.
 func (r *Repo) moveTo(tip plumbing.Hash) error {
-	from := r.snap.commit
-	r.snap.commit = plumbing.ZeroHash // unknown until done
-	files := r.snap.files
-	r.snap = nil
-	if from == tip {
-		r.snap = &snapshot{commit: tip, files: files}
+	if r.snap.commit == tip {
 		return nil
 	}
+	from, files := r.snap.commit, r.snap.files
+	r.snap = nil // unknown until done
 	var err error
 	ft := &object.Tree{} // the branch had no commits
 	if !from.IsZero() {
