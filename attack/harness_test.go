@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/backend/file"
@@ -460,12 +461,7 @@ func (w *world) peering(cluster, consumer, provider string) *layout.PeeringStatu
 }
 
 func condition(ps *layout.PeeringStatus, typ string) *metav1.Condition {
-	for i := range ps.Conditions {
-		if ps.Conditions[i].Type == typ {
-			return &ps.Conditions[i]
-		}
-	}
-	return nil
+	return apimeta.FindStatusCondition(ps.Conditions, typ)
 }
 
 // describe renders a peering status for failure messages.

@@ -689,13 +689,11 @@ peerings: [{consumer: "alpha", provider: "beta"}]
 		if ps == nil {
 			t.Fatal("no status for alpha→beta on beta")
 		}
-		for i := range ps.Conditions {
-			if ps.Conditions[i].Type == meta.ReadyCondition {
-				return &ps.Conditions[i]
-			}
+		c := condition(ps, meta.ReadyCondition)
+		if c == nil {
+			t.Fatalf("no Ready condition: %+v", ps)
 		}
-		t.Fatalf("no Ready condition: %+v", ps)
-		return nil
+		return c
 	}
 	if got := ready().LastTransitionTime.Time; !got.Equal(start) {
 		t.Errorf("Ready dated %v, want the pass's clock %v", got, start)

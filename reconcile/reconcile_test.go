@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -160,12 +161,7 @@ func peering(t *testing.T, out *reconcile.Output, consumer, provider string) *la
 }
 
 func condition(ps *layout.PeeringStatus, typ string) *metav1.Condition {
-	for i := range ps.Conditions {
-		if ps.Conditions[i].Type == typ {
-			return &ps.Conditions[i]
-		}
-	}
-	return nil
+	return apimeta.FindStatusCondition(ps.Conditions, typ)
 }
 
 const twoClusters = `
