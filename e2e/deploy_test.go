@@ -410,20 +410,7 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 		if _, err := s.git(ctx, work, "pull", "--quiet", "--ff-only", "origin", "main"); err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.gitpeerCmd(ctx, "status", work, "-o", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var peerings []struct {
-			Consumer, Provider, Step string
-			Ready                    bool
-		}
-		if err := json.Unmarshal([]byte(out), &peerings); err != nil {
-			t.Fatalf("gitpeer status -o json: %v\n%s", err, out)
-		}
-		if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
-			t.Errorf("the repo's status: want alpha → beta Ready, got:\n%s", out)
-		}
+		s.wantOneReady(ctx, t, work)
 	})
 
 	check(t, "the kubelet's liveness and readiness probes get 200", func(t *testing.T) {

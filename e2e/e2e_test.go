@@ -155,20 +155,7 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 		if err := s.pull(ctx); err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.gitpeerCmd(ctx, "status", s.flux, "-o", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var peerings []struct {
-			Consumer, Provider, Step string
-			Ready                    bool
-		}
-		if err := json.Unmarshal([]byte(out), &peerings); err != nil {
-			t.Fatalf("gitpeer status -o json: %v\n%s", err, out)
-		}
-		if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
-			t.Errorf("want alpha → beta Ready, got:\n%s", out)
-		}
+		s.wantOneReady(ctx, t, s.flux)
 		if out, err := s.gitpeerCmd(ctx, "verify", s.flux); err != nil {
 			t.Errorf("gitpeer verify: %v\n%s", err, out)
 		}

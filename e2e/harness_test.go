@@ -657,3 +657,23 @@ func eventually(ctx context.Context, timeout, interval time.Duration, cond func(
 		}
 	}
 }
+
+// wantOneReady checks that gitpeer status of the checkout dir reports one
+// peering, alpha → beta, Ready.
+func (s *suite) wantOneReady(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	out, err := s.gitpeerCmd(ctx, "status", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peerings []struct {
+		Consumer, Provider, Step string
+		Ready                    bool
+	}
+	if err := json.Unmarshal([]byte(out), &peerings); err != nil {
+		t.Fatalf("gitpeer status -o json: %v\n%s", err, out)
+	}
+	if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
+		t.Errorf("the repo's status: want alpha → beta Ready, got:\n%s", out)
+	}
+}
