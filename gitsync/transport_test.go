@@ -1,10 +1,8 @@
 package gitsync
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,20 +81,13 @@ func credOptions(t *testing.T, url, dir, name string) Options {
 // leaks collects every message of a test and the places it wrote, and
 // fails the test when a secret shows up in any.
 type leaks struct {
-	secrets []string
-	key     string // the private key's base64 body, without newlines
-	msgs    []string
-	dirs    []string
+	*testgit.Leaks
+	msgs []string
+	dirs []string
 }
 
 func newLeaks(h *hosts) *leaks {
-	l := &leaks{secrets: []string{httpPassword, httpToken, readToken, keyPassword}}
-	for _, line := range strings.Split(string(h.deploy.PEM), "\n") {
-		if !strings.HasPrefix(line, "-----") {
-			l.key += line
-		}
-	}
-	return l
+	return &leaks{Leaks: testgit.NewLeaks(h.deploy.PEM, httpPassword, httpToken, readToken, keyPassword)}
 }
 
 func (l *leaks) err(err error) error {
@@ -106,55 +97,15 @@ func (l *leaks) err(err error) error {
 	return err
 }
 
-// leak returns a description of the first secret in data, "" if none. Any
-// 24 consecutive characters of the private key count, across line breaks,
-// past its first 100: those encode the format's fixed header
-// ("openssh-key-v1", cipher and KDF names), common to every such key.
-func (l *leaks) leak(data []byte) string {
-	for _, sec := range l.secrets {
-		if bytes.Contains(data, []byte(sec)) {
-			return fmt.Sprintf("secret %.6s...", sec)
-		}
-	}
-	flat := bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\n"), nil), []byte("\r"), nil)
-	const window = 24
-	for i := 100; i+window <= len(l.key); i++ {
-		if bytes.Contains(flat, []byte(l.key[i:i+window])) {
-			return "private key material"
-		}
-	}
-	return ""
-}
-
 // check scans every message and every file under the directories.
 func (l *leaks) check(t *testing.T) {
 	t.Helper()
 	for _, msg := range l.msgs {
-		if what := l.leak([]byte(msg)); what != "" {
+		if what := l.Find([]byte(msg)); what != "" {
 			t.Errorf("%s in the message %q", what, msg)
 		}
 	}
-	files := 0
-	for _, dir := range l.dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			files++
-			if what := l.leak(data); what != "" {
-				t.Errorf("%s in %s", what, p)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	if files == 0 {
+	if l.ScanDirs(t, l.dirs...) == 0 {
 		t.Error("the scan read no file")
 	}
 	if len(l.msgs) == 0 {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,53 +128,14 @@ func TestPeeringOverSSHAndHTTPSWithCredentials(t *testing.T) {
 	})
 
 	// The scan: no secret in anything gitpeer printed or wrote.
-	secrets := []string{password, token, passphrase}
-	var key string
-	for _, line := range strings.Split(string(deploy.PEM), "\n") {
-		if !strings.HasPrefix(line, "-----") {
-			key += line
-		}
-	}
-	leaks := func(data []byte) string {
-		for _, s := range secrets {
-			if bytes.Contains(data, []byte(s)) {
-				return fmt.Sprintf("secret %.6s...", s)
-			}
-		}
-		flat := bytes.ReplaceAll(data, []byte("\n"), nil)
-		for i := 100; i+24 <= len(key); i++ { // past the key format's fixed header
-			if bytes.Contains(flat, []byte(key[i:i+24])) {
-				return "private key material"
-			}
-		}
-		return ""
-	}
-	if what := leaks(output.Bytes()); what != "" {
+	leaks := testgit.NewLeaks(deploy.PEM, password, token, passphrase)
+	if what := leaks.Find(output.Bytes()); what != "" {
 		t.Errorf("%s in gitpeer's output:\n%s", what, output.String())
 	}
 	if !strings.Contains(output.String(), "up to date") {
 		t.Error("the scan saw no output")
 	}
-	files := 0
-	for _, dir := range []string{filepath.Join(root, "state"), filepath.Join(root, "remote.git")} {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			files++
-			if what := leaks(data); what != "" {
-				t.Errorf("%s in %s", what, p)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	files := leaks.ScanDirs(t, filepath.Join(root, "state"), filepath.Join(root, "remote.git"))
 	if files < 20 {
 		t.Errorf("the scan read only %d files", files)
 	}
