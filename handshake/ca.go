@@ -122,7 +122,7 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	}
 	key, err := parseCAKey(keyPEM)
 	if err != nil {
-		return nil, err
+		return nil, &CAKeyError{Err: err}
 	}
 	certDER, err := publicKeyDER(cert.PublicKey)
 	if err != nil {
@@ -130,7 +130,7 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	}
 	keyDER, err := publicKeyDER(key.Public())
 	if err != nil {
-		return nil, fmt.Errorf("ca key: %w", err)
+		return nil, &CAKeyError{Err: fmt.Errorf("ca key: %w", err)}
 	}
 	if string(certDER) != string(keyDER) {
 		return nil, fmt.Errorf("ca key: is for %s, certificate is for %s: %w", fingerprintDER(keyDER), fingerprintDER(certDER), ErrCertificateKey)
@@ -141,6 +141,15 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 		Key:     key,
 	}, nil
 }
+
+// CAKeyError is LoadCA's error when the CA key itself cannot be used (not
+// PEM, not a private key, an unsupported algorithm), as against the
+// certificate, or a key that is not the certificate's (ErrCertificateKey):
+// callers name the key's file for it. Its message is Err's.
+type CAKeyError struct{ Err error }
+
+func (e *CAKeyError) Error() string { return e.Err.Error() }
+func (e *CAKeyError) Unwrap() error { return e.Err }
 
 // parseCAKey reads a CA private key in any of the encodings kubeadm and
 // openssl write.

@@ -18,7 +18,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -265,7 +264,7 @@ func Open(dir string) (*Backend, error) {
 		// A key that parses but is not the certificate's names the
 		// certificate, as a mismatch always did.
 		name := CACertFile
-		if strings.HasPrefix(err.Error(), "ca key") && !errors.Is(err, handshake.ErrCertificateKey) {
+		if _, ok := errors.AsType[*handshake.CAKeyError](err); ok {
 			name = CAKeyFile
 		}
 		return nil, damaged(dir, name, err)
