@@ -3,11 +3,10 @@ package runner
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -36,14 +35,14 @@ func TestPassEvaluatesAnUnchangedSpecOnce(t *testing.T) {
 	}
 
 	// Someone drops the peering from the spec.
-	remote := strings.TrimSpace(runGitCmd(t, r.Repo.Dir(), "remote", "get-url", "origin"))
+	remote := testgit.Git(t, r.Repo.Dir(), "remote", "get-url", "origin")
 	work := filepath.Join(t.TempDir(), "w")
-	runGitCmd(t, filepath.Dir(work), "clone", "-q", remote, work)
+	testgit.Git(t, filepath.Dir(work), "clone", "-q", remote, work)
 	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runGitCmd(t, work, "commit", "-qam", "drop the peering")
-	runGitCmd(t, work, "push", "-q", "origin", "main")
+	testgit.Git(t, work, "commit", "-qam", "drop the peering")
+	testgit.Git(t, work, "push", "-q", "origin", "main")
 
 	res, err := r.Pass(context.Background())
 	if err != nil {
@@ -55,16 +54,4 @@ func TestPassEvaluatesAnUnchangedSpecOnce(t *testing.T) {
 	if n := len(res.Output.Status.Peerings); n != 0 {
 		t.Errorf("%d peerings after the spec dropped the only one: the pass ran on the old spec", n)
 	}
-}
-
-func runGitCmd(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
