@@ -65,17 +65,23 @@ var ErrURLCredentials = errors.New("URL holds credentials")
 // scheme, or a user name over http(s). (ssh://git@host/... names the SSH
 // login, which is not a secret.) The error shows the URL without its userinfo.
 func CheckURL(rawURL string) error {
+	_, err := checkEndpoint(rawURL)
+	return err
+}
+
+// checkEndpoint is CheckURL that also returns the parsed endpoint.
+func checkEndpoint(rawURL string) (*transport.Endpoint, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
-		return fmt.Errorf("URL %s: %w", Redact(rawURL), redactErr(err, rawURL))
+		return nil, fmt.Errorf("URL %s: %w", Redact(rawURL), redactErr(err, rawURL))
 	}
 	web := ep.Protocol == "http" || ep.Protocol == "https"
 	if ep.Password != "" || strings.Contains(ep.User, ":") || web && ep.User != "" {
-		return fmt.Errorf("%w: %s: remove them from the URL and put them in a credentials directory "+
+		return nil, fmt.Errorf("%w: %s: remove them from the URL and put them in a credentials directory "+
 			"(--git-credentials DIR, with files %s and %s, or %s)",
 			ErrURLCredentials, Redact(rawURL), UsernameFile, PasswordFile, BearerTokenFile)
 	}
-	return nil
+	return ep, nil
 }
 
 // Redact returns rawURL with everything before its last "@" (after the
@@ -113,12 +119,9 @@ type Source struct {
 // URL with credentials in it (CheckURL) and a dir that is not a directory;
 // the files are read by Transport.
 func New(dir, rawURL string) (*Source, error) {
-	if err := CheckURL(rawURL); err != nil {
-		return nil, err
-	}
-	ep, err := transport.NewEndpoint(rawURL)
+	ep, err := checkEndpoint(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("URL %s: %w", rawURL, err)
+		return nil, err
 	}
 	s := &Source{url: rawURL, ep: ep}
 	port := ep.Port
