@@ -58,7 +58,7 @@ func evaluators(t *testing.T) []int {
 
 // TestASpecBombFailsEveryPassWithinTheLimit: a writer pushes a peering.cue
 // of a few hundred bytes whose evaluation never ends, or eats memory. Every
-// reconciler, evaluating the spec bounded (schema.LoadBounded in a child
+// reconciler, evaluating the spec bounded (schema.ParseBounded in a child
 // process), fails its pass within the limit plus a margin, with an error
 // naming peering.cue, the limit and its flag; it commits nothing, moves no
 // applied branch, and leaves no process behind. Cancelling the pass's
@@ -71,9 +71,8 @@ func TestASpecBombFailsEveryPassWithinTheLimit(t *testing.T) {
 	}
 	w := settled(t, twoSpec)
 	var lim schema.Limits
-	w.withLoadSpec(func(ctx context.Context, dir string) (*schema.Spec, error) {
-		spec, _, err := schema.LoadBounded(ctx, dir, lim)
-		return spec, err
+	w.withLoadSpec(func(ctx context.Context, file string, data []byte) (*schema.Spec, error) {
+		return schema.ParseBounded(ctx, file, data, lim)
 	})
 	applied := map[string]string{}
 	for _, id := range w.ids {

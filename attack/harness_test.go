@@ -134,7 +134,7 @@ type world struct {
 	ids      []string // turn order: providers first
 	clusters map[string]*cluster
 	// loadSpec, when set, is every runner's LoadSpec.
-	loadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
+	loadSpec func(ctx context.Context, file string, data []byte) (*schema.Spec, error)
 	// format is what every reconciler signs its commits in; "" is SSH.
 	format commitsig.Format
 
@@ -625,7 +625,7 @@ func fresh(t *testing.T, spec string) *world {
 }
 
 // withLoadSpec makes every runner of w load the spec with load.
-func (w *world) withLoadSpec(load func(ctx context.Context, dir string) (*schema.Spec, error)) {
+func (w *world) withLoadSpec(load func(ctx context.Context, file string, data []byte) (*schema.Spec, error)) {
 	w.loadSpec = load
 	for _, c := range w.clusters {
 		c.r.LoadSpec = load

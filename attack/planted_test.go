@@ -1,9 +1,13 @@
 package attack
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/verify"
 )
@@ -149,4 +153,47 @@ func TestAPlantedSymbolicLinkStopsNoReconciler(t *testing.T) {
 			noTreeFindings(t, w.verify())
 		})
 	}
+}
+
+// TestALinkedSpecIsNotFollowed: a writer replaces peering.cue by a symbolic
+// link to alpha's private key (an absolute path on alpha's host). Every
+// reconciler reads the spec from the commit's objects and refuses the link
+// by name: no pass reads the key, none of it reaches an error, nothing is
+// committed or signed. Once the spec is a file again, the mesh settles.
+// (Before, the spec was found with os.Stat in the checkout, which follows
+// links, so what a pass saw hung on how the checkout had written the link:
+// go-git leaves out one pointing outside the worktree, and the pass said
+// there was no spec at all.)
+func TestALinkedSpecIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	w := settled(t, twoSpec)
+	keyFile := filepath.Join(w.clusters["alpha"].state, file.KeyFile)
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := w.mustShow("peering.cue")
+	tip := w.attack("mallory <mallory@example.com>", "spec", func(a *writer) { a.link("peering.cue", keyFile) })
+	before := w.signedAll()
+	leaks := testgit.NewLeaks(key)
+	for _, id := range w.ids {
+		_, err := w.tryPass(id)
+		if err == nil {
+			t.Fatalf("%s's pass on a linked spec succeeded", id)
+		}
+		assertContains(t, id+"'s error", err.Error(), "peering.cue", "symbolic link")
+		if leak := leaks.Find([]byte(err.Error())); leak != "" {
+			t.Fatalf("%s's error quotes the key (%s): %v", id, leak, err)
+		}
+	}
+	if got := w.ref("main"); got != tip {
+		t.Fatalf("a pass committed on the linked spec: main is %s", got)
+	}
+	w.nothingSigned(before)
+	w.attack("alpha-admin <admin@alpha.example>", "spec back", func(a *writer) {
+		a.remove("peering.cue")
+		a.write("peering.cue", spec)
+	})
+	w.converge()
+	w.mustBeReady("alpha", "beta")
 }

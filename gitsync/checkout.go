@@ -52,6 +52,7 @@ func statOf(fi fs.FileInfo) fileStat {
 // scan lists every file and directory of the worktree (not .git) with its
 // stat. It reads no content.
 func (r *Repo) scan() (map[string]fileStat, error) {
+	r.scans++
 	files := map[string]fileStat{}
 	err := r.walkWorktree(func(_, rel string, d fs.DirEntry) error {
 		if d.IsDir() {

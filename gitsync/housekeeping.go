@@ -8,6 +8,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Limits past which the clone is repacked, git gc --auto's defaults
@@ -65,6 +66,12 @@ func (r *Repo) keepClean() (Housekeeping, error) {
 		return h, err
 	}
 	h.Repacked = true
+	// Forget the packs the repack deleted: their indexes and the
+	// descriptors plainOpen keeps open.
+	if fs, ok := r.repo.Storer.(*filesystem.Storage); ok {
+		fs.Reindex()
+		_ = fs.Close()
+	}
 	// Objects no ref reaches (commits of lost pushes) stay loose: prune
 	// them, as git gc would after its grace period.
 	if err = r.repo.Prune(git.PruneOptions{Handler: los.DeleteLooseObject}); err != nil {

@@ -48,10 +48,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
@@ -194,8 +197,12 @@ type Repo struct {
 	// snap is what the worktree holds as this Repo last left it; nil:
 	// unknown, the next reset is a full one (checkout.go).
 	snap *snapshot
-	// moves counts the resets done incrementally (tests read it).
-	moves int
+	// moves counts the resets done incrementally, scans the stat scans of
+	// the whole worktree (tests read them).
+	moves, scans int
+	// trustWorktree is set during a SyncTree: a reset with a snapshot
+	// moves from it without a stat scan of the worktree.
+	trustWorktree bool
 
 	// auth and caBundle are those of the current Open or Sync (see
 	// Options.Credentials).
@@ -374,7 +381,7 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	if err := repairClone(dir, opts.Branch); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	repo, err := git.PlainOpen(dir)
+	repo, err := plainOpen(dir)
 	switch {
 	case err == nil:
 		if err := setOrigin(repo, opts); err != nil {
@@ -400,7 +407,28 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	if err := setOrigin(repo, opts); err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
-	return repo, nil
+	return plainOpen(dir)
+}
+
+// maxOpenPacks is how many pack files a clone keeps open between reads. By
+// default go-git opens (and resolves the path of) a pack for every object
+// it reads from it: most of the cost of a pass that reads a few hundred
+// objects. Housekeeping keeps a clone under 50 packs (maxPacks).
+const maxOpenPacks = 64
+
+// plainOpen is git.PlainOpen of the clone in dir (its .git a directory, as
+// openOrInit makes it) with up to maxOpenPacks pack files kept open.
+func plainOpen(dir string) (*git.Repository, error) {
+	wt := osfs.New(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(filepath.Join(dir, git.GitDirName)); err != nil || !fi.IsDir() {
+		return nil, git.ErrRepositoryNotExists
+	}
+	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	return git.Open(s, wt)
 }
 
 // setOrigin makes origin's URL opts.URL and its fetch refspec opts.Branch's,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
+	"github.com/gitpeer/gitpeer/layout"
 )
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
@@ -69,6 +71,13 @@ type Change struct {
 // a rejected proposal (Options.PushBranch) runs it again, so it must be a
 // function of what it reads.
 type PassFunc func(ctx context.Context, root string) (*Change, error)
+
+// TreePassFunc computes the change on the remote tip read from Git objects
+// (tip), never from the worktree; otherwise it is a PassFunc.
+type TreePassFunc func(ctx context.Context, tip *TreeFS) (*Change, error)
+
+// passFunc is what publish and propose run: a PassFunc or a TreePassFunc.
+type passFunc func(ctx context.Context, root string, tip *TreeFS) (*Change, error)
 
 // Result reports what Sync did.
 type Result struct {
@@ -154,8 +163,29 @@ type Result struct {
 // after a fresh look at what they pushed.
 // The applied branch then vouches for the fetched tip (merged = approved).
 func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
+	return r.sync(ctx, func(ctx context.Context, root string, _ *TreeFS) (*Change, error) { return pass(ctx, root) }, false)
+}
+
+// SyncTree is Sync for a pass that reads the tip only through its TreeFS,
+// never the worktree. Since nothing the pass sees comes from the worktree,
+// SyncTree does not check it file by file before each pass (a stat of
+// every file: the one cost of an idle pass that grows with the whole
+// repo): it moves the worktree and index from the commit this Repo last
+// left there to the new tip by their tree difference. The full check and
+// hard reset still run on the Repo's first Sync, after any failure that
+// left the worktree unknown, and on every Sync. What the worktree holds
+// otherwise never reaches a commit: commits are made from the index, which
+// only this Repo writes, and each written file is staged from the bytes
+// just written.
+func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
+	return r.sync(ctx, func(ctx context.Context, _ string, tip *TreeFS) (*Change, error) { return pass(ctx, tip) }, true)
+}
+
+func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.trustWorktree = trustWorktree
+	defer func() { r.trustWorktree = false }()
 
 	if err := r.loadCredentials(); err != nil {
 		return Result{}, err
@@ -181,13 +211,13 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 // publish is Sync without the applied branch. It also returns the shared
 // branch tip after it: the pushed commit, or the fetched tip when nothing
 // changed (zero while the branch has no commits).
-func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Hash, error) {
+func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Hash, error) {
 	var res Result
 	base, err := r.refresh(ctx)
 	if err != nil {
 		return res, plumbing.ZeroHash, err
 	}
-	ch, p, err := r.runPass(ctx, pass)
+	ch, p, err := r.runPass(ctx, pass, base)
 	if err != nil {
 		r.rollback(base)
 		return res, plumbing.ZeroHash, err
@@ -238,7 +268,7 @@ func (r *Repo) publish(ctx context.Context, pass PassFunc) (Result, plumbing.Has
 		// of them changed, but the deletions of directories and the
 		// identical writes are decided afresh. The change itself was
 		// validated (and guarded) on the first attempt.
-		if p, err = r.diffIndex(ch); err != nil {
+		if p, err = r.diffTree(ch, tip); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
 	}
@@ -380,16 +410,21 @@ func short(h plumbing.Hash) string {
 	return h.String()[:12]
 }
 
-// runPass runs pass on the worktree and plans its change against the index.
-func (r *Repo) runPass(ctx context.Context, pass PassFunc) (*Change, *plan, error) {
-	ch, err := pass(ctx, r.dir)
+// runPass runs pass on tip (the worktree and index were just reset to it)
+// and plans its change against tip's tree.
+func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*Change, *plan, error) {
+	tree, err := newTreeFS(r.repo.Storer, tip)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := pass(ctx, r.dir, tree)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pass: %w", err)
 	}
 	if ch == nil {
 		ch = &Change{}
 	}
-	p, err := r.plan(ch)
+	p, err := r.plan(ch, tip)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -398,8 +433,8 @@ func (r *Repo) runPass(ctx context.Context, pass PassFunc) (*Change, *plan, erro
 
 // commitPass runs pass on the current tip and commits its change locally.
 // It returns the zero hash when there is nothing to commit.
-func (r *Repo) commitPass(ctx context.Context, pass PassFunc, tip plumbing.Hash) (plumbing.Hash, *plan, error) {
-	_, p, err := r.runPass(ctx, pass)
+func (r *Repo) commitPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (plumbing.Hash, *plan, error) {
+	_, p, err := r.runPass(ctx, pass, tip)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
@@ -462,16 +497,15 @@ type plan struct {
 	message string
 }
 
-// plan validates ch (validateChange) and diffs it against the clone's index
-// (diffIndex).
-func (r *Repo) plan(ch *Change) (*plan, error) {
+// plan validates ch (validateChange) and diffs it against tip (diffTree).
+func (r *Repo) plan(ch *Change, tip plumbing.Hash) (*plan, error) {
 	if ch == nil {
 		return &plan{writes: map[string][]byte{}}, nil
 	}
 	if err := validateChange(ch); err != nil {
 		return nil, err
 	}
-	return r.diffIndex(ch)
+	return r.diffTree(ch, tip)
 }
 
 // validateChange refuses a change whose paths are not clean, that writes a
@@ -518,38 +552,52 @@ func writtenPaths(ch *Change) []string {
 	return written
 }
 
-// diffIndex is the plan of a validated ch against the clone's index: the
-// directories it deletes expanded to their files, identical writes dropped.
-func (r *Repo) diffIndex(ch *Change) (*plan, error) {
+// diffTree is the plan of a validated ch against tip's tree, which the
+// index equals after a reset: the directories it deletes expanded to their
+// files (every entry an index would list), identical writes dropped. It
+// reads only the trees on the change's paths.
+func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
 	p := &plan{writes: map[string][]byte{}, message: ch.Message}
-	written := writtenPaths(ch)
-	idx, err := r.repo.Storer.Index()
+	tree, err := newTreeFS(r.repo.Storer, tip)
 	if err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
+		return nil, err
 	}
-	entries := make(map[string]*index.Entry, len(idx.Entries))
-	for _, e := range idx.Entries {
-		entries[e.Name] = e
+	// entry is name's entry, nil when the tree has no such path (nor could
+	// an index: it is missing, or under a file or a link).
+	entry := func(name string) (*object.TreeEntry, error) {
+		e, err := tree.entry(name)
+		switch {
+		case err == nil:
+			return e, nil
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
+			return nil, nil
+		default:
+			return nil, fmt.Errorf("read %s at %s: %w", name, short(tip), err)
+		}
 	}
-
 	deleted := map[string]bool{}
 	for _, name := range ch.Deletes {
-		if _, ok := entries[name]; ok {
-			deleted[name] = true
-			continue
-		}
-		prefix := name + "/" // a directory: every file under it
-		for _, e := range idx.Entries {
-			if strings.HasPrefix(e.Name, prefix) {
-				deleted[e.Name] = true
+		e, err := entry(name)
+		switch {
+		case err != nil:
+			return nil, err
+		case e == nil:
+		case e.Mode == filemode.Dir:
+			if err := tree.files(name, func(f string) { deleted[f] = true }); err != nil {
+				return nil, fmt.Errorf("read %s at %s: %w", name, short(tip), err)
 			}
+		default:
+			deleted[name] = true
 		}
 	}
-	for _, name := range written {
+	for _, name := range writtenPaths(ch) {
 		// A file written under a deleted directory survives the deletion.
 		delete(deleted, name)
 		data := ch.Writes[name]
-		e := entries[name]
+		e, err := entry(name)
+		if err != nil {
+			return nil, err
+		}
 		if e != nil && e.Hash == plumbing.ComputeHash(plumbing.BlobObject, data) &&
 			(e.Mode == filemode.Regular || e.Mode == filemode.Executable) {
 			continue // identical: not a change
@@ -898,7 +946,7 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		}
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
-		if r.intact() && r.moveTo(tip) == nil {
+		if (r.trustWorktree && r.snap != nil || r.intact()) && r.moveTo(tip) == nil {
 			return nil
 		}
 		r.snap = nil

@@ -76,15 +76,21 @@ func TestPassLoadsTheSpecWithLoadSpec(t *testing.T) {
 		before := tip()
 		refused := errors.New("too costly")
 		var loaded string
-		r.LoadSpec = func(_ context.Context, dir string) (*schema.Spec, error) {
-			loaded = dir
+		var data []byte
+		r.LoadSpec = func(_ context.Context, file string, d []byte) (*schema.Spec, error) {
+			loaded, data = file, d
 			return nil, refused
 		}
 		if _, err := r.Pass(context.Background()); !errors.Is(err, refused) {
 			t.Fatalf("Pass: %v, want the loader's error", err)
 		}
-		if _, err := os.Stat(filepath.Join(loaded, "peering.cue")); err != nil {
-			t.Errorf("LoadSpec was called with %q, not the checkout's root: %v", loaded, err)
+		// Named as the checkout's file, so that positions in errors point
+		// where a user looks; the bytes are the commit's.
+		if want := filepath.Join(r.Repo.Dir(), "peering.cue"); loaded != want {
+			t.Errorf("LoadSpec was called with %q, want %q", loaded, want)
+		}
+		if committed, err := os.ReadFile(filepath.Join(r.Repo.Dir(), "peering.cue")); err != nil || string(committed) != string(data) {
+			t.Errorf("LoadSpec got %q, want the committed spec %q (%v)", data, committed, err)
 		}
 		if tip() != before {
 			t.Error("a pass without a spec committed")
@@ -92,7 +98,7 @@ func TestPassLoadsTheSpecWithLoadSpec(t *testing.T) {
 	})
 	t.Run("the pass runs on the spec LoadSpec returns", func(t *testing.T) {
 		r, _ := newRunner(t)
-		r.LoadSpec = func(context.Context, string) (*schema.Spec, error) {
+		r.LoadSpec = func(context.Context, string, []byte) (*schema.Spec, error) {
 			return &schema.Spec{Clusters: []schema.Cluster{{ID: "alpha"}}}, nil
 		}
 		res, err := r.Pass(context.Background())

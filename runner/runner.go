@@ -8,6 +8,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -29,10 +30,11 @@ type Runner struct {
 	CertificateLifetime time.Duration
 	// LiqoClusterRoles is passed to reconcile.Input.
 	LiqoClusterRoles bool
-	// LoadSpec loads and validates the spec at the root dir of the
-	// checkout, e.g. with schema.LoadBounded; nil: schema.Load, in this
-	// process and unbounded.
-	LoadSpec func(ctx context.Context, dir string) (*schema.Spec, error)
+	// LoadSpec parses and validates the spec file the pass found at the
+	// tip (file is its path in the checkout, for positions in errors; data
+	// its bytes from the commit), e.g. with schema.ParseBounded; nil:
+	// schema.Parse, in this process and unbounded.
+	LoadSpec func(ctx context.Context, file string, data []byte) (*schema.Spec, error)
 	// Fetched, when set, is called each time a pass has fetched the remote
 	// tip and starts computing on it (once per pass; with a review branch,
 	// once per push attempt): a daemon's readiness.
@@ -77,15 +79,16 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}
-	gres, err := r.Repo.Sync(ctx, func(ctx context.Context, root string) (*gitsync.Change, error) {
+	// The pass reads the tip from Git objects, never the worktree: what it
+	// sees is the commit, and reading it costs what the pass reads.
+	gres, err := r.Repo.SyncTree(ctx, func(ctx context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
 		if r.Fetched != nil {
 			r.Fetched()
 		}
-		spec, err := r.loadSpec(ctx, root)
+		spec, err := r.loadSpec(ctx, tree)
 		if err != nil {
 			return nil, err
 		}
-		tree := layout.NewTree(root)
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
@@ -140,12 +143,17 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-func (r *Runner) loadSpec(ctx context.Context, dir string) (*schema.Spec, error) {
-	return r.specs.load(ctx, dir, func(ctx context.Context, dir string) (*schema.Spec, error) {
+// loadSpec finds the spec file at the root of tree, named as a file of the
+// checkout, and evaluates it (LoadSpec) unless the cache holds its bytes.
+func (r *Runner) loadSpec(ctx context.Context, tree fs.FS) (*schema.Spec, error) {
+	file, data, err := schema.FindSpec(tree, r.Repo.Dir())
+	if err != nil {
+		return nil, err
+	}
+	return r.specs.load(ctx, file, data, func(ctx context.Context, file string, data []byte) (*schema.Spec, error) {
 		if r.LoadSpec != nil {
-			return r.LoadSpec(ctx, dir)
+			return r.LoadSpec(ctx, file, data)
 		}
-		spec, _, err := schema.Load(dir)
-		return spec, err
+		return schema.Parse(file, data)
 	})
 }

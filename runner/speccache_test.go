@@ -16,10 +16,9 @@ import (
 func TestPassEvaluatesAnUnchangedSpecOnce(t *testing.T) {
 	r, _ := newRunner(t)
 	calls := 0
-	r.LoadSpec = func(_ context.Context, dir string) (*schema.Spec, error) {
+	r.LoadSpec = func(_ context.Context, file string, data []byte) (*schema.Spec, error) {
 		calls++
-		spec, _, err := schema.Load(dir)
-		return spec, err
+		return schema.Parse(file, data)
 	}
 	for range 3 {
 		res, err := r.Pass(context.Background())

@@ -201,13 +201,15 @@ func LoadBounded(ctx context.Context, dir string, lim Limits) (*Spec, string, er
 	if err != nil {
 		return nil, path, err
 	}
-	spec, err := parseBounded(ctx, path, data, lim)
+	spec, err := ParseBounded(ctx, path, data, lim)
 	return spec, path, err
 }
 
-// parseBounded is Parse(file, data) in an evaluator process bounded by lim
-// and ctx.
-func parseBounded(ctx context.Context, file string, data []byte, lim Limits) (*Spec, error) {
+// ParseBounded is [Parse](file, data) in an evaluator process bounded by
+// lim and ctx, with LoadBounded's errors: what LoadBounded runs once it has
+// found and read the spec file, for a caller that read it elsewhere (from
+// a commit's tree, with [FindSpec]).
+func ParseBounded(ctx context.Context, file string, data []byte, lim Limits) (*Spec, error) {
 	if lim.Timeout <= 0 {
 		lim.Timeout = DefaultLimits.Timeout
 	}

@@ -265,16 +265,31 @@ func Load(dir string) (*Spec, string, error) {
 // with Load's errors. The path is returned with an error about the file,
 // empty with an error about dir.
 func findSpec(dir string) (string, []byte, error) {
+	root := dir
+	if root == "" {
+		root = "."
+	}
+	return FindSpec(os.DirFS(root), dir)
+}
+
+// FindSpec is Load's search for the spec file in the root of fsys (a
+// directory, or a commit's tree) named dir: exactly one of [SpecFiles],
+// read up to Parse's size limit (one byte more, so that Parse names the
+// size). The path returned, and named in errors, is dir joined with the
+// file's name, as Load names it; it is returned with an error about the
+// file, empty with an error about dir (none found, wrapping
+// [fs.ErrNotExist], or more than one).
+func FindSpec(fsys fs.FS, dir string) (string, []byte, error) {
 	var found []string
 	for _, name := range SpecFiles {
 		p := filepath.Join(dir, name)
-		_, err := os.Stat(p)
+		_, err := fs.Stat(fsys, name)
 		switch {
 		case err == nil:
-			found = append(found, p)
+			found = append(found, name)
 		case errors.Is(err, fs.ErrNotExist):
 		default:
-			return p, nil, fmt.Errorf("look for peering spec: %w", err)
+			return p, nil, fmt.Errorf("look for peering spec: %w", renamed(err, p))
 		}
 	}
 	switch len(found) {
@@ -284,25 +299,38 @@ func findSpec(dir string) (string, []byte, error) {
 	case 1:
 	default:
 		// Picking one silently would let the other drift unnoticed.
+		paths := make([]string, len(found))
+		for i, name := range found {
+			paths[i] = filepath.Join(dir, name)
+		}
 		return "", nil, fmt.Errorf("more than one peering spec in %s: %s; keep only one",
-			dir, strings.Join(found, " and "))
+			dir, strings.Join(paths, " and "))
 	}
-	data, err := readSpec(found[0])
-	return found[0], data, err
+	p := filepath.Join(dir, found[0])
+	data, err := readSpec(fsys, found[0])
+	if err != nil {
+		return p, nil, fmt.Errorf("read peering spec: %w", renamed(err, p))
+	}
+	return p, data, nil
 }
 
 // readSpec reads at most one byte more than Parse accepts, so that a huge
-// file is rejected by Parse's size check without being read whole. Its
-// errors are *fs.PathError, which name the path.
-func readSpec(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// file is rejected by Parse's size check without being read whole.
+func readSpec(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("read peering spec: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSpecSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read peering spec: %w", err)
+	return io.ReadAll(io.LimitReader(f, maxSpecSize+1))
+}
+
+// renamed is err with the path of its *fs.PathError set to p: fs.FS names
+// paths relative to its root, Load's errors name them as given.
+func renamed(err error, p string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
 	}
-	return data, nil
+	return err
 }

@@ -36,12 +36,11 @@ func specLimits(cmd *cobra.Command) (schema.Limits, error) {
 	return schema.Limits{Timeout: timeout, MemoryBytes: uint64(*mem)}, nil
 }
 
-// boundedSpecLoader loads a spec with schema.LoadBounded under lim, for
+// boundedSpecLoader parses a spec with schema.ParseBounded under lim, for
 // runner.Runner.LoadSpec.
-func boundedSpecLoader(lim schema.Limits) func(context.Context, string) (*schema.Spec, error) {
-	return func(ctx context.Context, dir string) (*schema.Spec, error) {
-		spec, _, err := schema.LoadBounded(ctx, dir, lim)
-		return spec, err
+func boundedSpecLoader(lim schema.Limits) func(context.Context, string, []byte) (*schema.Spec, error) {
+	return func(ctx context.Context, file string, data []byte) (*schema.Spec, error) {
+		return schema.ParseBounded(ctx, file, data, lim)
 	}
 }
 

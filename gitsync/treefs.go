@@ -1,0 +1,350 @@
+package gitsync
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/gitpeer/gitpeer/layout"
+)
+
+// TreeFS is one commit's tree read from the clone's Git objects, not from
+// the worktree: what a pass reads through it is the commit, whatever lies in
+// the worktree, and a read costs the objects on its path, not a scan of the
+// checkout. It implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS
+// with layout.Tree's rules: symbolic links are listed (fs.ModeSymlink) but
+// every read, stat or listing through one fails with layout.ErrSymlink, and
+// a submodule is listed as an irregular file that cannot be read. Modes are
+// Git's (0644, 0755, directories 0755); times are zero. Safe for concurrent
+// use.
+type TreeFS struct {
+	s    storer.EncodedObjectStorer
+	root plumbing.Hash // zero: the empty tree of a branch without commits
+
+	mu   sync.Mutex
+	dirs map[string]*treeDir // decoded trees by directory path ("." the root)
+}
+
+// treeDir is a decoded tree with its entries by name.
+type treeDir struct {
+	entries []object.TreeEntry
+	byName  map[string]int
+}
+
+// newTreeFS is the tree of commit (the empty tree when commit is zero).
+func newTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash) (*TreeFS, error) {
+	t := &TreeFS{s: s, dirs: map[string]*treeDir{}}
+	if commit.IsZero() {
+		return t, nil
+	}
+	c, err := object.GetCommit(s, commit)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", commit, err)
+	}
+	t.root = c.TreeHash
+	return t, nil
+}
+
+// dir decodes (once) the tree of directory p, whose object is h.
+func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
+	if d, ok := t.dirs[p]; ok {
+		return d, nil
+	}
+	d := &treeDir{byName: map[string]int{}}
+	if !h.IsZero() {
+		tree, err := object.GetTree(t.s, h)
+		if err != nil {
+			return nil, err
+		}
+		d.entries = tree.Entries
+		for i, e := range d.entries {
+			d.byName[e.Name] = i
+		}
+	}
+	t.dirs[p] = d
+	return d, nil
+}
+
+// lookup finds name's entry (nil for "."), refusing a path through a
+// symbolic link or a file, and a link itself, as layout.Tree's lstat does;
+// errors are *fs.PathError with op.
+func (t *TreeFS) lookup(op, name string) (*object.TreeEntry, error) {
+	e, err := t.entry(name)
+	if err == nil && e != nil && e.Mode == filemode.Symlink {
+		err = fmt.Errorf("%w: refusing to follow it", layout.ErrSymlink)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return e, nil
+}
+
+// entry is name's tree entry as the tree holds it (nil for "."), a link
+// included; a path through a link is layout.ErrSymlink, through a file
+// syscall.ENOTDIR, a missing one fs.ErrNotExist, an invalid one
+// fs.ErrInvalid.
+func (t *TreeFS) entry(name string) (*object.TreeEntry, error) {
+	if !fs.ValidPath(name) {
+		return nil, fs.ErrInvalid
+	}
+	if name == "." {
+		return nil, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cur, curHash := ".", t.root
+	for {
+		elem, rest, more := strings.Cut(name, "/")
+		d, err := t.dir(cur, curHash)
+		if err != nil {
+			return nil, err
+		}
+		j, ok := d.byName[elem]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		e := d.entries[j]
+		if !more {
+			return &e, nil
+		}
+		switch e.Mode {
+		case filemode.Dir:
+		case filemode.Symlink:
+			return nil, fmt.Errorf("%w: refusing to follow it", layout.ErrSymlink)
+		default:
+			return nil, syscall.ENOTDIR
+		}
+		cur, curHash, name = path.Join(cur, elem), e.Hash, rest
+	}
+}
+
+// files calls fn with the path of every entry under directory dir that is
+// not a directory (files, links, submodules: what an index lists), in tree
+// order.
+func (t *TreeFS) files(dir string, fn func(name string)) error {
+	d, err := t.readDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range d.entries {
+		p := path.Join(dir, e.Name)
+		if e.Mode == filemode.Dir {
+			if err := t.files(p, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		fn(p)
+	}
+	return nil
+}
+
+// ReadFile implements fs.ReadFileFS; only regular (and executable) files
+// are read.
+func (t *TreeFS) ReadFile(name string) ([]byte, error) {
+	e, err := t.lookup("read", name)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil || !e.Mode.IsFile() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("not a regular file")}
+	}
+	data, err := t.blob(e.Hash)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return data, nil
+}
+
+func (t *TreeFS) blob(h plumbing.Hash) ([]byte, error) {
+	o, err := t.s.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, o.Size()))
+	if _, err := io.Copy(buf, r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ReadDir implements fs.ReadDirFS: the entries sorted by name.
+func (t *TreeFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	d, err := t.readDir(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, len(d.entries))
+	for i, e := range d.entries {
+		out[i] = &treeEntry{fs: t, e: e}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+func (t *TreeFS) readDir(name string) (*treeDir, error) {
+	e, err := t.lookup("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	h := t.root
+	if e != nil {
+		if e.Mode != filemode.Dir {
+			return nil, &fs.PathError{Op: "readdir", Path: name, Err: syscall.ENOTDIR}
+		}
+		h = e.Hash
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, err := t.dir(name, h)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
+	}
+	return d, nil
+}
+
+// Stat implements fs.StatFS without following links.
+func (t *TreeFS) Stat(name string) (fs.FileInfo, error) {
+	e, err := t.lookup("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return &treeEntry{fs: t, e: object.TreeEntry{Name: ".", Mode: filemode.Dir, Hash: t.root}}, nil
+	}
+	te := &treeEntry{fs: t, e: *e}
+	if _, err := te.Info(); err != nil { // the size of a blob: fails if it is missing
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return te, nil
+}
+
+// Open implements fs.FS: a file reads its blob, a directory lists its
+// entries.
+func (t *TreeFS) Open(name string) (fs.File, error) {
+	fi, err := t.Stat(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.Unwrap(err)}
+	}
+	if fi.IsDir() {
+		entries, err := t.ReadDir(name)
+		if err != nil {
+			return nil, err
+		}
+		return &treeDirFile{info: fi, entries: entries}, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("not a regular file")}
+	}
+	data, err := t.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return &treeFile{info: fi, Reader: bytes.NewReader(data)}, nil
+}
+
+// treeEntry is a tree entry as fs.DirEntry and fs.FileInfo; a blob's size
+// is read when asked for.
+type treeEntry struct {
+	fs   *TreeFS
+	e    object.TreeEntry
+	once sync.Once
+	size int64
+	err  error
+}
+
+func (te *treeEntry) Name() string { return path.Base(te.e.Name) }
+func (te *treeEntry) IsDir() bool  { return te.e.Mode == filemode.Dir }
+func (te *treeEntry) Type() fs.FileMode {
+	return te.Mode().Type()
+}
+
+func (te *treeEntry) Info() (fs.FileInfo, error) {
+	te.once.Do(func() {
+		if te.e.Mode.IsFile() || te.e.Mode == filemode.Symlink {
+			te.size, te.err = te.fs.s.EncodedObjectSize(te.e.Hash)
+		}
+	})
+	return te, te.err
+}
+
+func (te *treeEntry) Size() int64 { return te.size }
+
+func (te *treeEntry) Mode() fs.FileMode {
+	switch te.e.Mode {
+	case filemode.Dir:
+		return fs.ModeDir | 0o755
+	case filemode.Executable:
+		return 0o755
+	case filemode.Symlink:
+		return fs.ModeSymlink | 0o777
+	case filemode.Submodule:
+		return fs.ModeIrregular
+	default:
+		return 0o644
+	}
+}
+
+func (te *treeEntry) ModTime() time.Time { return time.Time{} }
+func (te *treeEntry) Sys() any           { return nil }
+func (te *treeEntry) String() string     { return fs.FormatDirEntry(te) }
+
+// treeFile is an open blob.
+type treeFile struct {
+	info fs.FileInfo
+	*bytes.Reader
+}
+
+func (f *treeFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *treeFile) Close() error               { return nil }
+
+// treeDirFile is an open directory.
+type treeDirFile struct {
+	info    fs.FileInfo
+	entries []fs.DirEntry
+	off     int
+}
+
+func (f *treeDirFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *treeDirFile) Close() error               { return nil }
+func (f *treeDirFile) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: f.info.Name(), Err: errors.New("is a directory")}
+}
+
+func (f *treeDirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	rest := f.entries[f.off:]
+	if n <= 0 {
+		f.off = len(f.entries)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	n = min(n, len(rest))
+	f.off += n
+	return rest[:n], nil
+}
+
+var (
+	_ fs.ReadFileFS = (*TreeFS)(nil)
+	_ fs.ReadDirFS  = (*TreeFS)(nil)
+	_ fs.StatFS     = (*TreeFS)(nil)
+)

@@ -1,0 +1,184 @@
+//go:build unix
+
+// Package meshbench builds the converged handshake of a synthetic mesh on
+// disk, for benchmarks: every cluster's reconcile.Pass in rounds, providers
+// first, on a plain directory read through layout.Tree as the runner reads
+// a checkout, with no Git in between. What it leaves (the repo directory,
+// one file backend per cluster holding its keys and pins) is what a real
+// mesh's checkout and state dirs hold once every peering is Ready, so
+// benchmarks of Git passes and of verify can start from it without running
+// thousands of pushes.
+package meshbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Size is the mesh a benchmark peers: GITPEER_BENCH_MESH as
+// "<clusters>x<peerings>" (1000x10000 is the target size of issue 11),
+// else def (e.g. "20x200", so that make bench stays short).
+func Size(tb testing.TB, def string) (clusters, peerings int) {
+	s := def
+	if env := os.Getenv("GITPEER_BENCH_MESH"); env != "" {
+		s = env
+	}
+	if _, err := fmt.Sscanf(s, "%dx%d", &clusters, &peerings); err != nil || clusters < 2 || peerings < clusters || peerings%clusters != 0 {
+		tb.Fatalf("GITPEER_BENCH_MESH=%q: want <clusters>x<peerings>, peerings a multiple of clusters", s)
+	}
+	return clusters, peerings
+}
+
+// Spec is the peering.cue of a mesh of n clusters (c0000…) and m
+// peerings: cluster i consumes from the m/n clusters after it (mod n), so
+// each takes part in 2m/n peerings.
+func Spec(n, m int) string {
+	var b strings.Builder
+	b.WriteString("clusters: [\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\t{id: %q},\n", ID(i))
+	}
+	b.WriteString("]\npeerings: [\n")
+	for i := range n {
+		for j := 1; j <= m/n; j++ {
+			fmt.Fprintf(&b, "\t{consumer: %q, provider: %q},\n", ID(i), ID((i+j)%n))
+		}
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// ID is the cluster ID of the i-th cluster of a Spec mesh.
+func ID(i int) string { return fmt.Sprintf("c%04d", i) }
+
+// Mesh is a converged handshake on disk.
+type Mesh struct {
+	// Repo is the checkout: peering.cue at its root and every cluster's
+	// artifacts, as the remote's tip would hold them.
+	Repo string
+	// IDs are the cluster IDs in turn order.
+	IDs  []string
+	Spec *schema.Spec
+	// Backends hold each cluster's keys and pins (state dir under the
+	// root's state/<id>), their clock fixed at the mesh's now.
+	Backends map[string]*file.Backend
+	// Passes is how many passes the handshake took, over all clusters.
+	Passes int
+	// PassCPU is the CPU time of reconcile.Pass plus Diff, summed over all
+	// passes (the process's, so GC included): pins, setup and the writes to
+	// disk are not in it.
+	PassCPU time.Duration
+}
+
+// Build runs the handshake of Spec(n, m) at now in a new directory under
+// tb.TempDir until a round changes nothing; it fails tb when ten rounds do
+// not converge.
+func Build(tb testing.TB, n, m int, now time.Time) *Mesh {
+	tb.Helper()
+	ctx := context.Background()
+	root := tb.TempDir()
+	mesh := &Mesh{Repo: filepath.Join(root, "repo"), Backends: map[string]*file.Backend{}}
+	text := Spec(n, m)
+	spec, err := schema.Parse("peering.cue", []byte(text))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mesh.Spec = spec
+	write(tb, mesh.Repo, map[string][]byte{"peering.cue": []byte(text)}, nil)
+	tree := layout.NewTree(mesh.Repo)
+	// One cache per cluster, as each cluster's runner keeps its own.
+	caches := map[string]*reconcile.Cache{}
+	for i := range n {
+		id := ID(i)
+		mesh.IDs = append(mesh.IDs, id)
+		be, _, err := file.Init(filepath.Join(root, "state", id), file.InitOptions{ClusterID: id, APIServer: "https://" + id + ".example:6443", Now: now})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		be.Now = func() time.Time { return now }
+		mesh.Backends[id] = be
+		caches[id] = reconcile.NewCache()
+		info, err := be.ClusterInfo()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files, err := layout.PublishFiles(tree, info)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		write(tb, mesh.Repo, files, nil)
+	}
+	for round := 0; ; round++ {
+		if round == 10 {
+			tb.Fatal("no convergence in 10 rounds")
+		}
+		changed := false
+		for _, id := range mesh.IDs {
+			be := mesh.Backends[id]
+			stored, err := be.LoadPins(ctx)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			c0 := ProcessCPU()
+			out, err := reconcile.Pass(ctx, reconcile.Input{Spec: spec, Tree: tree, Backend: be, Now: now, Pins: stored, Cache: caches[id]})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			plan, err := reconcile.Diff(tree, id, out.Files)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			mesh.PassCPU += ProcessCPU() - c0
+			mesh.Passes++
+			if err := be.SavePins(ctx, out.Pins); err != nil {
+				tb.Fatal(err)
+			}
+			if !plan.Empty() {
+				changed = true
+				write(tb, mesh.Repo, plan.Writes, plan.Deletes)
+			}
+		}
+		if !changed {
+			return mesh
+		}
+	}
+}
+
+// write applies writes and deletes (repo paths) to the checkout dir.
+func write(tb testing.TB, dir string, writes map[string][]byte, deletes []string) {
+	tb.Helper()
+	for _, p := range deletes {
+		if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for p, data := range writes {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// ProcessCPU is the CPU time this process has used, user and system.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
