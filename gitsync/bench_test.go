@@ -54,3 +54,38 @@ func BenchmarkSyncNoChange(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSyncTreeBySize measures, on repos of growing size, what a
+// SyncTree pass costs that changes nothing (idle) and one that changes 20
+// files of one cluster (working): both should follow the change, not the
+// repo.
+func BenchmarkSyncTreeBySize(b *testing.B) {
+	for _, files := range []int{2000, 20000} {
+		r := benchRepo(b, files)
+		idle := func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
+		if _, err := r.SyncTree(context.Background(), idle); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("files=%d/idle", files), func(b *testing.B) {
+			for b.Loop() {
+				if res, err := r.SyncTree(context.Background(), idle); err != nil || res.Commit != "" {
+					b.Fatalf("SyncTree = %+v, %v", res, err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("files=%d/working", files), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
+					ch := &Change{Writes: map[string][]byte{}, Message: "status"}
+					for j := range 20 {
+						ch.Writes[fmt.Sprintf("clusters/cl-00/liqo/p%02d/status.yaml", j)] = fmt.Appendf(nil, "generation: %d\n", i)
+					}
+					return ch, nil
+				})
+				if err != nil || res.Commit == "" {
+					b.Fatalf("SyncTree = %+v, %v", res, err)
+				}
+			}
+		})
+	}
+}

@@ -140,6 +140,19 @@ func (r *Repo) moveTo(tip plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
+	if err := r.moveTree(ft, tt, files); err != nil {
+		return err
+	}
+	r.snap = &snapshot{commit: tip, files: files}
+	r.moves++
+	return nil
+}
+
+// moveTree brings the worktree and index from tree ft to tree tt by
+// applying their difference, and records in files (the worktree's stats as
+// of ft) what it wrote and deleted. It returns errFallback (the worktree in
+// an unknown state) as moveTo does.
+func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 	changes, err := object.DiffTree(ft, tt)
 	if err != nil {
 		return err
@@ -243,12 +256,7 @@ func (r *Repo) moveTo(tip plumbing.Hash) error {
 	}
 	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
 	idx.Cache = nil // a tree cache extension would be stale
-	if err := r.repo.Storer.SetIndex(idx); err != nil {
-		return err
-	}
-	r.snap = &snapshot{commit: tip, files: files}
-	r.moves++
-	return nil
+	return r.repo.Storer.SetIndex(idx)
 }
 
 func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
@@ -257,28 +265,6 @@ func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
 		return nil, fmt.Errorf("read commit %s: %w", h, err)
 	}
 	return c.Tree()
-}
-
-// committed records that the worktree now holds commit, made from the
-// snapshot's commit by p (files written and deleted by apply).
-func (r *Repo) committed(commit plumbing.Hash, files map[string]fileStat, p *plan) {
-	for _, name := range p.deletes {
-		delete(files, name)
-	}
-	for name := range p.writes {
-		fi, err := os.Lstat(filepath.Join(r.dir, filepath.FromSlash(name)))
-		if err != nil {
-			return // unknown: the next reset is a full one
-		}
-		files[name] = statOf(fi)
-	}
-	for _, name := range p.deletes {
-		r.trackParents(files, name)
-	}
-	for name := range p.writes {
-		r.trackParents(files, name)
-	}
-	r.snap = &snapshot{commit: commit, files: files}
 }
 
 // trackParents records in files whether each directory above name exists

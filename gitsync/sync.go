@@ -442,36 +442,56 @@ func (r *Repo) commitPass(ctx context.Context, pass passFunc, tip plumbing.Hash)
 	return h, p, err
 }
 
-// commitPlan applies p to the worktree and commits it on tip, signed with
-// Signer. It returns the zero hash when there is nothing to commit.
+// commitPlan commits p on tip, signed with Signer, and leaves the worktree
+// and index at the commit (the local branch too). It returns the zero hash
+// when there is nothing to commit. The commit's tree is built from tip's
+// (commit.go); the worktree and index follow it by tree difference when
+// this Repo knows the worktree is tip's, else by writing and staging each
+// file.
 func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	var files map[string]fileStat // the worktree before apply, if known
-	if r.snap != nil && r.snap.commit == tip {
-		files = r.snap.files
-	}
-	r.snap = nil // apply changes the worktree
-	if err := r.apply(p); err != nil {
+	tree, err := r.writeTree(p, tip)
+	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	crashpoint.Reached(crashpoint.FilesWritten)
-	sig := r.signature()
-	opts := &git.CommitOptions{Author: &sig, Committer: &sig, Signer: r.opts.Signer}
+	from := &object.Tree{}
 	if !tip.IsZero() {
-		opts.Parents = []plumbing.Hash{tip}
+		if from, err = r.commitTree(tip); err != nil {
+			return plumbing.ZeroHash, err
+		}
 	}
-	h, err := r.wt.Commit(p.message, opts)
-	if errors.Is(err, git.ErrEmptyCommit) {
+	if tree == from.Hash {
 		// The plan compares hashes, so this means the same tree: no change.
 		return plumbing.ZeroHash, nil
 	}
+	to, err := object.GetTree(r.repo.Storer, tree)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", tree, err)
+	}
+	var files map[string]fileStat // the worktree as of tip, if known
+	if r.snap != nil && r.snap.commit == tip {
+		files = r.snap.files
+	}
+	r.snap = nil // the worktree changes
+	moved := files != nil && r.moveTree(from, to, files) == nil
+	if !moved {
+		files = nil
+		if err := r.apply(p); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	crashpoint.Reached(crashpoint.FilesWritten)
+	h, err := r.writeCommit(tree, tip, p.message)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
-	if files != nil {
-		r.committed(h, files, p)
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(r.opts.Branch), h)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
+	}
+	if moved {
+		r.snap = &snapshot{commit: h, files: files}
 	}
 	crashpoint.Reached(crashpoint.Committed)
 	return h, nil

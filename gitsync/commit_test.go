@@ -1,0 +1,90 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
+)
+
+// TestCommitsAreTheTreesGitBuilds: through files added, rewritten,
+// deleted, directories emptied, a file replacing a directory and back, and
+// an executable rewritten, each commit's tree is the one the git CLI
+// builds from the same worktree (same hash), git fsck --strict finds the
+// remote sound, and the clone is clean.
+func TestCommitsAreTheTreesGitBuilds(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	runGit(t, filepath.Dir(mirror), "init", "-q", mirror)
+	// Deleting a directory and writing a file in its place in one change
+	// is refused by validateChange: steps 3 and 5 are the two halves.
+	steps := []*Change{
+		{Writes: map[string][]byte{"clusters/x/a.yaml": []byte("a\n"), "clusters/x/inbox/y/n.yaml": []byte("n\n"), "top": []byte("t\n"), "clusters/b.yaml": []byte("b\n")}},
+		{Writes: map[string][]byte{"clusters/x/a.yaml": []byte("a2\n"), "clusters/z/b.yaml": []byte("b\n"), "clusters/x-y": []byte("sorts between x and x/\n")}},
+		{Deletes: []string{"clusters/x/inbox"}},
+		{Deletes: []string{"clusters/z"}},
+		{Writes: map[string][]byte{"clusters/z": []byte("a file now\n")}},
+		{Deletes: []string{"clusters/z"}},
+		{Writes: map[string][]byte{"clusters/z/c.yaml": []byte("a dir again\n")}},
+		{Writes: map[string][]byte{"top": []byte("t2\n")}},
+		{Deletes: []string{"clusters", "top"}, Writes: map[string][]byte{"only": []byte("o\n")}},
+	}
+	for i, ch := range steps {
+		if i == 7 {
+			// The git CLI makes top executable; a pass rewriting it keeps that.
+			w := filepath.Join(t.TempDir(), "w")
+			runGit(t, filepath.Dir(w), "clone", "-q", bare, w)
+			runGit(t, w, "update-index", "--chmod=+x", "top")
+			testgit.Git(t, w, "commit", "-qm", "chmod")
+			runGit(t, w, "push", "-q", "origin", "HEAD:main")
+		}
+		ch.Message = "step"
+		res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) { return ch, nil })
+		if err != nil || res.Commit == "" {
+			t.Fatalf("step %d: %+v, %v", i, res, err)
+		}
+		// What git builds from the same files.
+		runGit(t, mirror, "fetch", "-q", bare, "main")
+		runGit(t, mirror, "read-tree", "--reset", "-u", "FETCH_HEAD")
+		runGit(t, mirror, "add", "-A")
+		if got, want := runGit(t, bare, "rev-parse", "main^{tree}"), runGit(t, mirror, "write-tree"); got != want {
+			t.Errorf("step %d: tree %s, git builds %s", i, got, want)
+		}
+		assertClean(t, r.Dir())
+	}
+	if mode := runGit(t, bare, "log", "-1", "--format=", "--raw", "main~1", "--", "top"); !strings.Contains(mode, "100755 100755") {
+		t.Errorf("the rewrite of an executable: %q, want it kept 100755", mode)
+	}
+	fsck(t, bare)
+}
+
+// TestAWriteBelowACommittedLinkIsRefused: a writer commits a link where a
+// pass writes a directory; the pass's commit is refused as an invalid
+// change naming the link, and nothing is pushed.
+func TestAWriteBelowACommittedLinkIsRefused(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	w := filepath.Join(t.TempDir(), "w")
+	runGit(t, filepath.Dir(w), "clone", "-q", bare, w)
+	if err := os.Symlink("/tmp", filepath.Join(w, "clusters")); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, w, "add", "-A")
+	testgit.Git(t, w, "commit", "-qm", "link")
+	runGit(t, w, "push", "-q", "origin", "HEAD:main")
+	tip := runGit(t, bare, "rev-parse", "main")
+	_, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
+		return &Change{Writes: map[string][]byte{"clusters/a/x.yaml": []byte("x\n")}, Message: "x"}, nil
+	})
+	if !errors.Is(err, ErrInvalidChange) || !strings.Contains(err.Error(), "clusters/a/x.yaml: parent clusters is a symlink") {
+		t.Fatalf("SyncTree = %v, want the link refused", err)
+	}
+	if got := runGit(t, bare, "rev-parse", "main"); got != tip {
+		t.Error("the remote moved")
+	}
+}
