@@ -39,6 +39,13 @@ func (f Finding) String() string {
 // commits × files. It returns an error when dir is not a repository or an
 // object cannot be read; it never shells out to git.
 func ScanHistory(dir string) ([]Finding, error) {
+	return ScanHistoryCached(dir, nil)
+}
+
+// ScanHistoryCached is ScanHistory with Inspect's answers taken from, and
+// kept in, cache (nil: none): content a caller already inspected, such as
+// the files of the checkout at the tip, is not scanned again.
+func ScanHistoryCached(dir string, cache *Cache) ([]Finding, error) {
 	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", dir, err)
@@ -54,6 +61,7 @@ func ScanHistory(dir string) ([]Finding, error) {
 	})
 	h := &historyScan{
 		repo:      repo,
+		cache:     cache,
 		seenTrees: map[plumbing.Hash]bool{},
 		seenBlobs: map[plumbing.Hash]bool{},
 	}
@@ -137,6 +145,7 @@ func peelToCommit(repo *git.Repository, h plumbing.Hash) (*object.Commit, error)
 
 type historyScan struct {
 	repo      *git.Repository
+	cache     *Cache
 	seenTrees map[plumbing.Hash]bool
 	seenBlobs map[plumbing.Hash]bool
 	findings  []Finding
@@ -189,7 +198,7 @@ func (h *historyScan) blob(commit string, hash plumbing.Hash, p string) error {
 	if err != nil {
 		return fmt.Errorf("read blob %s: %w", p, err)
 	}
-	if reason, found := Inspect(content); found {
+	if reason, found := h.cache.Inspect(content); found {
 		h.findings = append(h.findings, Finding{Commit: commit, Path: p, Reason: reason})
 	}
 	return nil

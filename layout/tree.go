@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // ErrSymlink means a repo path is, or goes through, a symbolic link.
@@ -16,10 +17,23 @@ var ErrSymlink = errors.New("symbolic link")
 // can commit a link in its inbox pointing at our state directory, and
 // following it would read (and maybe echo into a status message) private
 // material. It implements fs.FS, fs.ReadFileFS and fs.ReadDirFS.
-type Tree struct{ root string }
+type Tree struct {
+	root string
+	// dirs, when set, holds the directories (host paths) an Lstat found to
+	// be directories, not links: a snapshot tree checks each once.
+	dirs *sync.Map
+}
 
 // NewTree returns the checkout rooted at dir.
 func NewTree(dir string) *Tree { return &Tree{root: dir} }
+
+// NewSnapshotTree is NewTree for a checkout that does not change while it
+// is read (gitpeer verify's): it remembers the directories it found not to
+// be links, so that reading a file costs one Lstat of the file rather than
+// one per element of its path. Anything it has not seen as a directory,
+// and the file itself, is checked at every call, with the same errors as
+// NewTree's.
+func NewSnapshotTree(dir string) *Tree { return &Tree{root: dir, dirs: &sync.Map{}} }
 
 // check refuses name when it, or any directory above it, is a symbolic link.
 func (t *Tree) check(op, name string) (string, error) {
@@ -38,8 +52,15 @@ func (t *Tree) lstat(op, name string) (string, fs.FileInfo, error) {
 		return p, nil, nil
 	}
 	var fi fs.FileInfo
-	for _, elem := range strings.Split(name, "/") {
+	elems := strings.Split(name, "/")
+	for i, elem := range elems {
 		p = filepath.Join(p, elem)
+		last := i == len(elems)-1
+		if !last && t.dirs != nil {
+			if _, ok := t.dirs.Load(p); ok {
+				continue
+			}
+		}
 		var err error
 		fi, err = os.Lstat(p)
 		if err != nil {
@@ -47,6 +68,9 @@ func (t *Tree) lstat(op, name string) (string, fs.FileInfo, error) {
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return "", nil, &fs.PathError{Op: op, Path: name, Err: fmt.Errorf("%w: refusing to follow it", ErrSymlink)}
+		}
+		if t.dirs != nil && fi.IsDir() {
+			t.dirs.Store(p, true)
 		}
 	}
 	return p, fi, nil

@@ -219,3 +219,45 @@ func TestTreeRefusesToReadAFifo(t *testing.T) {
 		t.Fatal("ReadFile blocks on a fifo a peer could make the reconciler wait on")
 	}
 }
+
+// A snapshot tree skips the Lstat of directories it has seen, never of the
+// file asked for: after reading every ordinary file next to the links (so
+// that their directories are remembered), each link is still refused.
+func TestSnapshotTreeRefusesLinksNextToWhatItRead(t *testing.T) {
+	tree := layout.NewSnapshotTree(hostileCheckout(t))
+	for _, p := range []string{"clusters/x/cluster.yaml", "clusters/x/inbox/y/real.yaml", "peering.cue"} {
+		if _, err := tree.ReadFile(p); err != nil {
+			t.Fatalf("read %s: %v", p, err)
+		}
+	}
+	if _, err := tree.ReadDir("clusters/x/inbox/y"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"clusters/x/inbox/y/nonce.yaml", "clusters/x/inbox/y/relative", "clusters/x/inbox/y/state/secret", "clusters/z/secret", "clusters/z"} {
+		for name, do := range map[string]func(string) error{
+			"ReadFile": func(p string) error { _, err := tree.ReadFile(p); return err },
+			"Stat":     func(p string) error { _, err := tree.Stat(p); return err },
+			"ReadDir":  func(p string) error { _, err := tree.ReadDir(p); return err },
+			"Open": func(p string) error {
+				f, err := tree.Open(p)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			},
+		} {
+			err := do(p)
+			if !errors.Is(err, layout.ErrSymlink) {
+				t.Errorf("%s(%q) = %v, want ErrSymlink", name, p, err)
+				continue
+			}
+			var pe *fs.PathError
+			if !errors.As(err, &pe) || pe.Path != p || strings.Contains(err.Error(), secretText) {
+				t.Errorf("%s(%q): error %v does not name the path, or leaks", name, p, err)
+			}
+		}
+	}
+	if _, err := tree.ReadFile("clusters/x/inbox/y/missing.yaml"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file in a remembered directory: %v, want ErrNotExist", err)
+	}
+}

@@ -68,7 +68,14 @@ var ErrNotRepository = errors.New("not a Git repository")
 // what gitpeer renders, and the whole tree (not only clusters/) for private
 // material. Findings are sorted by file; nil means every check holds.
 func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
+	return checkTree(tree, spec, opts, guard.NewCache())
+}
+
+// checkTree is CheckTree with the guard's answers kept in cache, for the
+// history scan that follows to reuse.
+func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) []Finding {
 	v := newVerifier(tree, spec, opts.now())
+	v.guard = cache
 	v.run()
 	v.privateMaterial()
 	v.manifests(opts.RequireManifests)
@@ -83,7 +90,10 @@ func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
-	findings := CheckTree(layout.NewTree(dir), spec, opts)
+	// The tree's files are inspected for private material once: the
+	// history scan finds their answers in the cache.
+	cache := guard.NewCache()
+	findings := checkTree(layout.NewSnapshotTree(dir), spec, opts, cache)
 	_, done, err := gitrepo.Open(dir)
 	if err == nil {
 		done()
@@ -103,7 +113,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	}
 	findings = append(findings, history...)
 	if opts.History {
-		leaks, err := guard.ScanHistory(dir)
+		leaks, err := guard.ScanHistoryCached(dir, cache)
 		if err != nil {
 			return nil, err
 		}

@@ -35,11 +35,13 @@ func (v *verifier) builds() {
 	if err != nil {
 		return
 	}
+	var ids []string
 	for _, c := range clusters {
 		if c.IsDir() && v.declared(c.Name()) {
-			v.build(c.Name())
+			ids = append(ids, c.Name())
 		}
 	}
+	v.parallel(len(ids), func(sub *verifier, i int) { sub.build(ids[i]) })
 }
 
 func (v *verifier) build(id string) {

@@ -44,31 +44,37 @@ func (v *verifier) manifests(require bool) {
 			trust[id] = pub
 		}
 	}
+	dirs := writerDirs(v.tree)
+	v.parallel(len(dirs), func(sub *verifier, i int) { sub.manifest(dirs[i], trust, require) })
+}
+
+// manifest checks one writer's directory (see manifests). Each has a view
+// of its own: a view's state is per directory, and one view would verify
+// one manifest at a time.
+func (v *verifier) manifest(wd writerDir, trust manifest.Keys, require bool) {
+	file := path.Join(wd.dir, manifest.FileName)
+	if _, err := fs.Stat(v.tree, file); errors.Is(err, fs.ErrNotExist) && !require {
+		return
+	}
 	view := manifest.NewView(v.tree, trust)
-	for _, wd := range writerDirs(v.tree) {
-		file := path.Join(wd.dir, manifest.FileName)
-		if _, err := fs.Stat(v.tree, file); errors.Is(err, fs.ErrNotExist) && !require {
+	m, verified := view.Verified(wd.writer, wd.dir)
+	if !verified {
+		v.manifestScope(wd, file)
+	}
+	for _, ig := range view.Audit(wd.writer, wd.dir) {
+		if ig.Reason == manifest.ReasonUnsignedChange {
+			v.add(ig.Path, "", ig.Reason, "not listed with this content in %s: not signed by %s, so no reader acts on it", file, wd.writer)
 			continue
 		}
-		m, verified := view.Verified(wd.writer, wd.dir)
-		if !verified {
-			v.manifestScope(wd, file)
-		}
-		for _, ig := range view.Audit(wd.writer, wd.dir) {
-			if ig.Reason == manifest.ReasonUnsignedChange {
-				v.add(ig.Path, "", ig.Reason, "not listed with this content in %s: not signed by %s, so no reader acts on it", file, wd.writer)
-				continue
-			}
-			v.add(ig.Path, "", ig.Reason, "not vouched for: %s", ig.Detail)
-		}
-		if !verified {
-			continue
-		}
-		for _, f := range m.Files {
-			p := path.Join(wd.dir, f.Path)
-			if _, err := fs.Stat(v.tree, p); errors.Is(err, fs.ErrNotExist) {
-				v.add(p, "", manifest.ReasonUnsignedChange, "listed in %s, signed by %s, but missing: deleted without %s's signature", file, wd.writer, wd.writer)
-			}
+		v.add(ig.Path, "", ig.Reason, "not vouched for: %s", ig.Detail)
+	}
+	if !verified {
+		return
+	}
+	for _, f := range m.Files {
+		p := path.Join(wd.dir, f.Path)
+		if _, err := fs.Stat(v.tree, p); errors.Is(err, fs.ErrNotExist) {
+			v.add(p, "", manifest.ReasonUnsignedChange, "listed in %s, signed by %s, but missing: deleted without %s's signature", file, wd.writer, wd.writer)
 		}
 	}
 }

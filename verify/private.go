@@ -3,7 +3,6 @@ package verify
 import (
 	"io/fs"
 
-	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -11,10 +10,15 @@ import (
 // clusters/): a key committed under docs/ or at the root is as public as one
 // in an inbox.
 func (v *verifier) privateMaterial() {
+	type item struct {
+		path string
+		err  error // the walk's error at path, reported as it is
+	}
+	var items []item
 	_ = fs.WalkDir(v.tree, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != "." {
-				v.add(p, "", ReasonUnreadable, "%v", err)
+				items = append(items, item{p, err})
 			}
 			return nil
 		}
@@ -24,14 +28,22 @@ func (v *verifier) privateMaterial() {
 			}
 			return nil
 		}
-		data, err := fs.ReadFile(v.tree, p)
-		if err != nil {
-			v.add(p, "", ReasonUnreadable, "%v", err)
-			return nil
-		}
-		if reason, found := guard.Inspect(data); found {
-			v.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
-		}
+		items = append(items, item{path: p})
 		return nil
+	})
+	v.parallel(len(items), func(sub *verifier, i int) {
+		p := items[i].path
+		if items[i].err != nil {
+			sub.add(p, "", ReasonUnreadable, "%v", items[i].err)
+			return
+		}
+		data, err := fs.ReadFile(sub.tree, p)
+		if err != nil {
+			sub.add(p, "", ReasonUnreadable, "%v", err)
+			return
+		}
+		if reason, found := sub.guard.Inspect(data); found {
+			sub.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
+		}
 	})
 }

@@ -26,63 +26,98 @@ func (v *verifier) rendered() {
 	if err != nil {
 		return
 	}
+	var ids []string
 	for _, c := range clusters {
-		if !c.IsDir() || !v.declared(c.Name()) {
+		if c.IsDir() && v.declared(c.Name()) {
+			ids = append(ids, c.Name())
+		}
+	}
+	// Each cluster on its own, in parallel; what each accepted is kept
+	// when all are done (forks do not write v.accepted).
+	accepted := make([][][]byte, len(ids))
+	v.parallel(len(ids), func(sub *verifier, i int) { accepted[i] = sub.renderedOf(ids[i]) })
+	for i, id := range ids {
+		if accepted[i] != nil {
+			v.accepted[id] = append(v.accepted[id], accepted[i]...)
+		}
+	}
+}
+
+// renderedOf checks the files under clusters/<self>/liqo/ and returns those
+// that are exactly what gitpeer renders, in the order read.
+func (v *verifier) renderedOf(self string) (accepted [][]byte) {
+	peers, err := fs.ReadDir(v.tree, layout.ClusterPath(self, layout.LiqoDir))
+	if err != nil {
+		return nil
+	}
+	for _, p := range peers {
+		dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
+		if !p.IsDir() {
+			v.add(dir, "", ReasonUnexpectedObject, "gitpeer renders objects only in per-peer directories")
 			continue
 		}
-		self := c.Name()
-		peers, err := fs.ReadDir(v.tree, layout.ClusterPath(self, layout.LiqoDir))
-		if err != nil {
-			continue
-		}
-		for _, p := range peers {
-			dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
-			if !p.IsDir() {
-				v.add(dir, "", ReasonUnexpectedObject, "gitpeer renders objects only in per-peer directories")
+		allowed := v.expected(self, p.Name())
+		files, _ := fs.ReadDir(v.tree, dir)
+		for _, f := range files {
+			file := path.Join(dir, f.Name())
+			data, ok := v.read(file)
+			if !ok {
 				continue
 			}
-			allowed := v.expected(self, p.Name())
-			files, _ := fs.ReadDir(v.tree, dir)
-			for _, f := range files {
-				file := path.Join(dir, f.Name())
-				data, ok := v.read(file)
-				if !ok {
-					continue
-				}
-				forms, known := allowed[f.Name()]
-				if !known {
-					v.add(file, "", ReasonUnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
-					continue
-				}
-				if !matchesAny(data, forms) {
-					v.add(file, "", ReasonRenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
-					continue
-				}
-				v.accepted[self] = append(v.accepted[self], data)
+			known, match := v.matchesAny(data, allowed[f.Name()])
+			if !known {
+				v.add(file, "", ReasonUnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
+				continue
 			}
+			if !match {
+				v.add(file, "", ReasonRenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
+				continue
+			}
+			accepted = append(accepted, data)
 		}
 	}
+	return accepted
 }
 
-func matchesAny(data []byte, forms [][]byte) bool {
+// form is an object gitpeer may render, encoded when first compared: most
+// peer directories hold one form of each object, and encoding every
+// candidate of every peering cost more than all the other checks of a
+// rendered file.
+type form struct {
+	obj  any
+	done bool
+	data []byte
+	ok   bool // obj encodes
+}
+
+// matchesAny reports whether any of forms encodes (the file is one gitpeer
+// renders: known) and whether one encodes to exactly data. The answers are
+// those of encoding every form first.
+func (v *verifier) matchesAny(data []byte, forms []*form) (known, match bool) {
 	for _, f := range forms {
-		if bytes.Equal(data, f) {
-			return true
+		if !f.done {
+			var err error
+			f.data, err = v.encoder.Encode(f.obj)
+			f.ok, f.done = err == nil, true
+		}
+		if !f.ok {
+			continue
+		}
+		known = true
+		if bytes.Equal(data, f.data) {
+			return true, true
 		}
 	}
-	return false
+	return known, false
 }
 
-// expected lists, by file name, the encodings a rendered object of self for
-// peer may have.
-func (v *verifier) expected(self, peer string) map[string][][]byte {
-	out := map[string][][]byte{}
+// expected lists, by file name, the objects a rendered file of self for
+// peer may be the encoding of (liqo.Encode), in order.
+func (v *verifier) expected(self, peer string) map[string][]*form {
+	out := map[string][]*form{}
 	add := func(kind, name string, obj any) {
-		data, err := liqo.Encode(obj)
-		if err == nil {
-			file := liqo.ObjectFileName(kind, name)
-			out[file] = append(out[file], data)
-		}
+		file := liqo.ObjectFileName(kind, name)
+		out[file] = append(out[file], &form{obj: obj})
 	}
 	if peer == reconcile.SharedDir {
 		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
@@ -114,7 +149,7 @@ func (v *verifier) expected(self, peer string) map[string][][]byte {
 		add("RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(peer))
 		add("ClusterRoleBinding", liqo.ClusterWideBindingName(peer), liqo.ClusterWideBinding(peer))
 	}
-	if !v.spec.HasPeering(self, peer) && !v.spec.HasPeering(peer, self) {
+	if !v.hasPeering(self, peer) && !v.hasPeering(peer, self) {
 		v.leftovers(self, peer, add)
 	}
 	// self consumes from peer.

@@ -24,8 +24,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -169,22 +172,69 @@ const (
 // material.
 func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Finding {
 	v := newVerifier(tree, spec, now)
+	v.guard = guard.NewCache()
 	v.run()
 	return v.sorted()
 }
 
 func newVerifier(tree fs.FS, spec *schema.Spec, now time.Time) *verifier {
-	return &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}, accepted: map[string][][]byte{}}
+	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}, accepted: map[string][][]byte{},
+		declaredIDs: map[string]int{}, peerings: map[[2]string]bool{}, encoder: liqo.NewEncoder()}
+	if spec != nil {
+		for i, c := range spec.Clusters {
+			if _, dup := v.declaredIDs[c.ID]; !dup {
+				v.declaredIDs[c.ID] = i // the first, as spec.Cluster finds it
+			}
+		}
+		for _, p := range spec.Peerings {
+			v.peerings[[2]string{p.Consumer, p.Provider}] = true
+		}
+	}
+	return v
 }
 
 func (v *verifier) run() {
 	v.clusters()
 	v.findRemoved()
 	v.files()
-	for _, p := range v.spec.Peerings {
-		v.peering(p)
-	}
+	v.parallel(len(v.spec.Peerings), func(sub *verifier, i int) { sub.peering(v.spec.Peerings[i]) })
 	v.rendered()
+}
+
+// fork returns a verifier sharing v's tree, spec and what v found so far
+// (cluster infos, removed peerings, accepted files: read only while forks
+// run), with no findings of its own.
+func (v *verifier) fork() *verifier {
+	sub := *v
+	sub.problems = nil
+	return &sub
+}
+
+// parallel runs f(sub, i) for every i in [0, n) on up to GOMAXPROCS
+// goroutines, each call with a fork of v, then appends the forks' findings
+// to v's in order of i: the findings, and their order, are those of calling
+// f on v for i = 0, 1, … in turn. f must not write v's shared state.
+func (v *verifier) parallel(n int, f func(sub *verifier, i int)) {
+	subs := make([]*verifier, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				sub := v.fork()
+				f(sub, i)
+				subs[i] = sub
+			}
+		})
+	}
+	wg.Wait()
+	for _, sub := range subs {
+		v.problems = append(v.problems, sub.problems...)
+	}
 }
 
 func (v *verifier) sorted() []Finding {
@@ -205,6 +255,16 @@ type verifier struct {
 	// are exactly what gitpeer renders: what its kustomization may build.
 	accepted map[string][][]byte
 	problems []Finding
+	// declaredIDs (ID → index in spec.Clusters) and peerings index the
+	// spec's clusters and (consumer, provider) pairs: the checks ask for
+	// every file.
+	declaredIDs map[string]int
+	peerings    map[[2]string]bool
+	// guard answers Inspect for content already inspected (nil: none).
+	guard *guard.Cache
+	// encoder is liqo.Encode remembering what it encoded: the same RBAC
+	// objects and namespaces are rendered for many peerings.
+	encoder *liqo.Encoder
 }
 
 func (v *verifier) add(file, field, reason, format string, a ...any) {
@@ -269,60 +329,94 @@ func (v *verifier) openPGPKey(ci *layout.ClusterInfo) {
 
 // files walks clusters/: no private material anywhere, every tree belongs to
 // a declared cluster, every inbox to one of its peers, every kustomization
-// applies only the cluster's own rendered files.
+// applies only the cluster's own rendered files. The walk lists the files;
+// they are read and checked in parallel, findings in the walk's order.
 func (v *verifier) files() {
+	type item struct {
+		path string
+		err  error // the walk's error at path, reported as it is
+	}
+	var items []item
 	_ = fs.WalkDir(v.tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != layout.ClustersDir {
-				v.add(p, "", ReasonUnreadable, "%v", err)
+				items = append(items, item{p, err})
 			}
 			return nil
 		}
-		if d.IsDir() {
-			return nil
-		}
-		data, err := fs.ReadFile(v.tree, p)
-		if err != nil {
-			v.add(p, "", ReasonUnreadable, "%v", err)
-			return nil
-		}
-		if reason, found := guard.Inspect(data); found {
-			v.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
-		}
-		cluster, from, rest, ok := layout.Split(p)
-		switch {
-		case !ok:
-			v.add(p, "", ReasonOutsideLayout, "not in a cluster's tree")
-		case !v.declared(cluster):
-			v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
-		case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
-			v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
-		case from == "" && rest == layout.KustomizationFile:
-			v.kustomization(p, cluster, data)
+		if !d.IsDir() {
+			items = append(items, item{path: p})
 		}
 		return nil
 	})
+	v.parallel(len(items), func(sub *verifier, i int) {
+		if items[i].err != nil {
+			sub.add(items[i].path, "", ReasonUnreadable, "%v", items[i].err)
+			return
+		}
+		sub.file(items[i].path)
+	})
 }
 
-func (v *verifier) declared(id string) bool { _, ok := v.spec.Cluster(id); return ok }
+// file checks one file under clusters/ (see files).
+func (v *verifier) file(p string) {
+	data, err := fs.ReadFile(v.tree, p)
+	if err != nil {
+		v.add(p, "", ReasonUnreadable, "%v", err)
+		return
+	}
+	if reason, found := v.guard.Inspect(data); found {
+		v.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
+	}
+	cluster, from, rest, ok := layout.Split(p)
+	switch {
+	case !ok:
+		v.add(p, "", ReasonOutsideLayout, "not in a cluster's tree")
+	case !v.declared(cluster):
+		v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
+	case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
+		v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
+	case from == "" && rest == layout.KustomizationFile:
+		v.kustomization(p, cluster, data)
+	}
+}
+
+func (v *verifier) declared(id string) bool { _, ok := v.declaredIDs[id]; return ok }
+
+// hasPeering reports whether the spec declares the peering.
+func (v *verifier) hasPeering(consumer, provider string) bool {
+	return v.peerings[[2]string{consumer, provider}]
+}
 
 // peers reports whether consumer and provider peer, or did and are being
 // withdrawn.
 func (v *verifier) peers(consumer, provider string) bool {
-	return v.spec.HasPeering(consumer, provider) || v.removed[[2]string{consumer, provider}]
+	return v.hasPeering(consumer, provider) || v.removed[[2]string{consumer, provider}]
 }
 
 // findRemoved finds peerings gone from the spec that left a nonce or a
-// Tenant behind, between declared clusters.
+// Tenant behind, between declared clusters. Such an artifact is in an inbox
+// clusters/<x>/inbox/<y>/ (a nonce of y for consumer x, a Tenant of y for
+// provider x): the inboxes are listed rather than every pair of clusters
+// tried.
 func (v *verifier) findRemoved() {
-	for _, c := range v.spec.Clusters {
-		for _, p := range v.spec.Clusters {
-			if c.ID == p.ID || v.spec.HasPeering(c.ID, p.ID) {
+	for _, x := range v.spec.Clusters {
+		senders, _ := fs.ReadDir(v.tree, layout.ClusterPath(x.ID, layout.InboxDir))
+		for _, e := range senders {
+			y := e.Name()
+			if y == x.ID || !v.declared(y) {
 				continue
 			}
-			for _, f := range []string{layout.InboxPath(c.ID, p.ID, layout.NonceFile), layout.InboxPath(p.ID, c.ID, layout.TenantFile)} {
-				if _, err := fs.Stat(v.tree, f); err == nil {
-					v.removed[[2]string{c.ID, p.ID}] = true
+			// (consumer, provider, file that shows it was peered)
+			for _, c := range [][3]string{
+				{x.ID, y, layout.InboxPath(x.ID, y, layout.NonceFile)},
+				{y, x.ID, layout.InboxPath(x.ID, y, layout.TenantFile)},
+			} {
+				if v.hasPeering(c[0], c[1]) {
+					continue
+				}
+				if _, err := fs.Stat(v.tree, c[2]); err == nil {
+					v.removed[[2]string{c[0], c[1]}] = true
 				}
 			}
 		}
@@ -393,7 +487,10 @@ func (v *verifier) peering(pr schema.Peering) {
 		}
 	}
 	var tenantKey []byte
-	spec, _ := v.spec.Cluster(consumer)
+	var spec schema.Cluster
+	if i, ok := v.declaredIDs[consumer]; ok {
+		spec = v.spec.Clusters[i]
+	}
 	switch {
 	case hasTenant && !hasNonce:
 		v.add(tenantFile, "", ReasonOutOfOrder, "answers no valid nonce from %s", provider)
