@@ -28,11 +28,12 @@ func verifyMeshSize(b *testing.B) (clusters, peerings int) {
 }
 
 // BenchmarkVerifyMesh runs gitpeer verify's checks on a converged mesh
-// (verifyMeshSize; see convergedMesh): CheckTree alone ("tree") and Check
-// with the commit checks ("history", not the private-material scan of
-// every blob). Metrics are the process's CPU time (user + system, GC
-// included) per run and per peering; wall time on a shared machine says
-// little. Every run must find nothing.
+// (verifyMeshSize; see convergedMesh): CheckTree alone ("tree"), Check
+// with the commit checks, as gitpeer verify runs by default ("history"),
+// and with the private-material scan of every blob too ("scan",
+// --history). Metrics are the process's CPU time (user + system, GC
+// included) per run and per peering; ns/op is wall time, which a shared
+// machine inflates. Every run must find nothing.
 func BenchmarkVerifyMesh(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("git CLI not installed")
@@ -41,7 +42,7 @@ func BenchmarkVerifyMesh(b *testing.B) {
 	// GITPEER_BENCH_VERIFY_DIR keeps the mesh for the next run.
 	dir, spec := convergedMesh(b, os.Getenv("GITPEER_BENCH_VERIFY_DIR"), n, m)
 	opts := verify.Options{Now: benchNow, RequireManifests: true}
-	for _, mode := range []string{"tree", "history"} {
+	for _, mode := range []string{"tree", "history", "scan"} {
 		b.Run(mode, func(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
@@ -50,8 +51,10 @@ func BenchmarkVerifyMesh(b *testing.B) {
 				if mode == "tree" {
 					findings = verify.CheckTree(layout.NewSnapshotTree(dir), spec, opts)
 				} else {
+					o := opts
+					o.History = mode == "scan"
 					var err error
-					if findings, err = verify.Check(dir, spec, opts); err != nil {
+					if findings, err = verify.Check(dir, spec, o); err != nil {
 						b.Fatal(err)
 					}
 				}
