@@ -83,35 +83,53 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) 
 	return v.sorted()
 }
 
-// Check runs every check on the checkout at dir: CheckTree, then, when dir
-// is a Git repository, the commit checks over its history (see History) and,
-// with opts.History, the scan of every commit for private material. Tree
+// Check runs every check on the checkout at dir: CheckTree and, when dir is
+// a Git repository, the commit checks over its history (see History; both
+// at once), then, with opts.History, the scan of every commit for private
+// material. Tree
 // findings come first, sorted by file, then commit findings oldest first.
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
-	// The tree's files are inspected for private material once: the
-	// history scan finds their answers in the cache.
-	cache := guard.NewCache()
-	findings := checkTree(layout.NewSnapshotTree(dir), spec, opts, cache)
 	_, done, err := gitrepo.Open(dir)
 	if err == nil {
 		done()
 	}
-	if errors.Is(err, git.ErrRepositoryNotExists) {
+	repo := true
+	switch {
+	case errors.Is(err, git.ErrRepositoryNotExists):
 		if opts.History || opts.Base != "" {
 			return nil, fmt.Errorf("%s: %w: --history and --base need one", dir, ErrNotRepository)
 		}
-		return findings, nil
-	}
-	if err != nil {
+		repo = false
+	case err != nil:
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	history, err := History(dir, opts)
-	if err != nil {
-		return nil, err
+	// The commit checks read only Git's objects, on one goroutine: they run
+	// while the tree is checked.
+	type result struct {
+		findings []Finding
+		err      error
 	}
-	findings = append(findings, history...)
+	commits := make(chan result, 1)
+	if repo {
+		go func() {
+			f, err := History(dir, opts)
+			commits <- result{f, err}
+		}()
+	}
+	// The tree's files are inspected for private material once: the
+	// history scan finds their answers in the cache.
+	cache := guard.NewCache()
+	findings := checkTree(layout.NewSnapshotTree(dir), spec, opts, cache)
+	if !repo {
+		return findings, nil
+	}
+	r := <-commits
+	if r.err != nil {
+		return nil, r.err
+	}
+	findings = append(findings, r.findings...)
 	if opts.History {
 		leaks, err := guard.ScanHistoryCached(dir, cache)
 		if err != nil {
