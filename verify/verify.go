@@ -215,7 +215,7 @@ func (v *verifier) fork() *verifier {
 // to v's in order of i: the findings, and their order, are those of calling
 // f on v for i = 0, 1, … in turn. f must not write v's shared state.
 func (v *verifier) parallel(n int, f func(sub *verifier, i int)) {
-	subs := make([]*verifier, n)
+	found := make([][]Finding, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), n) {
@@ -227,13 +227,13 @@ func (v *verifier) parallel(n int, f func(sub *verifier, i int)) {
 				}
 				sub := v.fork()
 				f(sub, i)
-				subs[i] = sub
+				found[i] = sub.problems
 			}
 		})
 	}
 	wg.Wait()
-	for _, sub := range subs {
-		v.problems = append(v.problems, sub.problems...)
+	for _, p := range found {
+		v.problems = append(v.problems, p...)
 	}
 }
 
