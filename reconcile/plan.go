@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
@@ -46,10 +47,7 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		}
 		plan.Writes[f] = data
 	}
-	err := fs.WalkDir(tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && p == layout.ClustersDir {
-			return fs.SkipDir
-		}
+	visit := func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -63,9 +61,42 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 			plan.Deletes = append(plan.Deletes, p)
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	clusters, err := fs.ReadDir(tree, layout.ClustersDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	for _, d := range clusters {
+		p := path.Join(layout.ClustersDir, d.Name())
+		if !d.IsDir() { // a file or a link where a cluster's tree goes
+			if err := visit(p, d, nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if d.Name() == self || parents[p] {
+			if err := fs.WalkDir(tree, p, visit); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Another cluster's tree where this pass writes nothing: all it
+		// may hold of ours is our folder in its inbox, looked up directly
+		// rather than by listing its tree and its inbox (two listings per
+		// cluster of the mesh, every pass).
+		folder := path.Join(p, layout.InboxDir, self)
+		fi, err := fs.Stat(tree, folder)
+		switch {
+		case err == nil && fi.IsDir():
+			if err := fs.WalkDir(tree, folder, visit); err != nil {
+				return nil, err
+			}
+		case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
+			// Nothing of ours: a file or a link at the folder's path is
+			// not a path we write (layout.Writable), only what is under it.
+		default:
+			return nil, err
+		}
 	}
 	sort.Strings(plan.Deletes)
 	plan.Steps = steps(tree, self, parents, plan)

@@ -1,0 +1,79 @@
+package reconcile_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/reconcile"
+)
+
+// TestDiffDeletesWhatSelfWroteAndNothingElse: Diff removes every file of
+// alpha's own tree and of its folders in other inboxes that the pass no
+// longer wants, whether or not the pass writes to that cluster; it leaves
+// others' files, a file or link standing at a folder's path, and
+// everything in alpha's own inbox alone, and replaces what stands where a
+// desired directory goes.
+func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"clusters/alpha/cluster.yaml":               "kept\n",
+		"clusters/alpha/liqo/old/tenant.yaml":       "stale own\n",
+		"clusters/alpha/inbox/beta/nonce.yaml":      "beta's\n",
+		"clusters/beta/inbox/alpha/tenant.yaml":     "stale in a peer we still write to\n",
+		"clusters/beta/liqo/x.yaml":                 "beta's own\n",
+		"clusters/gamma/inbox/alpha/tenant.yaml":    "stale in a peer we no longer write to\n",
+		"clusters/gamma/inbox/alpha/deep/x.yaml":    "stale, deeper\n",
+		"clusters/gamma/inbox/delta/nonce.yaml":     "delta's\n",
+		"clusters/delta/inbox/alpha":                "a file at our folder's path\n",
+		"clusters/epsilon/inbox/zeta/identity.yaml": "zeta's\n",
+		"clusters/omega":                            "a file where a cluster's tree goes\n",
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "clusters", "eta", "inbox"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../alpha", filepath.Join(dir, "clusters", "eta", "inbox", "alpha")); err != nil {
+		t.Fatal(err)
+	}
+	desired := map[string][]byte{
+		"clusters/alpha/cluster.yaml":        []byte("kept\n"),
+		"clusters/beta/inbox/alpha/new.yaml": []byte("new\n"),
+	}
+	plan, err := reconcile.Diff(layout.NewTree(dir), "alpha", desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"clusters/alpha/liqo/old/tenant.yaml",
+		"clusters/beta/inbox/alpha/tenant.yaml",
+		"clusters/gamma/inbox/alpha/deep/x.yaml",
+		"clusters/gamma/inbox/alpha/tenant.yaml",
+	}
+	if !slices.Equal(plan.Deletes, want) {
+		t.Errorf("deletes %q, want %q", plan.Deletes, want)
+	}
+	if len(plan.Writes) != 1 || plan.Writes["clusters/beta/inbox/alpha/new.yaml"] == nil {
+		t.Errorf("writes %v, want only the new file", plan.Writes)
+	}
+
+	// A file where a desired directory goes is in the way: deleted.
+	desired["clusters/delta/inbox/alpha/nonce.yaml"] = []byte("n\n")
+	plan, err = reconcile.Diff(layout.NewTree(dir), "alpha", desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(plan.Deletes, "clusters/delta/inbox/alpha") {
+		t.Errorf("deletes %q, want the file in the way at clusters/delta/inbox/alpha", plan.Deletes)
+	}
+}
