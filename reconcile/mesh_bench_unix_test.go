@@ -30,7 +30,7 @@ func BenchmarkHandshakeMesh(b *testing.B) {
 	var total time.Duration
 	passes := 0
 	for b.Loop() {
-		mesh := meshbench.Build(b, n, m, now)
+		mesh := meshbench.Build(b, n, m, now, meshbench.Options{})
 		total += mesh.PassCPU
 		passes += mesh.Passes
 	}

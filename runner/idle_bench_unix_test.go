@@ -25,7 +25,7 @@ import (
 func BenchmarkIdlePass(b *testing.B) {
 	n, m := meshbench.Size(b, "100x1000")
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	mesh := meshbench.Build(b, n, m, now)
+	mesh := meshbench.Build(b, n, m, now, meshbench.Options{})
 	testgit.Git(b, mesh.Repo, "init", "--quiet", "--initial-branch=main")
 	testgit.Git(b, mesh.Repo, "add", "-A")
 	testgit.Git(b, mesh.Repo, "commit", "--quiet", "-m", "converged mesh")

@@ -1,5 +1,3 @@
-//go:build unix
-
 // Package meshbench builds the converged handshake of a synthetic mesh on
 // disk, for benchmarks: every cluster's reconcile.Pass in rounds, providers
 // first, on a plain directory read through layout.Tree as the runner reads
@@ -14,9 +12,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,13 +79,28 @@ type Mesh struct {
 	PassCPU time.Duration
 }
 
-// Build runs the handshake of Spec(n, m) at now in a new directory under
-// tb.TempDir until a round changes nothing; it fails tb when ten rounds do
-// not converge.
-func Build(tb testing.TB, n, m int, now time.Time) *Mesh {
+// Options are how Build builds a mesh.
+type Options struct {
+	// Root is the directory to build in (repo/, state/); "" is a new
+	// tb.TempDir(). A Root already holding a mesh of the same size (its
+	// marker file says so) is reused as it is, without Backends: building
+	// a mesh of thousands of peerings takes minutes.
+	Root string
+	// Commit commits the repo with the git CLI after every round
+	// (unsigned commits; the files carry the reconcilers' signed
+	// manifests), so that the mesh has a history, as verify reads one.
+	Commit bool
+}
+
+// Build runs the handshake of Spec(n, m) at now until a round changes
+// nothing; it fails tb when ten rounds do not converge.
+func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 	tb.Helper()
 	ctx := context.Background()
-	root := tb.TempDir()
+	root := opts.Root
+	if root == "" {
+		root = tb.TempDir()
+	}
 	mesh := &Mesh{Repo: filepath.Join(root, "repo"), Backends: map[string]*file.Backend{}}
 	text := Spec(n, m)
 	spec, err := schema.Parse("peering.cue", []byte(text))
@@ -95,13 +108,42 @@ func Build(tb testing.TB, n, m int, now time.Time) *Mesh {
 		tb.Fatal(err)
 	}
 	mesh.Spec = spec
+	for i := range n {
+		mesh.IDs = append(mesh.IDs, ID(i))
+	}
+	marker := filepath.Join(root, "mesh")
+	size := fmt.Sprintf("%dx%d commit=%v\n", n, m, opts.Commit)
+	if got, err := os.ReadFile(marker); err == nil && string(got) == size {
+		mesh.Backends = nil
+		return mesh
+	}
+	for _, dir := range []string{mesh.Repo, filepath.Join(root, "state"), marker} {
+		if err := os.RemoveAll(dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	write(tb, mesh.Repo, map[string][]byte{"peering.cue": []byte(text)}, nil)
+	git := func(args ...string) {
+		tb.Helper()
+		cmd := exec.Command("git", append([]string{"-C", mesh.Repo, "-c", "user.name=meshbench", "-c", "user.email=meshbench@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	commit := func(message string) {
+		if opts.Commit {
+			git("add", "-A")
+			git("commit", "-q", "-m", message)
+		}
+	}
+	if opts.Commit {
+		git("init", "-q", "-b", "main")
+	}
 	tree := layout.NewTree(mesh.Repo)
 	// One cache per cluster, as each cluster's runner keeps its own.
 	caches := map[string]*reconcile.Cache{}
-	for i := range n {
-		id := ID(i)
-		mesh.IDs = append(mesh.IDs, id)
+	for _, id := range mesh.IDs {
 		be, _, err := file.Init(filepath.Join(root, "state", id), file.InitOptions{ClusterID: id, APIServer: "https://" + id + ".example:6443", Now: now})
 		if err != nil {
 			tb.Fatal(err)
@@ -150,9 +192,14 @@ func Build(tb testing.TB, n, m int, now time.Time) *Mesh {
 			}
 		}
 		if !changed {
-			return mesh
+			break
 		}
+		commit(fmt.Sprintf("round %d", round))
 	}
+	if err := os.WriteFile(marker, []byte(size), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return mesh
 }
 
 // write applies writes and deletes (repo paths) to the checkout dir.
@@ -172,13 +219,4 @@ func write(tb testing.TB, dir string, writes map[string][]byte, deletes []string
 			tb.Fatal(err)
 		}
 	}
-}
-
-// ProcessCPU is the CPU time this process has used, user and system.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
