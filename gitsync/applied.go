@@ -185,32 +185,7 @@ func (r *Repo) seal(tip plumbing.Hash) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("seal: read tip %s: %w", tip, err)
 	}
-	sig := r.signature()
-	c := &object.Commit{
-		Author:       sig,
-		Committer:    sig,
-		Message:      sealMessage(r.opts.ClusterID, r.opts.AppliedScope),
-		TreeHash:     tc.TreeHash,
-		ParentHashes: []plumbing.Hash{tip},
-	}
-	payload := &plumbing.MemoryObject{}
-	if err := c.EncodeWithoutSignature(payload); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: %w", err)
-	}
-	pr, err := payload.Reader()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: %w", err)
-	}
-	signature, err := r.opts.Signer.Sign(pr)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: sign: %w", err)
-	}
-	c.PGPSignature = string(signature)
-	obj := r.repo.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: %w", err)
-	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
+	h, err := r.writeCommit(tc.TreeHash, tip, sealMessage(r.opts.ClusterID, r.opts.AppliedScope))
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("seal: %w", err)
 	}
