@@ -207,7 +207,7 @@ func (w *world) publish(c *cluster) error {
 func (w *world) openRunner(c *cluster) error {
 	opts, err := runner.Signed(gitsync.Options{
 		URL: w.remote, Dir: filepath.Join(w.dir, "checkouts", c.id), Now: w.clock.Now,
-		Backoff: func(int) time.Duration { return time.Millisecond },
+		Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond },
 	}, c.b, w.format)
 	if err != nil {
 		return err

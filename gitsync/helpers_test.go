@@ -48,7 +48,7 @@ func testOptions(t testing.TB, url, name string) Options {
 		URL:     url,
 		Dir:     filepath.Join(t.TempDir(), name),
 		Author:  Signature{Name: "gitpeer " + name, Email: name + "@gitpeer.example"},
-		Backoff: func(int) time.Duration { return time.Millisecond },
+		Backoff: func(Contention) time.Duration { return time.Millisecond },
 		Now:     func() time.Time { return clock },
 	}
 }

@@ -86,6 +86,7 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 	res := Result{PushBranch: r.opts.PushBranch}
 	started := time.Now()
 	for {
+		attempt := time.Now()
 		tip, err := r.refresh(ctx)
 		if err != nil {
 			return res, plumbing.ZeroHash, err
@@ -138,7 +139,9 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		}
 		// Someone moved the push branch since the fetch: look again, and
 		// refuse if what they pushed is not ours.
-		if err := r.waitRetry(ctx, res.Attempts, started, err); err != nil {
+		// One writer (a human, or a replica) moved it: not a burst.
+		c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
+		if err := r.waitRetry(ctx, c, started, err); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
 	}

@@ -112,9 +112,10 @@ type Options struct {
 	// of one Sync, including the first one; default 0: as many as
 	// PushTimeout allows.
 	MaxAttempts int
-	// Backoff returns how long to wait after failed push attempt number
-	// attempt (1-based) before refetching; default DefaultBackoff.
-	Backoff func(attempt int) time.Duration
+	// Backoff returns how long to wait after a rejected push before
+	// refetching, from what the Sync has seen of the other writers;
+	// default DefaultBackoff.
+	Backoff func(Contention) time.Duration
 	// Now gives commit timestamps; default time.Now.
 	Now func() time.Time
 	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
@@ -313,15 +314,47 @@ func withDefaults(opts Options) (Options, error) {
 	return opts, nil
 }
 
-// DefaultBackoff is the default Options.Backoff: exponential from 100ms,
-// capped at 2s, with "equal jitter" (half fixed, half random) so that
-// replicas rejected by the same push do not retry in lockstep.
-func DefaultBackoff(attempt int) time.Duration {
-	const base, limit = 100 * time.Millisecond, 2 * time.Second
-	d := limit
-	if attempt >= 1 && attempt <= 5 {
-		d = min(base<<(attempt-1), limit)
-	}
+// Contention is what a Sync has seen of the other writers when a push of
+// its was rejected: the input of Options.Backoff.
+type Contention struct {
+	// Attempt counts the push attempts made so far, the rejected one
+	// included (1-based).
+	Attempt int
+	// Landed is how many commits other writers pushed to the branch
+	// between the Sync's two latest fetches, the one the rejected attempt
+	// started from and the one before: roughly how many writers push at
+	// once. It is 0 at the first rejection (no refetch yet).
+	Landed int
+	// Window is how long the rejected attempt took, from its fetch (the
+	// commit, for the first attempt, whose fetch came before the pass) to
+	// the rejection: the time one push needs on this remote and machine
+	// as loaded as they are.
+	Window time.Duration
+}
+
+// Bounds of DefaultBackoff.
+const (
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 10 * time.Second
+)
+
+// DefaultBackoff is the default Options.Backoff: max(1, Landed) × Window,
+// with "equal jitter" (half fixed, half random), within 10ms and 10s.
+//
+// Every commit that lands invalidates every attempt in flight, so what a
+// retry needs is a moment when no other writer is between its fetch and
+// its push. With Landed writers pushing at once and each attempt taking
+// Window, spreading the retries over Landed windows gives each a fair
+// chance of such a moment, and keeps the losers from spending on doomed
+// attempts the CPU and the remote the winner needs. It does not grow with
+// Attempt: an exponential backoff by attempt count makes the writers that
+// have waited longest ever less likely to win against fresh ones (a burst
+// of 50 writers on 2 cores left some losing for minutes), whereas here
+// every writer of a burst backs off by the same measure of the same
+// contention, which shrinks as the burst drains.
+func DefaultBackoff(c Contention) time.Duration {
+	d := time.Duration(max(1, c.Landed)) * c.Window
+	d = min(max(d, minBackoff), maxBackoff)
 	return d/2 + rand.N(d/2+1)
 }
 

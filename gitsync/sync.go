@@ -223,6 +223,8 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		return res, plumbing.ZeroHash, err
 	}
 	started := time.Now()
+	attempt := started // when the attempt under way started
+	landed := 0        // commits the last refetch found on top of the tip before it
 	for tip := base; ; {
 		if len(p.files) == 0 {
 			return res, tip, nil // nothing to change on this tip
@@ -250,20 +252,27 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
-		if err := r.waitRetry(ctx, res.Attempts, started, err); err != nil {
+		c := Contention{Attempt: res.Attempts, Landed: landed, Window: time.Since(attempt)}
+		if err := r.waitRetry(ctx, c, started, err); err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
+		attempt = time.Now()
 		// The refresh resets the clone to the new tip, dropping our commit.
 		next, err := r.refresh(ctx)
 		if err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
-		tip = next
-		if err := r.checkForeign(ctx, ch, base, tip); err != nil {
+		landed = r.commitsBetween(tip, next)
+		// Only what landed since the last check: the earlier ranges from
+		// base were checked by the earlier retries, and a path changed
+		// between base and next changed in one of them. Diffing from base
+		// each time would cost more with every commit that beats us.
+		if err := r.checkForeign(ctx, ch, tip, next); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
+		tip = next
 		// Re-plan against the new tip's index: the same files, since none
 		// of them changed, but the deletions of directories and the
 		// identical writes are decided afresh. The change itself was
@@ -274,16 +283,16 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 	}
 }
 
-// waitRetry waits Backoff before push attempt number attempts+1 after a
+// waitRetry waits Backoff(c) before push attempt number c.Attempt+1 after a
 // rejected push (err), at most until PushTimeout from started. It returns an
 // error wrapping ErrPushConflict when that attempt would be past MaxAttempts
 // or PushTimeout has passed, and the context's error when it ends first.
-func (r *Repo) waitRetry(ctx context.Context, attempts int, started time.Time, err error) error {
+func (r *Repo) waitRetry(ctx context.Context, c Contention, started time.Time, err error) error {
 	giveUp := func() error {
 		return fmt.Errorf("push %s to %s after %d attempts in %s: %w: %w", r.pushTarget(), r.opts.URL,
-			attempts, time.Since(started).Round(time.Millisecond), ErrPushConflict, r.explain(err))
+			c.Attempt, time.Since(started).Round(time.Millisecond), ErrPushConflict, r.explain(err))
 	}
-	if r.opts.MaxAttempts > 0 && attempts >= r.opts.MaxAttempts {
+	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
 		return giveUp()
 	}
 	left := r.opts.PushTimeout - time.Since(started)
@@ -291,7 +300,7 @@ func (r *Repo) waitRetry(ctx context.Context, attempts int, started time.Time, e
 		return giveUp()
 	}
 	// The last attempt starts at the deadline rather than not at all.
-	wait := min(r.opts.Backoff(attempts), left)
+	wait := min(r.opts.Backoff(c), left)
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -311,8 +320,28 @@ func (r *Repo) pushTarget() string {
 	return r.opts.Branch
 }
 
+// maxCounted bounds commitsBetween's walk.
+const maxCounted = 1000
+
+// commitsBetween counts the commits from old (excluded) to tip along first
+// parents: the commits other writers landed since old was fetched. A tip
+// not descended from old (history rewritten) counts what was walked, at
+// most maxCounted, as does an unreadable commit.
+func (r *Repo) commitsBetween(old, tip plumbing.Hash) int {
+	n := 0
+	for h := tip; h != old && !h.IsZero() && n < maxCounted; n++ {
+		c, err := r.repo.CommitObject(h)
+		if err != nil || c.NumParents() == 0 {
+			return n + 1
+		}
+		h = c.ParentHashes[0]
+	}
+	return n
+}
+
 // checkForeign returns an error wrapping ErrForeignWrite when the commits
-// from base (the tip the pass read) to tip changed a path that ch owns.
+// from base (the tip the pass read, or that a retry was made on) to tip
+// changed a path that ch owns.
 func (r *Repo) checkForeign(ctx context.Context, ch *Change, base, tip plumbing.Hash) error {
 	changed, err := r.changedPaths(ctx, base, tip)
 	if err != nil {

@@ -256,7 +256,7 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	opts := testOptions(t, bare, "cl-b")
 	opts.MaxAttempts = 3
 	var waits []int
-	opts.Backoff = func(attempt int) time.Duration { waits = append(waits, attempt); return 0 }
+	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return 0 }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +307,7 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	opts := testOptions(t, bare, "cl-b")
 	opts.PushTimeout = 2 * time.Second
 	var waits []int
-	opts.Backoff = func(attempt int) time.Duration { waits = append(waits, attempt); return 20 * time.Millisecond }
+	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return 20 * time.Millisecond }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -333,18 +333,18 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 
 	// The count alone never stops the retries, however high; the time does.
 	rejected := errors.New("non-fast-forward update: refs/heads/main")
-	b.opts.Backoff = func(int) time.Duration { return 0 }
-	if err := b.waitRetry(context.Background(), 1000, time.Now(), rejected); err != nil {
+	b.opts.Backoff = func(Contention) time.Duration { return 0 }
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, time.Now(), rejected); err != nil {
 		t.Errorf("attempt 1001 within the timeout: %v, want a retry", err)
 	}
-	if err := b.waitRetry(context.Background(), 2, time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
 		t.Errorf("attempt 3 after the timeout: %v, want ErrPushConflict", err)
 	}
 	// A backoff longer than the time left ends at the deadline, for one
 	// last attempt.
-	b.opts.Backoff = func(int) time.Duration { return time.Hour }
+	b.opts.Backoff = func(Contention) time.Duration { return time.Hour }
 	start = time.Now()
-	if err := b.waitRetry(context.Background(), 2, start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
 		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline", err, time.Since(start))
 	}
 }
@@ -407,7 +407,7 @@ func TestSyncHonoursContext(t *testing.T) {
 	bare := newBare(t)
 	other := openRepo(t, bare, "other")
 	opts := testOptions(t, bare, "cl-b")
-	opts.Backoff = func(int) time.Duration { return time.Hour }
+	opts.Backoff = func(Contention) time.Duration { return time.Hour }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -666,7 +666,7 @@ func TestSyncConcurrentWriters(t *testing.T) {
 	for w := range writers {
 		opts := testOptions(t, bare, "cl-"+strconv.Itoa(w))
 		opts.MaxAttempts = 50
-		opts.Backoff = func(int) time.Duration { return time.Duration(1+w) * 5 * time.Millisecond }
+		opts.Backoff = func(Contention) time.Duration { return time.Duration(1+w) * 5 * time.Millisecond }
 		r, err := Open(context.Background(), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -783,13 +783,78 @@ func TestSyncSignsCommits(t *testing.T) {
 }
 
 func TestDefaultBackoff(t *testing.T) {
-	for attempt, max := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 5: 1600 * time.Millisecond, 6: 2 * time.Second, 100: 2 * time.Second, 0: 2 * time.Second} {
+	for _, tc := range []struct {
+		c        Contention
+		min, max time.Duration
+	}{
+		{Contention{Attempt: 1, Landed: 0, Window: 100 * time.Millisecond}, 50 * time.Millisecond, 100 * time.Millisecond},
+		{Contention{Attempt: 2, Landed: 4, Window: 100 * time.Millisecond}, 200 * time.Millisecond, 400 * time.Millisecond},
+		// A writer that has lost 30 times waits no longer than a fresh one
+		// under the same contention: the attempt count is not a measure of it.
+		{Contention{Attempt: 30, Landed: 1, Window: 100 * time.Millisecond}, 50 * time.Millisecond, 100 * time.Millisecond},
+		{Contention{Attempt: 30, Landed: 4, Window: 100 * time.Millisecond}, 200 * time.Millisecond, 400 * time.Millisecond},
+		{Contention{Attempt: 3, Landed: 1, Window: 0}, minBackoff / 2, minBackoff},
+		{Contention{Attempt: 3, Landed: 500, Window: time.Second}, maxBackoff / 2, maxBackoff},
+	} {
 		for range 20 {
-			if d := DefaultBackoff(attempt); d < max/2 || d > max {
-				t.Errorf("DefaultBackoff(%d) = %v, want in [%v, %v]", attempt, d, max/2, max)
+			if d := DefaultBackoff(tc.c); d < tc.min || d > tc.max {
+				t.Errorf("DefaultBackoff(%+v) = %v, want in [%v, %v]", tc.c, d, tc.min, tc.max)
 			}
 		}
 	}
+}
+
+// TestSyncBacksOffByTheCommitsThatBeatIt: Backoff is told how many commits
+// other writers landed between the Sync's fetches and how long an attempt
+// took, measured on a real remote, and the default backs off by them, not
+// ever longer with the attempt count: a Sync that has lost ten times
+// retries as soon as one that has lost twice.
+func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
+	bare := newBare(t)
+	c := openRepo(t, bare, "cl-c")
+	opts := testOptions(t, bare, "cl-b")
+	opts.MaxAttempts = 10
+	const perAttempt = 3 // commits the other writer lands during each attempt
+	var seen []Contention
+	var waits []time.Duration
+	opts.Backoff = func(ct Contention) time.Duration {
+		seen = append(seen, ct)
+		d := DefaultBackoff(ct)
+		waits = append(waits, d)
+		return d
+	}
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	b.opts.Now = func() time.Time {
+		for range perAttempt {
+			n++
+			mustSync(t, c, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
+		}
+		return clock
+	}
+	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	if !errors.Is(err, ErrPushConflict) {
+		t.Fatalf("Sync = %v, want ErrPushConflict", err)
+	}
+	if res.Attempts != 10 || len(seen) != 9 {
+		t.Fatalf("Attempts = %d with %d backoffs, want 10 and 9", res.Attempts, len(seen))
+	}
+	for i, ct := range seen {
+		want := perAttempt
+		if i == 0 {
+			want = 0 // no refetch yet
+		}
+		if ct.Attempt != i+1 || ct.Landed != want || ct.Window <= 0 {
+			t.Errorf("backoff %d: %+v, want Attempt %d, Landed %d and a Window", i+1, ct, i+1, want)
+		}
+		if max := time.Duration(max(1, ct.Landed)) * max(ct.Window, minBackoff); waits[i] > max {
+			t.Errorf("backoff %d: waited %s, more than %d landed × a %s window", i+1, waits[i], ct.Landed, ct.Window)
+		}
+	}
+	fsck(t, bare)
 }
 
 func TestSyncRecoversFromBlockingStrayDirectory(t *testing.T) {
