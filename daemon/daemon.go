@@ -57,6 +57,9 @@ type Daemon struct {
 	// Leader, when set, makes passes run only while this process holds the
 	// Lease; nil runs them unconditionally.
 	Leader *LeaderElection
+	// Status, when set, keeps the last pass's outcome for GET /status
+	// and, with Status.File, on disk (see PassStatus).
+	Status *Status
 	// Compare, when set, says where to see a proposal on the review branch
 	// (reconcile --push-branch): a compare URL or a git command, logged
 	// with each proposal.
@@ -64,6 +67,10 @@ type Daemon struct {
 
 	// tracker remembers what the last passes reported, to publish changes.
 	tracker tracker
+	// failingSince is when the first of the failed passes in a row
+	// started, zero after a good one; lastSuccess when the last good pass
+	// ended. Only the loop's goroutine uses them.
+	failingSince, lastSuccess time.Time
 }
 
 // Run runs passes until ctx ends, and returns nil then: a pass running at

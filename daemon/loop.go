@@ -99,6 +99,7 @@ func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 		*rejected = 0
 	}
 	d.Metrics.observePass(result, lost, res, elapsed, start.Add(elapsed))
+	d.recordStatus(result, lost, *rejected, res, err, start, start.Add(elapsed), retry)
 	log := d.Log.WithValues("duration", elapsed.Round(time.Millisecond).String())
 	if res != nil && res.Attempts > 0 {
 		log = log.WithValues("attempts", res.Attempts, "retries", res.Attempts-1)
@@ -160,4 +161,35 @@ func outcome(ctx context.Context, res *runner.Result, err error) string {
 		return ResultWithdrawn
 	}
 	return ResultUnchanged
+}
+
+// recordStatus sets Status to the outcome of a pass that ran from start to
+// end; rejected counts the passes in a row that gave up pushing, retry is
+// how soon the next one runs after such a pass. An abandoned pass leaves
+// the status as it was: it says nothing about the repo.
+func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runner.Result, err error, start, end time.Time, retry time.Duration) {
+	if result == ResultAbandoned {
+		return
+	}
+	ps := PassStatus{Cluster: d.Cluster, Result: result, Started: start.UTC(), Ended: end.UTC()}
+	if res != nil {
+		ps.Attempts, ps.Commit = res.Attempts, res.Commit
+	}
+	if err != nil {
+		if d.failingSince.IsZero() {
+			d.failingSince = start
+		}
+		ps.Reason, ps.Message, ps.FailingSince = ReasonPassFailed, truncate(err.Error()), d.failingSince.UTC()
+	} else {
+		d.failingSince, d.lastSuccess = time.Time{}, end
+	}
+	if lost {
+		ps.Reason, ps.RejectedInARow, ps.RetryAt = ReasonPushRejected, rejected, end.Add(retry).UTC()
+	}
+	if !d.lastSuccess.IsZero() {
+		ps.LastSuccess = d.lastSuccess.UTC()
+	}
+	if err := d.Status.set(ps); err != nil {
+		d.Log.Error(err, "recording the pass's status", "file", d.Status.File)
+	}
 }

@@ -20,13 +20,16 @@ type Server struct {
 }
 
 // Endpoints are the daemon's HTTP endpoints: /metrics on MetricsAddr,
-// /healthz and /readyz on HealthAddr (Flux controllers use :8080 and
+// /healthz, /readyz and /status on HealthAddr (Flux controllers use :8080 and
 // :9440). An empty address serves nothing; the same address serves both.
 type Endpoints struct {
 	MetricsAddr, HealthAddr string
 	Gatherer                prometheus.Gatherer
 	Health                  *Health
-	Log                     logr.Logger
+	// Status, when set, is served as GET /status on HealthAddr: the last
+	// pass's outcome as JSON (PassStatus).
+	Status *Status
+	Log    logr.Logger
 }
 
 // Listen listens on each address and serves its handlers, until Close.
@@ -45,6 +48,9 @@ func (e Endpoints) Listen() (map[string]*Server, error) {
 	}
 	if e.HealthAddr != "" {
 		e.Health.Register(mux(e.HealthAddr))
+		if e.Status != nil {
+			mux(e.HealthAddr).Handle("/status", e.Status)
+		}
 	}
 	servers := map[string]*Server{}
 	for addr, m := range muxes {

@@ -23,7 +23,11 @@ const daemonHelp = `
 Without --once, reconcile is a daemon, run as Flux controllers run (package
 daemon): JSON logs (--log-encoding console for people; an idle pass is one
 debug line), Prometheus metrics gitpeer_* on --metrics-addr, /healthz and
-/readyz on --health-addr (ready once the repo has been fetched), and with
+/readyz on --health-addr (ready once the repo has been fetched), the last
+pass's outcome as JSON on --health-addr's /status and in <checkout>.status.json
+(gitpeer status <checkout> prints it: a pass that lost every push to other
+writers says PushRejected, its attempts, since when, and when it runs
+again), and with
 --backend kubernetes Kubernetes Events about the Lease gitpeer-<cluster> in
 the Liqo namespace (kubectl describe lease gitpeer-<cluster> -n liqo): each
 peering's change of condition with its reason (IdentityIssued, KeyChanged,
@@ -125,8 +129,10 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 	health := daemon.NewHealth()
 	health.MarkFetched() // gitsync.Open has fetched the repo
 	r.Fetched = health.MarkFetched
+	// Beside the checkout, where `gitpeer status <checkout>` finds it.
+	status := &daemon.Status{File: daemon.StatusFile(r.Repo.Dir())}
 	d := &daemon.Daemon{
-		Cluster: cluster, Pass: r.Pass, Interval: interval, Trigger: trigger, Log: log, Metrics: metrics,
+		Cluster: cluster, Pass: r.Pass, Interval: interval, Trigger: trigger, Log: log, Metrics: metrics, Status: status,
 	}
 	if review != nil {
 		d.Compare = review.compare
@@ -142,7 +148,7 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 		defer stop()
 	}
 	servers, err := daemon.Endpoints{
-		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, Gatherer: registry, Health: health, Log: log,
+		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, Gatherer: registry, Health: health, Status: status, Log: log,
 	}.Listen()
 	if err != nil {
 		return err

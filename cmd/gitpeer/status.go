@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/daemon"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/peerstatus"
 )
@@ -49,6 +51,12 @@ flowchart, clusters and peerings coloured by state.
 graph and the table, rewritten only when the status changed (it holds no
 time nor commit), for a CI job to commit.
 
+On a checkout a daemon (reconcile without --once) reconciles, the table
+is followed by its last pass, from <checkout>.status.json: e.g. "failed
+(PushRejected) ... after 23 push attempts, failing since ...; next pass at
+...": a pass that lost every push to other writers, which the repo cannot
+show.
+
 Exit status: 0; with --exit-code, 1 while any peering is not Ready (as
 git diff --exit-code; kubectl get and flux get exit 0 whatever the state,
 and so does status without it); 2 when status could not read the repo.`,
@@ -74,6 +82,9 @@ and so does status without it); 2 when status could not read the repo.`,
 			clusters := peerstatus.Clusters(tree, spec, peerings)
 			if err := printStatus(cmd, output, clusters, peerings); err != nil {
 				return withCode(2, err)
+			}
+			if output == "table" && !src.Cloned {
+				printReconciler(cmd, src.Dir)
 			}
 			if page != "" {
 				var b bytes.Buffer
@@ -129,4 +140,24 @@ func printStatus(cmd *cobra.Command, output string, clusters []peerstatus.Cluste
 		return peerstatus.WriteMermaid(w, clusters, peerings)
 	}
 	return peerstatus.WriteTable(w, peerings)
+}
+
+// printReconciler prints the last pass of the daemon whose checkout dir is,
+// when there is one (daemon.StatusFile); an unreadable file is said, not
+// an error: the peerings were printed.
+func printReconciler(cmd *cobra.Command, dir string) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	file := daemon.StatusFile(abs)
+	ps, err := daemon.ReadStatusFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		fmt.Fprintf(cmd.OutOrStdout(), "\nreconciler: cannot read its last pass: %v\n", err)
+		return
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nreconciler %s, last pass: %s\n", ps.Cluster, ps.Summary())
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gitpeer/gitpeer/daemon"
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
@@ -135,5 +137,54 @@ func TestStatusAndPlanReadARemoteWithCredentials(t *testing.T) {
 	code, out, stderr := gitpeer(t, "status", https.URL("remote.git"), "--git-credentials", httpsCreds)
 	if code != 2 || !strings.Contains(stderr, "authentication") || strings.Contains(out+stderr, password) {
 		t.Fatalf("status with a wrong password: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestStatusOfADaemonsCheckoutShowsItsLastPass: on the checkout of a daemon
+// whose last pass lost every push, status prints the peerings (read from
+// the checkout, which the lost push never reached) and then that pass,
+// from the file the daemon keeps beside the checkout.
+func TestStatusOfADaemonsCheckoutShowsItsLastPass(t *testing.T) {
+	checkout := filepath.Join(t.TempDir(), "checkout")
+	if err := os.CopyFS(checkout, os.DirFS(filepath.Join("testdata", "status", "midway", "input"))); err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := gitpeer(t, "status", checkout)
+	if strings.Contains(table, "reconciler") {
+		t.Fatalf("a checkout without a daemon shows a reconciler:\n%s", table)
+	}
+
+	ended := time.Date(2026, 11, 23, 10, 2, 3, 0, time.UTC)
+	write := func(ps daemon.PassStatus) {
+		b, err := json.Marshal(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(daemon.StatusFile(checkout), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(daemon.PassStatus{Cluster: "alpha", Result: daemon.ResultFailed, Reason: daemon.ReasonPushRejected,
+		Message: "push main to file:///srv/peering.git after 23 attempts in 2m0.1s: push rejected: remote moved on every attempt",
+		Attempts: 23, Started: ended.Add(-2 * time.Minute), Ended: ended, FailingSince: ended.Add(-3 * time.Minute),
+		RejectedInARow: 2, RetryAt: ended.Add(2 * time.Second)})
+	code, out, stderr := gitpeer(t, "status", checkout)
+	if code != 0 || !strings.HasPrefix(out, table) {
+		t.Fatalf("exit %d, %s; want the peerings first:\n%s", code, stderr, out)
+	}
+	want := "\nreconciler alpha, last pass: failed (PushRejected) at 2026-11-23 10:02:03Z after 23 push attempts, failing since 2026-11-23 09:59:03Z (2 passes in a row lost every push); next pass at 2026-11-23 10:02:05Z: push main to file:///srv/peering.git after 23 attempts in 2m0.1s: push rejected: remote moved on every attempt\n"
+	if got := strings.TrimPrefix(out, table); got != want {
+		t.Errorf("after the peerings:\n%s\nwant:\n%s", got, want)
+	}
+	// -o json stays the peerings alone, for scripts.
+	if _, js, _ := gitpeer(t, "status", checkout, "-o", "json"); strings.Contains(js, "PushRejected") {
+		t.Errorf("-o json shows the reconciler:\n%s", js)
+	}
+
+	write(daemon.PassStatus{Cluster: "alpha", Result: daemon.ResultCommitted, Attempts: 1, Commit: "0123456789abcdef0123",
+		Started: ended, Ended: ended.Add(time.Second), LastSuccess: ended.Add(time.Second)})
+	_, out, _ = gitpeer(t, "status", checkout)
+	if got, want := strings.TrimPrefix(out, table), "\nreconciler alpha, last pass: committed at 2026-11-23 10:02:04Z, commit 0123456789ab\n"; got != want {
+		t.Errorf("after a landed pass:\n%s\nwant:\n%s", got, want)
 	}
 }
