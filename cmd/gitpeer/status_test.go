@@ -165,7 +165,7 @@ func TestStatusOfADaemonsCheckoutShowsItsLastPass(t *testing.T) {
 		}
 	}
 	write(daemon.PassStatus{Cluster: "alpha", Result: daemon.ResultFailed, Reason: daemon.ReasonPushRejected,
-		Message: "push main to file:///srv/peering.git after 23 attempts in 2m0.1s: push rejected: remote moved on every attempt",
+		Message:  "push main to file:///srv/peering.git after 23 attempts in 2m0.1s: push rejected: remote moved on every attempt",
 		Attempts: 23, Started: ended.Add(-2 * time.Minute), Ended: ended, FailingSince: ended.Add(-3 * time.Minute),
 		RejectedInARow: 2, RetryAt: ended.Add(2 * time.Second)})
 	code, out, stderr := gitpeer(t, "status", checkout)
