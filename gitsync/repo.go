@@ -10,7 +10,8 @@
 //   - A rejected push is never merged and never forced. The remote is
 //     refetched, the worktree hard-reset to the new tip and the pass's change
 //     re-applied on it (the same files, committed and signed afresh), with
-//     jittered exponential backoff bounded in time. Writers' paths never
+//     jittered backoff scaled by the contention seen (DefaultBackoff), bounded
+//     in time. Writers' paths never
 //     overlap (the ownership rule), so the change stands on any new tip and
 //     nothing is lost (design invariant 4), history stays linear, and a
 //     burst of writers costs one pass each, not one per attempt. A new tip
