@@ -141,7 +141,7 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		// refuse if what they pushed is not ours.
 		// One writer (a human, or a replica) moved it: not a burst.
 		c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
-		if err := r.waitRetry(ctx, c, started, err); err != nil {
+		if err := r.waitRetry(ctx, c, started, started, err); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
 	}

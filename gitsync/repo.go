@@ -64,9 +64,8 @@ import (
 // Default values of Options.
 const (
 	DefaultBranch = "main"
-	// DefaultPushTimeout bounds the retries of a rejected push: long
-	// enough for a burst of a few dozen writers pushing at once (every
-	// daemon of a mesh wakes on the same spec change) to drain.
+	// DefaultPushTimeout bounds the retries of a rejected push while no
+	// writer new to the pass lands a commit (see Options.PushTimeout).
 	DefaultPushTimeout = 2 * time.Minute
 )
 
@@ -104,10 +103,15 @@ type Options struct {
 	// through their Explain (package gitauth implements it for a
 	// credentials directory).
 	Credentials Credentials
-	// PushTimeout bounds the time one Sync spends pushing: no push attempt
-	// starts later than PushTimeout after the first; default
-	// DefaultPushTimeout. Retries are bounded in time, not in count, so
-	// that many writers pushing at once all land.
+	// PushTimeout bounds the time one Sync retries rejected pushes without
+	// progress: no push attempt starts later than PushTimeout after the
+	// last commit by a writer (commit author) new to this Sync landed on
+	// the branch, or after the first attempt before any did; default
+	// DefaultPushTimeout. In a burst (every daemon of a mesh wakes on the
+	// same spec change) each writer lands once, so the bound restarts
+	// with each of them and a pass waits its turn however many are ahead;
+	// a writer landing commit after commit ahead of it (a hot loop) does
+	// not restart it. Retries are bounded in time, not in count.
 	PushTimeout time.Duration
 	// MaxAttempts, when positive, is the maximum number of push attempts
 	// of one Sync, including the first one; default 0: as many as

@@ -27,8 +27,9 @@ import (
 )
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
-// rejected because the remote branch moved in between, for as long as
-// Options.PushTimeout (or Options.MaxAttempts) allowed.
+// rejected because the remote branch moved in between, and no writer new to
+// the Sync landed a commit for Options.PushTimeout (or Options.MaxAttempts
+// attempts were made).
 var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 
 // ErrForeignWrite is returned (wrapped) by Sync when a push was rejected and
@@ -129,9 +130,12 @@ type Result struct {
 // ErrForeignWrite rather than write over someone's change. The re-applied
 // commit is made and signed afresh on the new tip (same message, author and
 // Now) and pushed; never a merge, never a force push. Retries go on until
-// the push lands or the next one would start after PushTimeout (or
-// MaxAttempts pushes, when set); then Sync returns an error wrapping
-// ErrPushConflict. Errors from pass are returned wrapped, as are
+// the push lands, or the next one would start PushTimeout after the last
+// commit from a writer new to this Sync landed (or after the first attempt,
+// before any), or after MaxAttempts pushes when set; then Sync returns an
+// error wrapping ErrPushConflict. A burst of writers draining one commit
+// each keeps a pass waiting its turn however long the burst; a writer that
+// keeps landing commit after commit does not. Errors from pass are returned wrapped, as are
 // ErrInvalidChange, transport and storage errors. On every such error the
 // worktree is left reset to the last fetched tip and nothing of this Sync
 // is pushed.
@@ -223,8 +227,10 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		return res, plumbing.ZeroHash, err
 	}
 	started := time.Now()
-	attempt := started // when the attempt under way started
-	landed := 0        // commits the last refetch found on top of the tip before it
+	attempt := started  // when the attempt under way started
+	landed := 0         // commits the last refetch found on top of the tip before it
+	progress := started // when a writer new to this Sync last landed a commit
+	writers := map[string]bool{}
 	for tip := base; ; {
 		if len(p.files) == 0 {
 			return res, tip, nil // nothing to change on this tip
@@ -253,7 +259,7 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
 		c := Contention{Attempt: res.Attempts, Landed: landed, Window: time.Since(attempt)}
-		if err := r.waitRetry(ctx, c, started, err); err != nil {
+		if err := r.waitRetry(ctx, c, started, progress, err); err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
@@ -264,7 +270,10 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
-		landed = r.commitsBetween(tip, next)
+		var fresh bool
+		if landed, fresh = r.landedBetween(tip, next, writers); fresh {
+			progress = time.Now()
+		}
 		// Only what landed since the last check: the earlier ranges from
 		// base were checked by the earlier retries, and a path changed
 		// between base and next changed in one of them. Diffing from base
@@ -284,18 +293,21 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 }
 
 // waitRetry waits Backoff(c) before push attempt number c.Attempt+1 after a
-// rejected push (err), at most until PushTimeout from started. It returns an
-// error wrapping ErrPushConflict when that attempt would be past MaxAttempts
-// or PushTimeout has passed, and the context's error when it ends first.
-func (r *Repo) waitRetry(ctx context.Context, c Contention, started time.Time, err error) error {
+// rejected push (err) of a Sync that started pushing at started, at most
+// until PushTimeout from progress, the last time a writer new to the Sync
+// landed a commit (started, before any). It returns an error wrapping
+// ErrPushConflict when that attempt would be past MaxAttempts or
+// PushTimeout has passed, and the context's error when it ends first.
+func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress time.Time, err error) error {
 	giveUp := func() error {
-		return fmt.Errorf("push %s to %s after %d attempts in %s: %w: %w", r.pushTarget(), r.opts.URL,
-			c.Attempt, time.Since(started).Round(time.Millisecond), ErrPushConflict, r.explain(err))
+		return fmt.Errorf("push %s to %s after %d attempts in %s, the last %s without a commit from a writer new to this pass: %w: %w",
+			r.pushTarget(), r.opts.URL, c.Attempt, time.Since(started).Round(time.Millisecond),
+			time.Since(progress).Round(time.Millisecond), ErrPushConflict, r.explain(err))
 	}
 	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
 		return giveUp()
 	}
-	left := r.opts.PushTimeout - time.Since(started)
+	left := r.opts.PushTimeout - time.Since(progress)
 	if left <= 0 {
 		return giveUp()
 	}
@@ -320,23 +332,31 @@ func (r *Repo) pushTarget() string {
 	return r.opts.Branch
 }
 
-// maxCounted bounds commitsBetween's walk.
+// maxCounted bounds landedBetween's walk.
 const maxCounted = 1000
 
-// commitsBetween counts the commits from old (excluded) to tip along first
-// parents: the commits other writers landed since old was fetched. A tip
-// not descended from old (history rewritten) counts what was walked, at
-// most maxCounted, as does an unreadable commit.
-func (r *Repo) commitsBetween(old, tip plumbing.Hash) int {
-	n := 0
-	for h := tip; h != old && !h.IsZero() && n < maxCounted; n++ {
+// landedBetween counts the commits from old (excluded) to tip along first
+// parents: the commits other writers landed since old was fetched. It adds
+// their authors' emails to writers, and reports whether one was not there
+// yet: a writer new to this Sync landed. A tip not descended from old
+// (history rewritten) counts what was walked, at most maxCounted; an
+// unreadable commit ends the walk.
+func (r *Repo) landedBetween(old, tip plumbing.Hash, writers map[string]bool) (n int, fresh bool) {
+	for h := tip; h != old && !h.IsZero() && n < maxCounted; {
 		c, err := r.repo.CommitObject(h)
-		if err != nil || c.NumParents() == 0 {
-			return n + 1
+		if err != nil {
+			return n + 1, fresh
+		}
+		n++
+		if !writers[c.Author.Email] {
+			writers[c.Author.Email], fresh = true, true
+		}
+		if c.NumParents() == 0 {
+			break
 		}
 		h = c.ParentHashes[0]
 	}
-	return n
+	return n, fresh
 }
 
 // checkForeign returns an error wrapping ErrForeignWrite when the commits

@@ -334,17 +334,17 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	// The count alone never stops the retries, however high; the time does.
 	rejected := errors.New("non-fast-forward update: refs/heads/main")
 	b.opts.Backoff = func(Contention) time.Duration { return 0 }
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, time.Now(), rejected); err != nil {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, time.Now(), time.Now(), rejected); err != nil {
 		t.Errorf("attempt 1001 within the timeout: %v, want a retry", err)
 	}
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, time.Now().Add(-opts.PushTimeout), time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
 		t.Errorf("attempt 3 after the timeout: %v, want ErrPushConflict", err)
 	}
 	// A backoff longer than the time left ends at the deadline, for one
 	// last attempt.
 	b.opts.Backoff = func(Contention) time.Duration { return time.Hour }
 	start = time.Now()
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
 		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline", err, time.Since(start))
 	}
 }
@@ -882,3 +882,50 @@ func TestSyncRecoversFromBlockingStrayDirectory(t *testing.T) {
 
 // noChange is a pass that wants nothing.
 func noChange() PassFunc { return func(context.Context, string) (*Change, error) { return nil, nil } }
+
+// TestSyncWaitsItsTurnInABurstOfNewWriters: PushTimeout counts from the
+// last commit by a writer new to the pass, so a pass behind a burst of
+// writers that each land once keeps its turn for longer than PushTimeout
+// in all, and lands when the burst has drained; a writer landing again and
+// again ahead of it (TestSyncRetriesAreBoundedInTimeNotCount) does not.
+func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
+	bare := newBare(t)
+	const burst = 8
+	var others []*Repo
+	for i := range burst {
+		others = append(others, openRepo(t, bare, fmt.Sprintf("cl-w%d", i)))
+	}
+	opts := testOptions(t, bare, "cl-b")
+	opts.PushTimeout = 500 * time.Millisecond
+	opts.Backoff = func(Contention) time.Duration { return 200 * time.Millisecond }
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	b.opts.Now = func() time.Time {
+		// Between b's fetch and its push, the next writer of the burst
+		// lands its one commit; then the burst is over.
+		if n < burst {
+			name := fmt.Sprintf("clusters/cl-w%d/status.yaml", n)
+			mustSync(t, others[n], writes("cl-w pass", map[string]string{name: "ready\n"}))
+			n++
+		}
+		return clock
+	}
+	start := time.Now()
+	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	if err != nil {
+		t.Fatalf("Sync behind a burst of %d writers: %v", burst, err)
+	}
+	if took := time.Since(start); took < 2*opts.PushTimeout || res.Attempts != burst+1 {
+		t.Errorf("landed after %d attempts in %s; want %d, longer than the push timeout %s in all", res.Attempts, took, burst+1, opts.PushTimeout)
+	}
+	fsck(t, bare)
+	if got := runGit(t, bare, "rev-list", "--count", "main"); got != strconv.Itoa(burst+1) {
+		t.Errorf("main has %s commits, want %d: one per writer", got, burst+1)
+	}
+	if got := runGit(t, bare, "show", "main:clusters/cl-b/status.yaml"); got != "ready" {
+		t.Errorf("cl-b's file on main: %q", got)
+	}
+}
