@@ -67,6 +67,10 @@ const (
 	// DefaultPushTimeout bounds the retries of a rejected push while no
 	// writer new to the pass lands a commit (see Options.PushTimeout).
 	DefaultPushTimeout = 2 * time.Minute
+	// MaxPushWait bounds one Sync's retries to MaxPushWait × PushTimeout
+	// from its first push attempt, new writers or not (20 minutes by
+	// default; a burst of 50 daemons on 2 cores took under 3).
+	MaxPushWait = 10
 )
 
 // Options configure a Repo. URL, Dir and Author are required.
@@ -111,7 +115,11 @@ type Options struct {
 	// same spec change) each writer lands once, so the bound restarts
 	// with each of them and a pass waits its turn however many are ahead;
 	// a writer landing commit after commit ahead of it (a hot loop) does
-	// not restart it. Retries are bounded in time, not in count.
+	// not restart it. However many new writers land, no attempt starts
+	// later than MaxPushWait × PushTimeout after the first: commit authors
+	// are what any repo writer says they are, and a stream of made-up ones
+	// must not hold a pass forever. Retries are bounded in time, not in
+	// count.
 	PushTimeout time.Duration
 	// MaxAttempts, when positive, is the maximum number of push attempts
 	// of one Sync, including the first one; default 0: as many as

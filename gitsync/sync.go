@@ -307,7 +307,7 @@ func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress ti
 	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
 		return giveUp()
 	}
-	left := r.opts.PushTimeout - time.Since(progress)
+	left := min(r.opts.PushTimeout-time.Since(progress), MaxPushWait*r.opts.PushTimeout-time.Since(started))
 	if left <= 0 {
 		return giveUp()
 	}

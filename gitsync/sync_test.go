@@ -929,3 +929,40 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		t.Errorf("cl-b's file on main: %q", got)
 	}
 }
+
+// TestSyncGivesUpOnAnEndlessStreamOfNewWriters: commit authors are what a
+// repo writer says they are; a writer landing a commit under a new name
+// before every attempt would restart the push timeout forever. The pass
+// gives up with ErrPushConflict once MaxPushWait push timeouts have passed
+// since its first attempt, and nothing of it lands.
+func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
+	bare := newBare(t)
+	mallory := openRepo(t, bare, "mallory")
+	opts := testOptions(t, bare, "cl-b")
+	opts.PushTimeout = 150 * time.Millisecond
+	opts.Backoff = func(Contention) time.Duration { return 50 * time.Millisecond }
+	b, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	b.opts.Now = func() time.Time {
+		// Between b's fetch and its push, a commit by a new name lands.
+		n++
+		mallory.opts.Author.Email = fmt.Sprintf("writer-%d@example.com", n)
+		mustSync(t, mallory, writes("burst", map[string]string{"clusters/m/status.yaml": fmt.Sprintf("n: %d\n", n)}))
+		return clock
+	}
+	start := time.Now()
+	_, err = b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	took := time.Since(start)
+	if !errors.Is(err, ErrPushConflict) {
+		t.Fatalf("Sync behind an endless stream of new writers: %v, want ErrPushConflict", err)
+	}
+	if limit := MaxPushWait * opts.PushTimeout; took < limit || took > 4*limit {
+		t.Errorf("gave up after %s, want about %s (%d push timeouts)", took, limit, MaxPushWait)
+	}
+	if _, err := gitOutput(bare, "cat-file", "-e", "main:clusters/cl-b/status.yaml"); err == nil {
+		t.Error("cl-b's file landed")
+	}
+}

@@ -40,7 +40,8 @@ dir, and commits the difference with a message naming the cluster, the steps
 and the peers, then pushes. A rejected push (another cluster pushed first)
 is retried on the new tip, backing off by how many commits beat it and how
 long an attempt takes, until --push-timeout passes with no commit from a
-writer new to the pass (a burst of clusters drains while it waits its turn):
+writer new to the pass (a burst of clusters drains while it waits its turn),
+and never past 10 push timeouts in all:
 the pass's change is re-applied there (the clusters' paths never overlap),
 never merged, never force-pushed; if the commits that won changed a path this
 cluster owns, the pass stops and says which. A pass with nothing to do makes
@@ -169,7 +170,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.BoolVar(&once, "once", false, "run one pass and exit")
 	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
-	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass")
+	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass; at most 10 times it in all")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
 	addSpecLimitFlags(cmd)
