@@ -105,7 +105,9 @@ func (s *Status) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ReadStatusFile reads a PassStatus that Status wrote to path. A missing
-// file is an error satisfying errors.Is(err, fs.ErrNotExist).
+// file is an error satisfying errors.Is(err, fs.ErrNotExist); one that is
+// not JSON, or lacks the cluster, the result or the end time, an error
+// naming the file and what is wrong.
 func ReadStatusFile(path string) (PassStatus, error) {
 	var ps PassStatus
 	b, err := os.ReadFile(path)
@@ -114,6 +116,16 @@ func ReadStatusFile(path string) (PassStatus, error) {
 	}
 	if err := json.Unmarshal(b, &ps); err != nil {
 		return ps, fmt.Errorf("%s: %w", path, err)
+	}
+	// Written whole (atomically) by a daemon, it has all three; anything
+	// else is not one of its files.
+	switch {
+	case ps.Cluster == "":
+		return ps, fmt.Errorf("%s: no cluster: not a status gitpeer wrote", path)
+	case ps.Result == "":
+		return ps, fmt.Errorf("%s: no result: not a status gitpeer wrote", path)
+	case ps.Ended.IsZero():
+		return ps, fmt.Errorf("%s: no end time: not a status gitpeer wrote", path)
 	}
 	return ps, nil
 }

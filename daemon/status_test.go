@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -141,5 +142,25 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 func TestReadStatusFileOfACheckoutWithoutDaemon(t *testing.T) {
 	if _, err := ReadStatusFile(StatusFile(filepath.Join(t.TempDir(), "checkout"))); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadStatusFile of a missing file = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// A status file that is not one a daemon wrote is refused, naming the file
+// and what is wrong, rather than printed as a pass of no cluster at year 1.
+func TestReadStatusFileRefusesWhatNoDaemonWrote(t *testing.T) {
+	for _, tc := range []struct{ content, says string }{
+		{`{"result": 12, garbage`, "invalid character"},
+		{`{"result":"failed","reason":"PushRejected","ended":"2026-11-23T10:00:00Z"}`, "no cluster"},
+		{`{"cluster":"alpha","ended":"2026-11-23T10:00:00Z"}`, "no result"},
+		{`{"cluster":"alpha","result":"failed"}`, "no end time"},
+	} {
+		path := filepath.Join(t.TempDir(), "checkout.status.json")
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadStatusFile(path)
+		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), path) {
+			t.Errorf("ReadStatusFile(%s) = %v, want an error naming the file and %q", tc.content, err, tc.says)
+		}
 	}
 }
