@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // go-git commits from the index: every file staged reads and rewrites the
@@ -72,16 +73,19 @@ func (r *Repo) writeTree(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 		}
 		root = c.TreeHash
 	}
-	h, _, err := r.rebuild("", root, changeOf(p))
+	h, _, err := objectWriter{r.repo.Storer}.rebuild("", root, changeOf(p))
 	return h, err
 }
 
+// objectWriter writes Git objects to a store (a clone's, or memory).
+type objectWriter struct{ s storer.EncodedObjectStorer }
+
 // rebuild returns the hash of tree h (zero: empty) of directory dir with c
 // applied, and whether it is empty (Git stores no empty directory).
-func (r *Repo) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, bool, error) {
+func (ob objectWriter) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, bool, error) {
 	entries := map[string]object.TreeEntry{}
 	if !h.IsZero() {
-		t, err := object.GetTree(r.repo.Storer, h)
+		t, err := object.GetTree(ob.s, h)
 		if err != nil {
 			return plumbing.ZeroHash, false, fmt.Errorf("read tree of %s: %w", dirName(dir), err)
 		}
@@ -113,7 +117,7 @@ func (r *Repo) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, b
 					return plumbing.ZeroHash, false, fmt.Errorf("write %s: %s is not a directory", firstUnder(full, n), full)
 				}
 			}
-			nh, empty, err := r.rebuild(full, sub, n)
+			nh, empty, err := ob.rebuild(full, sub, n)
 			if err != nil {
 				return plumbing.ZeroHash, false, err
 			}
@@ -129,7 +133,7 @@ func (r *Repo) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, b
 			if exists && e.Mode == filemode.Dir {
 				return plumbing.ZeroHash, false, fmt.Errorf("write %s: is a directory", full)
 			}
-			blob, err := r.store(plumbing.BlobObject, n.write)
+			blob, err := ob.store(plumbing.BlobObject, n.write)
 			if err != nil {
 				return plumbing.ZeroHash, false, fmt.Errorf("write %s: %w", full, err)
 			}
@@ -155,11 +159,11 @@ func (r *Repo) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, b
 		return e.Name
 	}
 	sort.Slice(t.Entries, func(i, j int) bool { return key(t.Entries[i]) < key(t.Entries[j]) })
-	o := r.repo.Storer.NewEncodedObject()
+	o := ob.s.NewEncodedObject()
 	if err := t.Encode(o); err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	nh, err := r.storeObject(o)
+	nh, err := ob.storeObject(o)
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("write tree of %s: %w", dirName(dir), err)
 	}
@@ -168,8 +172,8 @@ func (r *Repo) rebuild(dir string, h plumbing.Hash, c *change) (plumbing.Hash, b
 
 // store writes an object of type t holding data, unless it is stored
 // already, and returns its hash.
-func (r *Repo) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	o := r.repo.Storer.NewEncodedObject()
+func (ob objectWriter) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	o := ob.s.NewEncodedObject()
 	o.SetType(t)
 	o.SetSize(int64(len(data)))
 	w, err := o.Writer()
@@ -182,14 +186,14 @@ func (r *Repo) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) 
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.storeObject(o)
+	return ob.storeObject(o)
 }
 
-func (r *Repo) storeObject(o plumbing.EncodedObject) (plumbing.Hash, error) {
-	if r.repo.Storer.HasEncodedObject(o.Hash()) == nil {
+func (ob objectWriter) storeObject(o plumbing.EncodedObject) (plumbing.Hash, error) {
+	if ob.s.HasEncodedObject(o.Hash()) == nil {
 		return o.Hash(), nil
 	}
-	return r.repo.Storer.SetEncodedObject(o)
+	return ob.s.SetEncodedObject(o)
 }
 
 // writeCommit stores a commit of tree on tip (none when zero) with the
@@ -221,7 +225,7 @@ func (r *Repo) writeCommit(tree, tip plumbing.Hash, message string) (plumbing.Ha
 	if err := c.Encode(o); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.storeObject(o)
+	return objectWriter{r.repo.Storer}.storeObject(o)
 }
 
 // firstUnder is the first file c writes or deletes below name, for errors

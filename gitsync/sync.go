@@ -626,11 +626,16 @@ func writtenPaths(ch *Change) []string {
 // files (every entry an index would list), identical writes dropped. It
 // reads only the trees on the change's paths.
 func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
-	p := &plan{writes: map[string][]byte{}, message: ch.Message}
 	tree, err := newTreeFS(r.repo.Storer, tip)
 	if err != nil {
 		return nil, err
 	}
+	return planOn(tree, ch, short(tip))
+}
+
+// planOn is diffTree on tree, named at in errors.
+func planOn(tree *TreeFS, ch *Change, at string) (*plan, error) {
+	p := &plan{writes: map[string][]byte{}, message: ch.Message}
 	// entry is name's entry, nil when the tree has no such path (nor could
 	// an index: it is missing, or under a file or a link).
 	entry := func(name string) (*object.TreeEntry, error) {
@@ -641,7 +646,7 @@ func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
 			return nil, nil
 		default:
-			return nil, fmt.Errorf("read %s at %s: %w", name, short(tip), err)
+			return nil, fmt.Errorf("read %s at %s: %w", name, at, err)
 		}
 	}
 	deleted := map[string]bool{}
@@ -653,7 +658,7 @@ func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
 		case e == nil:
 		case e.Mode == filemode.Dir:
 			if err := tree.files(name, func(f string) { deleted[f] = true }); err != nil {
-				return nil, fmt.Errorf("read %s at %s: %w", name, short(tip), err)
+				return nil, fmt.Errorf("read %s at %s: %w", name, at, err)
 			}
 		default:
 			deleted[name] = true

@@ -209,3 +209,43 @@ func TestSyncTreeDoesNotScanTheWorktree(t *testing.T) {
 		t.Error("a Sync did not check the worktree")
 	}
 }
+
+// TestMemoryTreeIsWhatSyncCommits: the same changes applied to a
+// MemoryTree and committed by Sync give the same tree, file for file, and
+// a change Sync refuses is refused with nothing changed.
+func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	m := NewMemoryTree()
+	for _, ch := range []*Change{
+		{Writes: map[string][]byte{"clusters/x/a.yaml": []byte("a\n"), "clusters/x/inbox/y/n.yaml": []byte("n\n"), "top": []byte("t\n")}},
+		{Writes: map[string][]byte{"clusters/x/a.yaml": []byte("a2\n")}, Deletes: []string{"clusters/x/inbox", "nothing/here"}},
+	} {
+		ch.Message = "step"
+		mustSync(t, r, func(context.Context, string) (*Change, error) { return ch, nil })
+		if err := m.Apply(ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := m.FS().files(".", func(name string) { got = append(got, name) }); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Fields(runGit(t, bare, "ls-tree", "-r", "--name-only", "main"))
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("memory tree has %q, main %q", got, want)
+	}
+	for _, name := range want {
+		data, err := m.FS().ReadFile(name)
+		if err != nil || string(data) != runGit(t, bare, "show", "main:"+name)+"\n" {
+			t.Errorf("%s = %q, %v", name, data, err)
+		}
+	}
+	before := m.FS().root
+	if err := m.Apply(&Change{Writes: map[string][]byte{"../x": []byte("x")}, Message: "bad"}); !errors.Is(err, ErrInvalidChange) {
+		t.Errorf("Apply of a path leaving the tree = %v, want ErrInvalidChange", err)
+	}
+	if m.FS().root != before {
+		t.Error("a refused change changed the tree")
+	}
+}

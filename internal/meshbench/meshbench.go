@@ -1,7 +1,8 @@
 // Package meshbench builds the converged handshake of a synthetic mesh on
 // disk, for benchmarks: every cluster's reconcile.Pass in rounds, providers
-// first, on a plain directory read through layout.Tree as the runner reads
-// a checkout, with no Git in between. What it leaves (the repo directory,
+// first, reading the tree from Git objects as the runner does
+// (gitsync.MemoryTree: in memory, no commit per pass), the checkout on
+// disk following. What it leaves (the repo directory,
 // one file backend per cluster holding its keys and pins) is what a real
 // mesh's checkout and state dirs hold once every peering is Ready, so
 // benchmarks of Git passes and of verify can start from it without running
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
@@ -122,7 +124,6 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			tb.Fatal(err)
 		}
 	}
-	write(tb, mesh.Repo, map[string][]byte{"peering.cue": []byte(text)}, nil)
 	git := func(args ...string) {
 		tb.Helper()
 		cmd := exec.Command("git", append([]string{"-C", mesh.Repo, "-c", "user.name=meshbench", "-c", "user.email=meshbench@example.com", "-c", "commit.gpgsign=false"}, args...)...)
@@ -137,10 +138,22 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			git("commit", "-q", "-m", message)
 		}
 	}
+	disk := layout.NewTree(mesh.Repo)
+	// Passes read the tree from Git objects, as the runner's do
+	// (gitsync.TreeFS); the checkout on disk follows for what is built on
+	// it (a history, a bare repo).
+	tree := gitsync.NewMemoryTree()
+	apply := func(writes map[string][]byte, deletes []string) {
+		tb.Helper()
+		write(tb, mesh.Repo, writes, deletes)
+		if err := tree.Apply(&gitsync.Change{Writes: writes, Deletes: deletes, Message: "pass"}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	apply(map[string][]byte{"peering.cue": []byte(text)}, nil)
 	if opts.Commit {
 		git("init", "-q", "-b", "main")
 	}
-	tree := layout.NewTree(mesh.Repo)
 	// One cache per cluster, as each cluster's runner keeps its own.
 	caches := map[string]*reconcile.Cache{}
 	for _, id := range mesh.IDs {
@@ -155,11 +168,11 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		files, err := layout.PublishFiles(tree, info)
+		files, err := layout.PublishFiles(disk, info)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		write(tb, mesh.Repo, files, nil)
+		apply(files, nil)
 	}
 	for round := 0; ; round++ {
 		if round == 10 {
@@ -173,11 +186,12 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 				tb.Fatal(err)
 			}
 			c0 := ProcessCPU()
-			out, err := reconcile.Pass(ctx, reconcile.Input{Spec: spec, Tree: tree, Backend: be, Now: now, Pins: stored, Cache: caches[id]})
+			tip := tree.FS()
+			out, err := reconcile.Pass(ctx, reconcile.Input{Spec: spec, Tree: tip, Backend: be, Now: now, Pins: stored, Cache: caches[id]})
 			if err != nil {
 				tb.Fatal(err)
 			}
-			plan, err := reconcile.Diff(tree, id, out.Files)
+			plan, err := reconcile.Diff(tip, id, out.Files)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -188,7 +202,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			}
 			if !plan.Empty() {
 				changed = true
-				write(tb, mesh.Repo, plan.Writes, plan.Deletes)
+				apply(plan.Writes, plan.Deletes)
 			}
 		}
 		if !changed {
