@@ -177,10 +177,9 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 // repo): it moves the worktree and index from the commit this Repo last
 // left there to the new tip by their tree difference. The full check and
 // hard reset still run on the Repo's first Sync, after any failure that
-// left the worktree unknown, and on every Sync. What the worktree holds
-// otherwise never reaches a commit: commits are made from the index, which
-// only this Repo writes, and each written file is staged from the bytes
-// just written.
+// left the worktree unknown, and on every plain Sync. What the worktree
+// holds otherwise never reaches a commit: commits are built from the tip's
+// tree and the change (commit.go), not from the worktree.
 func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
 	return r.sync(ctx, func(ctx context.Context, _ string, tip *TreeFS) (*Change, error) { return pass(ctx, tip) }, true)
 }
@@ -282,7 +281,7 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			return res, plumbing.ZeroHash, err
 		}
 		tip = next
-		// Re-plan against the new tip's index: the same files, since none
+		// Re-plan against the new tip's tree: the same files, since none
 		// of them changed, but the deletions of directories and the
 		// identical writes are decided afresh. The change itself was
 		// validated (and guarded) on the first attempt.
@@ -557,11 +556,11 @@ func (r *Repo) signature() object.Signature {
 	}
 }
 
-// plan is a validated Change reduced to what differs from the index (which
-// equals the tip after the reset).
+// plan is a validated Change reduced to what differs from the tip's tree
+// (which the index equals after the reset).
 type plan struct {
 	writes  map[string][]byte // only the writes that change something
-	deletes []string          // index entries (files) to remove
+	deletes []string          // files (tree entries an index lists) to remove
 	files   []string          // all changed paths, sorted
 	message string
 }
