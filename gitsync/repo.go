@@ -4,11 +4,13 @@
 // branch.
 //
 // The surface is deliberately narrow, like fluxcd/pkg/git: Open (clone or
-// reuse), Sync (fetch, reset, pass, guard, commit, push) and a file watcher.
+// reuse), Sync (fetch, reset, pass, guard, commit, push), SyncTree (the
+// same with a pass that reads the tip from Git objects, TreeFS) and a file
+// watcher.
 // Policy, after Flux's image-automation-controller:
 //
 //   - A rejected push is never merged and never forced. The remote is
-//     refetched, the worktree hard-reset to the new tip and the pass's change
+//     refetched, the worktree moved to the new tip and the pass's change
 //     re-applied on it (the same files, committed and signed afresh), with
 //     jittered backoff scaled by the contention seen (DefaultBackoff), bounded
 //     in time. Writers' paths never
@@ -28,11 +30,13 @@
 //     that branch instead, rebuilt on the shared branch tip; only this
 //     cluster's own previous proposal there is ever replaced.
 //   - Dir belongs to the Repo: anything in it that is not in the remote tip
-//     is discarded at the start of each Sync.
+//     is discarded at the start of each Sync (of a SyncTree only when the
+//     Repo cannot vouch for the worktree; its pass never reads it).
 //
-// go-git has no rebase and its Status is slow on large trees, so gitsync
-// never calls Status: it compares blob hashes against the index to decide
-// what changed and stages exactly the paths it wrote.
+// go-git has no rebase, its Status is slow on large trees, and its commits
+// rebuild every tree from the index, so gitsync never calls Status nor
+// Worktree.Commit: it compares blob hashes against the tip's tree to
+// decide what changed, and writes only the trees on changed paths.
 package gitsync
 
 import (
