@@ -10,17 +10,18 @@ import (
 // of passes: their passes read a TreeFS, as the runner's do, without a
 // repository on disk or a commit per pass. Not safe for concurrent use.
 type MemoryTree struct {
-	s    *memory.Storage
-	root plumbing.Hash // zero: empty
+	s       *memory.Storage
+	root    plumbing.Hash // zero: empty
+	decoded *treeCache
 }
 
 // NewMemoryTree is an empty tree.
-func NewMemoryTree() *MemoryTree { return &MemoryTree{s: memory.NewStorage()} }
+func NewMemoryTree() *MemoryTree { return &MemoryTree{s: memory.NewStorage(), decoded: newTreeCache()} }
 
 // FS is the tree as it stands, as a pass reads the tip: a fresh TreeFS, so
 // each pass decodes the trees it reads, as in a Sync.
 func (m *MemoryTree) FS() *TreeFS {
-	return &TreeFS{s: m.s, root: m.root, dirs: map[string]*treeDir{}}
+	return &TreeFS{s: m.s, root: m.root, dirs: map[string]*treeDir{}, decoded: m.decoded}
 }
 
 // Apply changes the tree by ch as a Sync would commit it, with the same

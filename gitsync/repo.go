@@ -218,6 +218,8 @@ type Repo struct {
 	// moves counts the resets done incrementally, scans the stat scans of
 	// the whole worktree (tests read them).
 	moves, scans int
+	// decoded is the trees passes decoded, by hash (TreeFS).
+	decoded *treeCache
 	// trustWorktree is set during a SyncTree: a reset with a snapshot
 	// moves from it without a stat scan of the worktree.
 	trustWorktree bool
@@ -256,7 +258,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt}
+	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt, decoded: newTreeCache()}
 	if err := r.loadCredentials(); err != nil {
 		return nil, err
 	}

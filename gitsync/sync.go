@@ -461,7 +461,7 @@ func short(h plumbing.Hash) string {
 // runPass runs pass on tip (the worktree and index were just reset to it)
 // and plans its change against tip's tree.
 func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*Change, *plan, error) {
-	tree, err := newTreeFS(r.repo.Storer, tip)
+	tree, err := newTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -625,7 +625,7 @@ func writtenPaths(ch *Change) []string {
 // files (every entry an index would list), identical writes dropped. It
 // reads only the trees on the change's paths.
 func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
-	tree, err := newTreeFS(r.repo.Storer, tip)
+	tree, err := newTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
 		return nil, err
 	}

@@ -36,17 +36,56 @@ type TreeFS struct {
 
 	mu   sync.Mutex
 	dirs map[string]*treeDir // decoded trees by directory path ("." the root)
+	// decoded, shared by the TreeFS of one Repo (or MemoryTree), keeps
+	// decoded trees by hash across passes: a tree is immutable, and most
+	// of those a pass reads (every cluster's inbox, looking for its own
+	// folder) did not change since the last one.
+	decoded *treeCache
 }
 
-// treeDir is a decoded tree with its entries by name.
+// treeCache is decoded trees by hash, forgotten all at once past
+// maxCachedTrees (a pass of a 1,000-cluster mesh reads about 2,000).
+type treeCache struct {
+	mu    sync.Mutex
+	trees map[plumbing.Hash]*treeDir
+}
+
+const maxCachedTrees = 20000
+
+func newTreeCache() *treeCache { return &treeCache{trees: map[plumbing.Hash]*treeDir{}} }
+
+func (c *treeCache) get(h plumbing.Hash) *treeDir {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trees[h]
+}
+
+func (c *treeCache) put(h plumbing.Hash, d *treeDir) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.trees) >= maxCachedTrees {
+		clear(c.trees)
+	}
+	c.trees[h] = d
+}
+
+// treeDir is a decoded tree with its entries by name; never changed once
+// made.
 type treeDir struct {
 	entries []object.TreeEntry
 	byName  map[string]int
 }
 
-// newTreeFS is the tree of commit (the empty tree when commit is zero).
-func newTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash) (*TreeFS, error) {
-	t := &TreeFS{s: s, dirs: map[string]*treeDir{}}
+// newTreeFS is the tree of commit (the empty tree when commit is zero),
+// sharing decoded trees through cache (nil: none).
+func newTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash, cache *treeCache) (*TreeFS, error) {
+	t := &TreeFS{s: s, dirs: map[string]*treeDir{}, decoded: cache}
 	if commit.IsZero() {
 		return t, nil
 	}
@@ -63,6 +102,10 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 	if d, ok := t.dirs[p]; ok {
 		return d, nil
 	}
+	if d := t.decoded.get(h); d != nil {
+		t.dirs[p] = d
+		return d, nil
+	}
 	d := &treeDir{byName: map[string]int{}}
 	if !h.IsZero() {
 		tree, err := object.GetTree(t.s, h)
@@ -75,6 +118,9 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 		}
 	}
 	t.dirs[p] = d
+	if !h.IsZero() {
+		t.decoded.put(h, d)
+	}
 	return d, nil
 }
 
