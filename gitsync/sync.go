@@ -526,6 +526,12 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	moved := files != nil && r.moveTree(from, to, files) == nil
 	if !moved {
 		files = nil
+		// Something in the worktree is in the way (a SyncTree does not
+		// check it before the pass): make it exactly tip, then write.
+		if err := r.reset(tip); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		r.snap = nil // apply changes the worktree
 		if err := r.apply(p); err != nil {
 			return plumbing.ZeroHash, err
 		}

@@ -249,3 +249,30 @@ func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
 		t.Error("a refused change changed the tree")
 	}
 }
+
+// TestSyncTreeWritesOverAStrayDirectoryInTheWay: someone left a directory
+// in the worktree where the pass now writes a file. SyncTree, which does
+// not check the worktree before the pass, still commits the pass's change
+// and leaves a clean checkout.
+func TestSyncTreeWritesOverAStrayDirectoryInTheWay(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	idle := func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
+	mustSync(t, r, writes("init", map[string]string{"keep": "k\n"}))
+	if _, err := r.SyncTree(context.Background(), idle); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(r.Dir(), "clusters", "a", "status.yaml", "stray"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
+		return &Change{Writes: map[string][]byte{"clusters/a/status.yaml": []byte("ready\n")}, Message: "status"}, nil
+	})
+	if err != nil || res.Commit == "" {
+		t.Fatalf("SyncTree = %+v, %v; want the change committed", res, err)
+	}
+	if got := runGit(t, bare, "show", "main:clusters/a/status.yaml"); got != "ready" {
+		t.Errorf("main:clusters/a/status.yaml = %q", got)
+	}
+	assertClean(t, r.Dir())
+}
