@@ -172,6 +172,9 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 			if e.Name != "" && e.TreeEntry.Mode != filemode.Regular && e.TreeEntry.Mode != filemode.Executable {
 				return errFallback // links, submodules: go-git knows them
 			}
+			if e.Name != "" && checkPath(e.Name) != nil {
+				return errFallback // a name Git's fsck refuses: not ours to write
+			}
 		}
 		switch action {
 		case merkletrie.Delete:

@@ -73,7 +73,17 @@ func (r *Repo) writeTree(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 		}
 		root = c.TreeHash
 	}
-	h, _, err := objectWriter{r.repo.Storer}.rebuild("", root, changeOf(p))
+	ob := objectWriter{r.repo.Storer}
+	h, empty, err := ob.rebuild("", root, changeOf(p))
+	if err == nil && empty {
+		// Empty directories are dropped, but a commit always has a root
+		// tree: Git's empty tree, as git rm -r . && git commit makes.
+		o := r.repo.Storer.NewEncodedObject()
+		if err := (&object.Tree{}).Encode(o); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return ob.storeObject(o)
+	}
 	return h, err
 }
 

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
@@ -87,4 +90,77 @@ func TestAWriteBelowACommittedLinkIsRefused(t *testing.T) {
 	if got := runGit(t, bare, "rev-parse", "main"); got != tip {
 		t.Error("the remote moved")
 	}
+}
+
+// TestDeletingEveryFileCommitsTheEmptyTree: a change that removes the last
+// files commits Git's empty tree, as git rm -r . && git commit does.
+func TestDeletingEveryFileCommitsTheEmptyTree(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{"clusters/a/x.yaml": "x\n"}))
+	res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
+		return &Change{Deletes: []string{"clusters"}, Message: "teardown"}, nil
+	})
+	if err != nil || res.Commit == "" {
+		t.Fatalf("SyncTree = %+v, %v", res, err)
+	}
+	if got := runGit(t, bare, "rev-parse", "main^{tree}"); got != "4b825dc642cb6eb9a060e54bf8d69288fbee4904" {
+		t.Errorf("tree %s, want the empty tree", got)
+	}
+	fsck(t, bare)
+	assertClean(t, r.Dir())
+}
+
+// TestATreeEntryNamedDotDotIsRefused: a repo writer pushes a commit whose
+// tree holds an entry named "..", which the git CLI's mktree writes and a
+// bare repo without fsck accepts. The Sync fails, nothing is written
+// outside the checkout, and a TreeFS of it refuses the entry by name.
+func TestATreeEntryNamedDotDotIsRefused(t *testing.T) {
+	bare := newBare(t)
+	r := openRepo(t, bare, "cl-a")
+	mustSync(t, r, writes("init", map[string]string{"clusters/a/x.yaml": "x\n"}))
+	idle := func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
+	if _, err := r.SyncTree(context.Background(), idle); err != nil {
+		t.Fatal(err)
+	}
+	blob := strings.TrimSpace(runGitInput(t, bare, "planted\n", "hash-object", "-w", "--stdin"))
+	evil := strings.TrimSpace(runGitInput(t, bare, "100644 blob "+blob+"\tescaped\n", "mktree"))
+	dir := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+evil+"\t..\n", "mktree"))
+	clusters := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+dir+"\tb\n", "mktree"))
+	root := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+clusters+"\tclusters\n", "mktree"))
+	commit := strings.TrimSpace(runGitInput(t, bare, "", "-c", "user.name=m", "-c", "user.email=m@example.com", "commit-tree", root, "-p", "main", "-m", "dotdot"))
+	runGit(t, bare, "update-ref", "refs/heads/main", commit)
+
+	// The move to that tip refuses the name and falls back to go-git's
+	// reset, which fails on it: the pass does not run.
+	if _, err := r.SyncTree(context.Background(), idle); err == nil {
+		t.Fatal("SyncTree on a tree with '..' succeeded")
+	}
+	// What a pass would read refuses the entry by name.
+	tree, err := newTreeFS(r.repo.Storer, plumbing.NewHash(commit), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.ReadDir("clusters/b"); err == nil || !strings.Contains(err.Error(), `invalid tree entry: ".."`) {
+		t.Errorf("ReadDir of a tree with '..' = %v, want the entry refused", err)
+	}
+	for _, p := range []string{filepath.Join(filepath.Dir(r.Dir()), "escaped"), filepath.Join(r.Dir(), "clusters", "escaped")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}
+
+// runGitInput is runGit with input on git's standard input.
+func runGitInput(t testing.TB, dir, input string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -75,6 +75,20 @@ func (c *treeCache) put(h plumbing.Hash, d *treeDir) {
 	c.trees[h] = d
 }
 
+// errBadEntry is a tree entry Git's fsck refuses.
+var errBadEntry = errors.New("invalid tree entry")
+
+// checkEntryName refuses a tree entry name that is not one clean path
+// element, or is .git (or its NTFS short name).
+func checkEntryName(name string) error {
+	switch {
+	case name == "", name == ".", name == "..", strings.ContainsAny(name, "/\\\x00"),
+		strings.EqualFold(name, ".git"), strings.EqualFold(name, "git~1"):
+		return fmt.Errorf("%w: %q", errBadEntry, name)
+	}
+	return nil
+}
+
 // treeDir is a decoded tree with its entries by name; never changed once
 // made.
 type treeDir struct {
@@ -114,6 +128,15 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 		}
 		d.entries = tree.Entries
 		for i, e := range d.entries {
+			// Git's fsck refuses these, go-git's fetch does not: a name
+			// that is not one path element could lead a walk, or a write
+			// in the worktree, out of its directory.
+			if err := checkEntryName(e.Name); err != nil {
+				return nil, fmt.Errorf("tree %s of %s: %w", h, p, err)
+			}
+			if _, dup := d.byName[e.Name]; dup {
+				return nil, fmt.Errorf("tree %s of %s: %w: %q twice", h, p, errBadEntry, e.Name)
+			}
 			d.byName[e.Name] = i
 		}
 	}
