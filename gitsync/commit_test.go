@@ -127,7 +127,9 @@ func TestATreeEntryNamedDotDotIsRefused(t *testing.T) {
 	evil := strings.TrimSpace(runGitInput(t, bare, "100644 blob "+blob+"\tescaped\n", "mktree"))
 	dir := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+evil+"\t..\n", "mktree"))
 	clusters := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+dir+"\tb\n", "mktree"))
-	root := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+clusters+"\tclusters\n", "mktree"))
+	// ".." at the root too: "../escaped" is beside the checkout, where a
+	// cluster's state dir keeps its key.
+	root := strings.TrimSpace(runGitInput(t, bare, "040000 tree "+evil+"\t..\n040000 tree "+clusters+"\tclusters\n", "mktree"))
 	commit := strings.TrimSpace(runGitInput(t, bare, "", "-c", "user.name=m", "-c", "user.email=m@example.com", "commit-tree", root, "-p", "main", "-m", "dotdot"))
 	runGit(t, bare, "update-ref", "refs/heads/main", commit)
 
