@@ -939,7 +939,9 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 	bare := newBare(t)
 	mallory := openRepo(t, bare, "mallory")
 	opts := testOptions(t, bare, "cl-b")
-	opts.PushTimeout = 150 * time.Millisecond
+	// Each attempt lands another writer's commit first (a Sync of its
+	// own, hundreds of ms under load): the timeout must outlast one.
+	opts.PushTimeout = time.Second
 	opts.Backoff = func(Contention) time.Duration { return 50 * time.Millisecond }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
