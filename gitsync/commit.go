@@ -59,20 +59,12 @@ func changeOf(p *plan) *change {
 	return root
 }
 
-// writeTree stores the tree of tip with p applied (blobs and the trees on
+// writeTree stores tree root (zero: empty) with p applied (blobs and the trees on
 // changed paths; objects already there are not rewritten) and returns its
 // hash. It refuses, wrapping ErrInvalidChange, a write below a symbolic
 // link (as apply does in the worktree), and fails on a write below a file
 // or over a directory that p does not delete.
-func (r *Repo) writeTree(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
-	var root plumbing.Hash
-	if !tip.IsZero() {
-		c, err := r.repo.CommitObject(tip)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("read commit %s: %w", tip, err)
-		}
-		root = c.TreeHash
-	}
+func (r *Repo) writeTree(p *plan, root plumbing.Hash) (plumbing.Hash, error) {
 	ob := objectWriter{r.repo.Storer}
 	h, empty, err := ob.rebuild("", root, changeOf(p))
 	if err == nil && empty {

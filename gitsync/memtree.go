@@ -28,10 +28,7 @@ func (m *MemoryTree) FS() *TreeFS {
 // checks: an error wrapping ErrInvalidChange (or guard.ErrSecret) for a
 // change Sync refuses, and nothing changed then.
 func (m *MemoryTree) Apply(ch *Change) error {
-	if err := validateChange(ch); err != nil {
-		return err
-	}
-	p, err := planOn(m.FS(), ch, "the memory tree")
+	p, err := planChange(ch, m.FS(), "the memory tree")
 	if err != nil {
 		return err
 	}

@@ -472,7 +472,7 @@ func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*
 	if ch == nil {
 		ch = &Change{}
 	}
-	p, err := r.plan(ch, tip)
+	p, err := planChange(ch, tree, short(tip))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -500,15 +500,16 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	tree, err := r.writeTree(p, tip)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
 	from := &object.Tree{}
 	if !tip.IsZero() {
+		var err error
 		if from, err = r.commitTree(tip); err != nil {
 			return plumbing.ZeroHash, err
 		}
+	}
+	tree, err := r.writeTree(p, from.Hash)
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
 	if tree == from.Hash {
 		// The plan compares hashes, so this means the same tree: no change.
@@ -571,15 +572,16 @@ type plan struct {
 	message string
 }
 
-// plan validates ch (validateChange) and diffs it against tip (diffTree).
-func (r *Repo) plan(ch *Change, tip plumbing.Hash) (*plan, error) {
+// planChange validates ch (validateChange) and diffs it against tree
+// (planOn; at names the tree in errors).
+func planChange(ch *Change, tree *TreeFS, at string) (*plan, error) {
 	if ch == nil {
 		return &plan{writes: map[string][]byte{}}, nil
 	}
 	if err := validateChange(ch); err != nil {
 		return nil, err
 	}
-	return r.diffTree(ch, tip)
+	return planOn(tree, ch, at)
 }
 
 // validateChange refuses a change whose paths are not clean, that writes a
