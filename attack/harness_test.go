@@ -357,24 +357,46 @@ func (w *world) checkApplied(self string, passed bool) error {
 			if err != nil {
 				return err
 			}
-			if a, m := scopeHash(commit, layout.ClusterPath(id)), scopeHash(mc, layout.ClusterPath(id)); a != m {
-				return fmt.Errorf("after a pass of %s: %s holds clusters/%s %s, main %s", self, layout.AppliedBranch(id), id, a, m)
+			// A pass leaves clusters/<self>/ as it computed it, so the
+			// applied tree is main's, less the inbox (other clusters').
+			a, m := appliedFiles(commit, id, false), appliedFiles(mc, id, true)
+			if a != m {
+				return fmt.Errorf("after a pass of %s: %s holds\n%s\nmain's clusters/%s less its inbox:\n%s", self, layout.AppliedBranch(id), a, id, m)
 			}
+		}
+		// Whatever happened, the applied tree is clusters/<id>/ alone, with
+		// no inbox: nothing else of a signed commit is ever applied.
+		if err := tree.Files().ForEach(func(f *object.File) error {
+			if !strings.HasPrefix(f.Name, layout.ClusterPath(id)+"/") || strings.HasPrefix(f.Name, layout.ClusterPath(id, layout.InboxDir)+"/") || f.Mode != filemode.Regular {
+				return fmt.Errorf("after a pass of %s: %s (%s) holds %s (mode %s)", self, layout.AppliedBranch(id), commit.Hash, f.Name, f.Mode)
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func scopeHash(c *object.Commit, p string) string {
+// appliedFiles lists the entries (mode, hash, path) of every file under
+// clusters/<id>/ in commit c, less the inbox when noInbox.
+func appliedFiles(c *object.Commit, id string, noInbox bool) string {
 	tree, err := c.Tree()
 	if err != nil {
-		return "unreadable"
+		return "unreadable: " + err.Error()
 	}
-	e, err := tree.FindEntry(p)
+	var b strings.Builder
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if !strings.HasPrefix(f.Name, layout.ClusterPath(id)+"/") || (noInbox && strings.HasPrefix(f.Name, layout.ClusterPath(id, layout.InboxDir)+"/")) {
+			return nil
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", f.Mode, f.Hash, f.Name)
+		return nil
+	})
 	if err != nil {
-		return "none"
+		return "unreadable: " + err.Error()
 	}
-	return e.Hash.String()
+	return b.String()
 }
 
 // ref returns the hash the remote ref (e.g. "main", "gitpeer/applied/alpha")

@@ -67,47 +67,63 @@ func (r *Repo) appliedTracking() plumbing.ReferenceName {
 }
 
 // updateApplied points the remote applied branch at a signed commit whose
-// tree at AppliedScope equals tip's, tip being the shared branch tip after
-// the Sync (own: this Sync pushed it). It records the outcome in res.
-func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, own bool, res *Result) error {
+// tree is the vouched tree of tip (appliedTree), tip being the shared
+// branch tip after the Sync. It records the outcome in res.
+func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result) error {
 	if tip.IsZero() {
 		return nil // no shared branch yet: nothing to vouch for
 	}
-	target := tip
-	if !own {
-		cur, err := r.repo.Reference(r.appliedTracking(), true)
-		switch {
-		case err == nil:
-			same, err := r.sameScope(cur.Hash(), tip)
-			if err != nil {
-				return fmt.Errorf("update %s: %w", r.appliedRef(), err)
-			}
-			if same && r.signedByUs(cur.Hash()) {
-				res.Applied = cur.Hash().String()
-				return nil
-			}
-		case !errors.Is(err, plumbing.ErrReferenceNotFound):
-			return fmt.Errorf("update %s: %w", r.appliedRef(), err)
-		}
-		if target, err = r.seal(tip); err != nil {
-			return fmt.Errorf("update %s: %w", r.appliedRef(), err)
-		}
-	}
-
 	ref := r.appliedRef()
+	tree, held, err := r.appliedTree(tip)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	if held != "" {
+		res.AppliedHeld = held
+		return nil
+	}
+	cur, err := r.repo.Reference(r.appliedTracking(), true)
+	switch {
+	case err == nil:
+		if r.holds(cur.Hash(), tree) {
+			res.Applied = cur.Hash().String()
+			return nil
+		}
+	case !errors.Is(err, plumbing.ErrReferenceNotFound):
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	target, err := r.writeCommit(tree, tip, sealMessage(r.opts.ClusterID, r.opts.AppliedScope))
+	if err != nil {
+		return fmt.Errorf("update %s: seal: %w", ref, err)
+	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
 	if err := r.pushSpecs(ctx, config.RefSpec("+"+ref+":"+ref)); err != nil {
 		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
-	res.Applied, res.Sealed = target.String(), !own
+	res.Applied, res.Sealed = target.String(), true
 	return nil
+}
+
+// holds reports whether commit h, the applied branch's head, already
+// vouches for tree: it is a commit of exactly that tree, signed by this
+// cluster (signedByUs). Its parent is not compared: a head computed from
+// an older tip of the shared branch with the same result stays, so that a
+// settled repo stays still. Anything else (a commit of another tree, one
+// signed by another key or in another format, a ref pointed at a tree) is
+// replaced rather than left to fail every Sync.
+func (r *Repo) holds(h, tree plumbing.Hash) bool {
+	c, err := r.repo.CommitObject(h)
+	if err != nil || c.TreeHash != tree {
+		return false
+	}
+	return r.signedByUs(h)
 }
 
 // signedByUs reports whether commit h carries this cluster's signature, in
 // SignatureFormat when that is set, when AppliedKey is known: a writer who
-// points the applied branch at an unsigned commit with the same scope, or
+// points the applied branch at an unsigned commit with the same tree, or
 // at one signed by another key, would otherwise stall this cluster's
 // engine until the content changes; and after a switch of formats the
 // engine checks only the new one.
@@ -126,25 +142,16 @@ func (r *Repo) signedByUs(h plumbing.Hash) bool {
 	return err == nil
 }
 
-// sameScope reports whether the applied commit a and the tip b hold the same
-// AppliedScope (both without it counts as the same). An a that cannot be
-// read as a commit (someone pointed the ref at a tree, say) is not the same:
-// it is overwritten rather than left to fail every Sync.
-func (r *Repo) sameScope(a, b plumbing.Hash) (bool, error) {
-	eb, err := r.scopeEntry(b)
-	if err != nil {
-		return false, err
-	}
-	ea, err := r.scopeEntry(a)
-	if err != nil {
-		return false, nil
-	}
-	return ea == eb, nil
+// sealMessage is the message of a seal commit of cluster for scope: the
+// commit on the applied branch that vouches for scope as computed on the
+// shared branch tip that is its parent.
+func sealMessage(cluster, scope string) string {
+	return fmt.Sprintf("%s: seal %s\n\nGitpeer-Cluster: %s\nGitpeer-Step: seal\n", cluster, scope, cluster)
 }
 
 type scopeEntry struct {
-	hash plumbing.Hash
-	mode filemode.FileMode
+	Hash plumbing.Hash
+	Mode filemode.FileMode
 }
 
 // scopeEntry returns the tree entry at AppliedScope in commit h, the zero
@@ -167,27 +174,4 @@ func (r *Repo) scopeEntry(h plumbing.Hash) (scopeEntry, error) {
 	default:
 		return scopeEntry{}, fmt.Errorf("read %s in %s: %w", r.opts.AppliedScope, h, err)
 	}
-}
-
-// sealMessage is the message of a seal commit of cluster for scope: the
-// commit on the applied branch that vouches for scope as it stands on the
-// shared branch when a commit by someone else (a merge by the Git host, say)
-// is the tip.
-func sealMessage(cluster, scope string) string {
-	return fmt.Sprintf("%s: seal %s\n\nGitpeer-Cluster: %s\nGitpeer-Step: seal\n", cluster, scope, cluster)
-}
-
-// seal stores a signed commit with tip's tree and tip as its only parent,
-// authored like the commits of Sync, and returns its hash. It goes to the
-// applied branch only, never to the shared branch.
-func (r *Repo) seal(tip plumbing.Hash) (plumbing.Hash, error) {
-	tc, err := r.repo.CommitObject(tip)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: read tip %s: %w", tip, err)
-	}
-	h, err := r.writeCommit(tc.TreeHash, tip, sealMessage(r.opts.ClusterID, r.opts.AppliedScope))
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("seal: %w", err)
-	}
-	return h, nil
 }

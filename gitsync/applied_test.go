@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +38,7 @@ func appliedOptions(t *testing.T, bare string) Options {
 	opts.Signer = signer
 	opts.AppliedBranch = appliedBranch
 	opts.AppliedScope = "clusters/alpha"
+	opts.AppliedExclude = []string{"inbox"}
 	opts.ClusterID = "alpha"
 	return opts
 }
@@ -85,6 +88,38 @@ func objects(t *testing.T, bare string) string {
 	return runGit(t, bare, "rev-list", "--all", "--objects")
 }
 
+// appliedFiles lists the files of the applied branch's head, with their
+// modes, as git ls-tree prints them (mode and path).
+func appliedFiles(t *testing.T, bare string) string {
+	t.Helper()
+	return runGit(t, bare, "ls-tree", "-r", "--format=%(objectmode) %(path)", appliedRef)
+}
+
+// isSealOf fails the test unless the applied branch is res.Applied, a seal
+// by alpha whose only parent is tip and whose tree lists want (mode and
+// path, as appliedFiles), by default clusters/alpha as tip has it less its
+// inbox, and nothing else.
+func isSealOf(t *testing.T, bare string, res Result, tip string, want ...string) {
+	t.Helper()
+	if !res.Sealed || res.Applied == "" || runGit(t, bare, "rev-parse", appliedRef) != res.Applied {
+		t.Fatalf("Sync = %+v, want a seal on %s", res, appliedRef)
+	}
+	if parents := runGit(t, bare, "log", "-1", "--format=%P", res.Applied); parents != tip {
+		t.Errorf("seal parents = %q, want %s", parents, tip)
+	}
+	signedByAlpha(t, bare, appliedBranch)
+	if want == nil {
+		for _, f := range strings.Split(runGit(t, bare, "ls-tree", "-r", "--format=%(objectmode) %(path)", tip, "clusters/alpha"), "\n") {
+			if f != "" && !strings.Contains(f, " clusters/alpha/inbox/") {
+				want = append(want, f)
+			}
+		}
+	}
+	if got := appliedFiles(t, bare); got != strings.Join(want, "\n") {
+		t.Errorf("applied tree:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
 func TestAppliedFollowsOwnCommitAndIgnoresOthers(t *testing.T) {
 	bare := newBare(t)
 	alpha := openApplied(t, bare)
@@ -92,13 +127,11 @@ func TestAppliedFollowsOwnCommitAndIgnoresOthers(t *testing.T) {
 
 	res := mustSync(t, alpha, alphaPass(&content))
 	own := runGit(t, bare, "rev-parse", "main")
-	if res.Commit != own || res.Applied != own || res.Sealed {
-		t.Fatalf("Sync = %+v, want Commit and Applied %s, no seal", res, own)
+	if res.Commit != own {
+		t.Fatalf("Sync = %+v, want Commit %s", res, own)
 	}
-	if got := runGit(t, bare, "rev-parse", appliedRef); got != own {
-		t.Errorf("%s = %s, want alpha's commit %s", appliedRef, got, own)
-	}
-	signedByAlpha(t, bare, appliedBranch)
+	isSealOf(t, bare, res, own)
+	seal := res.Applied
 
 	// Beta writes outside clusters/alpha on top: alpha's applied branch
 	// already vouches for clusters/alpha as it stands, so it stays.
@@ -106,10 +139,10 @@ func TestAppliedFollowsOwnCommitAndIgnoresOthers(t *testing.T) {
 	mustSync(t, beta, writes("beta: publish", map[string]string{"clusters/beta/cluster.yaml": "clusterID: beta\n"}))
 	before := objects(t, bare)
 	res = mustSync(t, alpha, alphaPass(&content))
-	if res.Commit != "" || res.Applied != own || res.Sealed {
-		t.Errorf("Sync after beta = %+v, want no commit, Applied %s, no seal", res, own)
+	if res.Commit != "" || res.Applied != seal || res.Sealed {
+		t.Errorf("Sync after beta = %+v, want no commit, Applied %s, no seal", res, seal)
 	}
-	if got := runGit(t, bare, "rev-parse", appliedRef); got != own {
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != seal {
 		t.Errorf("%s moved to %s", appliedRef, got)
 	}
 	if objects(t, bare) != before {
@@ -146,18 +179,17 @@ func TestAppliedFollowsAReappliedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	main := runGit(t, bare, "rev-parse", "main")
-	if res.Attempts != 2 || res.Commit != main || res.Applied != main || res.Sealed {
-		t.Fatalf("Sync = %+v, want a re-applied push %s that the applied branch points at, no seal", res, main)
+	if res.Attempts != 2 || res.Commit != main {
+		t.Fatalf("Sync = %+v, want a re-applied push %s", res, main)
 	}
 	if parent := runGit(t, bare, "rev-parse", "main^"); parent != betas {
 		t.Errorf("alpha's commit sits on %s, want beta's %s", parent, betas)
 	}
-	if got := runGit(t, bare, "rev-parse", appliedRef); got != main {
-		t.Errorf("%s = %s, want alpha's re-applied commit %s", appliedRef, got, main)
-	}
-	signedByAlpha(t, bare, appliedBranch)
-	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", appliedBranch, "clusters/alpha"); tree != "clusters/alpha/cluster.yaml\nclusters/alpha/inbox/beta/nonce.yaml" {
-		t.Errorf("applied clusters/alpha:\n%s", tree)
+	// Sealed on the re-applied commit; beta's nonce, in alpha's inbox, is
+	// beta's to write and never applied as it stands.
+	isSealOf(t, bare, res, main)
+	if tree := appliedFiles(t, bare); tree != "100644 clusters/alpha/cluster.yaml" {
+		t.Errorf("applied tree:\n%s", tree)
 	}
 	fsck(t, bare)
 }
@@ -210,8 +242,9 @@ func TestAppliedSealsAHostMerge(t *testing.T) {
 	if a, b := runGit(t, bare, "rev-parse", seal+":clusters/alpha"), runGit(t, bare, "rev-parse", merge+":clusters/alpha"); a != b {
 		t.Errorf("seal's clusters/alpha = %s, merge's = %s", a, b)
 	}
-	if a, b := runGit(t, bare, "rev-parse", seal+"^{tree}"), runGit(t, bare, "rev-parse", merge+"^{tree}"); a != b {
-		t.Errorf("seal's tree = %s, merge's = %s", a, b)
+	// The merge also added a README at the root: not alpha's to vouch for.
+	if files := runGit(t, bare, "ls-tree", "-r", "--name-only", seal); files != "clusters/alpha/cluster.yaml" {
+		t.Errorf("seal's files:\n%s\nwant clusters/alpha/cluster.yaml alone", files)
 	}
 	wantMsg := "alpha: seal clusters/alpha\n\nGitpeer-Cluster: alpha\nGitpeer-Step: seal\n"
 	if raw := runGit(t, bare, "cat-file", "commit", seal); !strings.HasSuffix(raw+"\n", "\n\n"+wantMsg) {
@@ -256,12 +289,13 @@ func TestAppliedSealsAHostMerge(t *testing.T) {
 	}
 
 	// alpha's next own commit goes on main (on top of the merge) and is
-	// the applied branch itself.
+	// sealed on the applied branch.
 	content = "clusterID: alpha\nlabels: {zone: b}\n"
 	res = mustSync(t, alpha, alphaPass(&content))
-	if res.Commit == "" || res.Sealed || res.Applied != res.Commit || runGit(t, bare, "rev-parse", appliedRef) != res.Commit {
-		t.Errorf("own commit after a seal = %+v, want Applied = Commit", res)
+	if res.Commit == "" {
+		t.Fatalf("own commit after a seal = %+v, want a commit", res)
 	}
+	isSealOf(t, bare, res, res.Commit)
 	tips = append(tips, res.Commit)
 
 	// main only ever moved forward.
@@ -410,8 +444,8 @@ func TestAppliedWithOpenPGPSignatures(t *testing.T) {
 	}
 	content := "clusterID: alpha\n"
 	own := mustSync(t, alpha, alphaPass(&content))
-	if own.Applied != own.Commit || own.Sealed {
-		t.Fatalf("Sync = %+v, want its own commit applied", own)
+	if own.Commit == "" || !own.Sealed || runGit(t, bare, "log", "-1", "--format=%P", appliedRef) != own.Commit {
+		t.Fatalf("Sync = %+v, want its own commit sealed", own)
 	}
 	goodOpenPGP(t, bare, appliedBranch)
 
@@ -480,4 +514,113 @@ func gpgsig(t *testing.T, bare, rev string) string {
 		t.Fatal(err)
 	}
 	return c.PGPSignature
+}
+
+// TestAppliedTreeHoldsOnlyWhatTheClusterVouchesFor: a writer of main plants,
+// beside what alpha computed, everything a GitOps engine would read from a
+// commit alpha signs: a .sourceignore at the root and in clusters/alpha (Flux
+// would drop the kustomization and generate one from every manifest), a
+// .gitattributes, an Argo CD override, a symbolic link, a submodule, a file
+// in alpha's inbox, another cluster's tree and a root file. The seal alpha
+// makes holds clusters/alpha's regular files alone, at mode 100644, and git
+// fsck --strict accepts it.
+func TestAppliedTreeHoldsOnlyWhatTheClusterVouchesFor(t *testing.T) {
+	bare := newBare(t)
+	alpha := openApplied(t, bare)
+	content := "clusterID: alpha\n"
+	mustSync(t, alpha, alphaPass(&content))
+
+	dir, host := hostClone(t, bare, "Mallory")
+	for name, data := range map[string]string{
+		".sourceignore":                        "clusters/alpha/kustomization.yaml\n",
+		"README":                               "peering repo\n",
+		"clusters/beta/cluster.yaml":           "clusterID: beta\n",
+		"clusters/alpha/.sourceignore":         "kustomization.yaml\n",
+		"clusters/alpha/.gitattributes":        "*.yaml ident\n",
+		"clusters/alpha/.argocd-source.yaml":   "kustomize: {images: [evil]}\n",
+		"clusters/alpha/liqo/.gitmodules":      "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n",
+		"clusters/alpha/inbox/beta/crb.yaml":   "kind: ClusterRoleBinding\n",
+		"clusters/alpha/liqo/beta/tenant.yaml": "kind: Tenant\n",
+		"clusters/alpha/liqo/beta/run.sh":      "#!/bin/sh\n",
+		"clusters/alpha/kustomization.yaml":    "resources: [liqo/beta/tenant.yaml]\n",
+	} {
+		f := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "clusters/alpha/liqo/beta/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../beta", filepath.Join(dir, "clusters/alpha/liqo/link")); err != nil {
+		t.Fatal(err)
+	}
+	host("add", "-A")
+	sub := runGit(t, dir, "rev-parse", "HEAD")
+	host("update-index", "--add", "--cacheinfo", "160000,"+sub+",clusters/alpha/liqo/x")
+	host("commit", "-q", "-m", "plant")
+	host("push", "-q", "origin", "main")
+	tip := runGit(t, bare, "rev-parse", "main")
+
+	res := mustSync(t, alpha, noChange())
+	isSealOf(t, bare, res, tip,
+		"100644 clusters/alpha/cluster.yaml",
+		"100644 clusters/alpha/kustomization.yaml",
+		"100644 clusters/alpha/liqo/beta/run.sh",
+		"100644 clusters/alpha/liqo/beta/tenant.yaml")
+	if out, err := gitOutput(bare, "fsck", "--strict", "--no-dangling"); err != nil {
+		t.Errorf("git fsck --strict: %v\n%s", err, out)
+	}
+}
+
+// TestAppliedFilterDecidesWhatIsVouchedFor: with an AppliedFilter (the
+// runner's keeps what the cluster's own manifest signs), a file it does not
+// keep is not in the applied tree; a filter that refuses the tip leaves the
+// applied branch where it was and says why, and the next tip it accepts is
+// sealed.
+func TestAppliedFilterDecidesWhatIsVouchedFor(t *testing.T) {
+	bare := newBare(t)
+	opts := appliedOptions(t, bare)
+	refuse := ""
+	opts.AppliedFilter = func(tip fs.FS) (func(string) bool, error) {
+		if refuse != "" {
+			return nil, errors.New(refuse)
+		}
+		return func(name string) bool { return name != "clusters/alpha/planted.yaml" }, nil
+	}
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustSync(t, alpha, writes("alpha: publish", map[string]string{
+		"clusters/alpha/cluster.yaml": "clusterID: alpha\n",
+		"clusters/alpha/planted.yaml": "kind: ClusterRoleBinding\n",
+	}))
+	isSealOf2 := func(want string) {
+		t.Helper()
+		if got := appliedFiles(t, bare); got != want {
+			t.Errorf("applied tree:\n%s\nwant:\n%s", got, want)
+		}
+	}
+	isSealOf2("100644 clusters/alpha/cluster.yaml")
+	seal := res.Applied
+
+	refuse = "clusters/alpha/manifest.yaml: signature does not verify"
+	res = mustSync(t, alpha, writes("alpha: publish", map[string]string{"clusters/alpha/cluster.yaml": "clusterID: alpha\nv: 2\n"}))
+	if res.Commit == "" || res.Sealed || res.Applied != "" || res.AppliedHeld != refuse {
+		t.Errorf("Sync with the filter refusing = %+v, want the commit, no seal, held for %q", res, refuse)
+	}
+	if got := runGit(t, bare, "rev-parse", appliedRef); got != seal {
+		t.Errorf("%s moved to %s while nothing was vouched for", appliedRef, got)
+	}
+
+	refuse = ""
+	res = mustSync(t, alpha, noChange())
+	isSealOf2("100644 clusters/alpha/cluster.yaml")
+	if !res.Sealed || runGit(t, bare, "show", appliedRef+":clusters/alpha/cluster.yaml") != "clusterID: alpha\nv: 2" {
+		t.Errorf("Sync once the filter accepts = %+v, want a seal of the new cluster.yaml", res)
+	}
 }

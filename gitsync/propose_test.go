@@ -80,10 +80,13 @@ func TestProposeLeavesMainAndBuildsOneSignedCommit(t *testing.T) {
 		len(res.Files) != 1 || res.Files[0] != "clusters/alpha/cluster.yaml" {
 		t.Errorf("Sync = %+v, want no commit, Proposed %s, files [clusters/alpha/cluster.yaml]", res, head)
 	}
-	// Not merged: the applied branch vouches for main, which has no
-	// clusters/alpha yet.
-	if got := runGit(t, bare, "rev-parse", appliedBranch+"^"); got != main {
-		t.Errorf("%s^ = %s, want a seal of main %s", appliedBranch, got, main)
+	// Not merged: main has no clusters/alpha yet, so nothing is vouched
+	// for and there is no applied branch to point at.
+	if res.Applied != "" || res.AppliedHeld == "" {
+		t.Errorf("Sync = %+v, want the applied branch held", res)
+	}
+	if out, err := gitOutput(bare, "rev-parse", "--verify", "-q", appliedRef); err == nil {
+		t.Errorf("%s exists at %s before anything of alpha's is merged", appliedBranch, out)
 	}
 	if alpha.Head() != main {
 		t.Errorf("Head = %s, want main %s", alpha.Head(), main)

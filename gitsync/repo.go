@@ -22,9 +22,9 @@
 //   - Every written file goes through guard.Check first; one refusal
 //     refuses the whole commit (design invariant 1).
 //   - With Options.AppliedBranch, every Sync also points this cluster's
-//     applied branch at a signed commit that vouches for the cluster's own
-//     directory as it stands on the shared branch (design, "Trust" point
-//     3). That branch, written by this cluster alone, is the only ref
+//     applied branch at a signed commit whose tree is the cluster's own
+//     directory alone, as it stands on the shared branch and filtered to
+//     what the cluster vouches for (appliedtree.go, docs/trust.md). That branch, written by this cluster alone, is the only ref
 //     gitsync force-pushes.
 //   - With Options.PushBranch (a review flow), the pass's commit goes to
 //     that branch instead, rebuilt on the shared branch tip; only this
@@ -148,17 +148,28 @@ type Options struct {
 
 	// AppliedBranch, when set, is the branch this cluster's Flux applies
 	// from, written by this cluster alone (e.g. "gitpeer/applied/alpha";
-	// design, "Trust" point 3). After every successful Sync it points at a
-	// commit signed by Signer whose tree at AppliedScope equals the shared
-	// branch tip's: this Sync's own commit, else the applied branch as it
-	// stands when its AppliedScope still matches, else a new signed seal
-	// commit on top of the tip (see Sync). It is the only ref gitsync
+	// docs/trust.md). After every successful Sync it points at a commit
+	// signed by Signer whose tree is the applied tree of the shared branch
+	// tip (AppliedScope alone, filtered): the applied branch as it stands
+	// when it already holds that tree, else a new signed seal commit of it
+	// whose only parent is the tip (see Sync). It is the only ref gitsync
 	// force-pushes. Setting it requires AppliedScope, ClusterID and Signer
 	// and a name other than Branch.
 	AppliedBranch string
 	// AppliedScope is the repo directory, slash-separated and relative,
 	// whose content the applied branch vouches for (e.g. "clusters/alpha").
+	// The applied commit's tree holds that directory alone, filtered (see
+	// AppliedExclude and AppliedFilter), at the same path.
 	AppliedScope string
+	// AppliedExclude are names directly under AppliedScope that the
+	// applied tree leaves out (e.g. "inbox": what other clusters address
+	// to this one is theirs, and reaches it only as its own verified copy).
+	AppliedExclude []string
+	// AppliedFilter, when set, keeps only the files of AppliedScope it
+	// vouches for (e.g. those listed, with their content, in the cluster's
+	// own signed manifest); nil keeps every file the structural rules
+	// leave (see AppliedFilter's type).
+	AppliedFilter AppliedFilter
 	// ClusterID names this cluster in seal commits: their message is
 	// "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster:
 	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
@@ -220,6 +231,12 @@ type Repo struct {
 	moves, scans int
 	// decoded is the trees passes decoded, by hash (TreeFS).
 	decoded *treeCache
+	// applied is the last applied tree made, for the scope tree it came
+	// from (appliedTree).
+	applied struct {
+		key  appliedKey
+		tree plumbing.Hash
+	}
 	// trustWorktree is set during a SyncTree: a reset with a snapshot
 	// moves from it without a stat scan of the worktree.
 	trustWorktree bool

@@ -91,13 +91,18 @@ type Result struct {
 	Attempts int
 
 	// Applied is the hex hash the remote applied branch points at after
-	// the Sync: Commit, a seal commit, or the unchanged applied branch. It
-	// is "" without Options.AppliedBranch or while the shared branch has
-	// no commits.
+	// the Sync: a seal commit this Sync made, or the unchanged applied
+	// branch. It is "" without Options.AppliedBranch, while the shared
+	// branch has no commits, or when AppliedHeld.
 	Applied string
 	// Sealed reports that Applied is a seal commit this Sync made and
 	// pushed (to the applied branch only).
 	Sealed bool
+	// AppliedHeld, when not "", says why the applied branch was left where
+	// it was: nothing at the shared branch tip is vouched for (no
+	// AppliedScope there, or AppliedFilter refused it), and an applied tree
+	// with nothing in it would have the cluster's engine prune everything.
+	AppliedHeld string
 
 	// PushBranch is Options.PushBranch. With it, Commit is always "": the
 	// pass's commit goes to PushBranch, never to the shared branch.
@@ -142,16 +147,20 @@ type Result struct {
 //
 // With Options.AppliedBranch, a Sync that got this far then updates the
 // applied branch for the shared branch's tip T (this Sync's commit, or the
-// fetched tip when nothing changed):
+// fetched tip when nothing changed). Its applied tree is T's AppliedScope
+// alone, filtered (appliedTree: no inbox, dot-files, links, submodules,
+// nor what AppliedFilter does not keep):
 //
-//   - when this Sync pushed commit C (C is T), the applied branch is set to C;
-//   - else, when the remote applied branch (fetched with the shared branch)
-//     exists and holds the same AppliedScope tree as T, it is left alone:
-//     nothing is made or pushed, so a settled repo stays still;
-//   - else a seal commit is made, signed by Signer, with T's tree, T as its
-//     only parent, Author and Now as for other commits, and message
-//     "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster and
-//     Gitpeer-Step: seal; it is pushed to the applied branch only.
+//   - when the remote applied branch (fetched with the shared branch) is a
+//     commit of exactly that tree, signed by this cluster, it is left
+//     alone: nothing is made or pushed, so a settled repo stays still;
+//   - when nothing is left to vouch for (or AppliedFilter refuses T), it is
+//     left alone too, and Result.AppliedHeld says why;
+//   - else a seal commit is made, signed by Signer, with the applied tree,
+//     T as its only parent (provenance: the commit it was computed from),
+//     Author and Now as for other commits, and message "<ClusterID>: seal
+//     <AppliedScope>" with trailers Gitpeer-Cluster and Gitpeer-Step:
+//     seal; it is pushed to the applied branch only.
 //
 // The applied branch is force-updated (this cluster alone writes it). A
 // failure there fails the Sync with an error naming the ref; the shared
@@ -202,7 +211,7 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 		return res, err
 	}
 	if r.opts.AppliedBranch != "" {
-		if err := r.updateApplied(ctx, tip, res.Commit != "", &res); err != nil {
+		if err := r.updateApplied(ctx, tip, &res); err != nil {
 			return res, err
 		}
 	}

@@ -1,12 +1,17 @@
 package runner
 
 import (
+	"crypto"
 	"fmt"
+	"io/fs"
+	"path"
+	"strings"
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // Signed returns opts with what every reconciler of b's cluster commits
@@ -35,8 +40,51 @@ func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (g
 	opts.ClusterID = id
 	opts.AppliedBranch = layout.AppliedBranch(id)
 	opts.AppliedScope = layout.ClusterPath(id)
+	opts.AppliedExclude = []string{layout.InboxDir}
 	opts.AppliedKey = b.Signer().Public()
+	opts.AppliedFilter = SignedByManifest(id, opts.AppliedKey)
 	return opts, nil
+}
+
+// SignedByManifest is the applied-tree filter of cluster id: it keeps
+// clusters/<id>/manifest.yaml and exactly the files that manifest lists
+// with their content, once the manifest verifies with key (the cluster's
+// own). So the tree the cluster's engine applies holds only what the
+// cluster's reconciler computed and signed, whatever else a writer of the
+// shared branch left in clusters/<id>/ (with a review branch, the tip of
+// main may hold such a file until the proposal removing it is merged).
+// A manifest that is missing, malformed or not signed by key is an error
+// naming the file: nothing at that tip is vouched for.
+func SignedByManifest(id string, key crypto.PublicKey) gitsync.AppliedFilter {
+	dir := layout.ClusterPath(id)
+	file := path.Join(dir, manifest.FileName)
+	return func(tip fs.FS) (func(string) bool, error) {
+		data, err := fs.ReadFile(tip, file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		m, err := manifest.Parse(file, data)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Verify(key, id, dir); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		return func(name string) bool {
+			if name == file {
+				return true
+			}
+			rel, ok := strings.CutPrefix(name, dir+"/")
+			if !ok {
+				return false
+			}
+			if _, listed := m.Lookup(rel); !listed {
+				return false // not read: a planted file may be large
+			}
+			data, err := fs.ReadFile(tip, name)
+			return err == nil && m.Covers(rel, data)
+		}, nil
+	}
 }
 
 // OpenPGPKey is what b's cluster publishes as clusters/<id>/openpgp.asc

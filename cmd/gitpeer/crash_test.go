@@ -246,6 +246,7 @@ func killedPass(t *testing.T, step crashpoint.Step, args []string) int {
 // the cluster's working clone and pins.
 type stateAt struct {
 	main, applied string // remote tips ("" when absent)
+	appliedOn     string // the applied head's parent: the main commit it was computed from
 	local         string // the working clone's main ("" when absent)
 	dirty         bool   // the working clone has uncommitted changes
 	pins          *pins.Store
@@ -255,9 +256,10 @@ func passState(t *testing.T, remote, stateDir string) stateAt {
 	t.Helper()
 	id := filepath.Base(stateDir)
 	s := stateAt{
-		main:    revParse(remote, "refs/heads/main"),
-		applied: revParse(remote, "refs/heads/gitpeer/applied/"+id),
-		pins:    loadPins(t, stateDir),
+		main:      revParse(remote, "refs/heads/main"),
+		applied:   revParse(remote, "refs/heads/gitpeer/applied/"+id),
+		appliedOn: revParse(remote, "refs/heads/gitpeer/applied/"+id+"^"),
+		pins:      loadPins(t, stateDir),
 	}
 	checkout := filepath.Join(stateDir, "checkout")
 	if _, err := os.Stat(checkout); err == nil {
@@ -278,12 +280,12 @@ func checkStoppedAt(t *testing.T, step crashpoint.Step, id string, before, after
 			t.Errorf("killed at %s, the remote moved: main %s → %s", step, before.main, after.main)
 		}
 	case crashpoint.Pushed:
-		if !pushed || after.applied == after.main {
-			t.Errorf("killed at %s: main moved %v, applied branch %q at main %q; want main moved and the applied branch not", step, pushed, after.applied, after.main)
+		if !pushed || after.applied != before.applied {
+			t.Errorf("killed at %s: main moved %v, applied branch %q → %q; want main moved and the applied branch not", step, pushed, before.applied, after.applied)
 		}
 	case crashpoint.Applied:
-		if !pushed || after.applied != after.main {
-			t.Errorf("killed at %s: main moved %v, applied branch %q, main %q; want both moved to the pass's commit", step, pushed, after.applied, after.main)
+		if !pushed || after.appliedOn != after.main {
+			t.Errorf("killed at %s: main moved %v, applied branch %q on %q, main %q; want both moved: a seal on the pass's commit", step, pushed, after.applied, after.appliedOn, after.main)
 		}
 	}
 	switch step {
@@ -392,13 +394,20 @@ func checkNonce(t *testing.T, remote string, beta *pins.Store) int {
 }
 
 // checkApplied checks that the applied branch of id holds main's
-// clusters/<id> in a commit signed with id's key.
+// clusters/<id>, less its inbox, and nothing else, in a commit signed with
+// id's key.
 func checkApplied(t *testing.T, remote, id, stateDir string) {
 	t.Helper()
 	branch := "gitpeer/applied/" + id
 	scope := layout.ClusterPath(id)
-	if got, want := revParse(remote, branch+":"+scope), revParse(remote, "main:"+scope); got == "" || got != want {
-		t.Errorf("%s holds %s at %q, main at %q", branch, scope, got, want)
+	var want []string
+	for _, line := range strings.Split(git(t, remote, "ls-tree", "-r", "main", scope), "\n") {
+		if line != "" && !strings.Contains(line, "\t"+scope+"/inbox/") {
+			want = append(want, line)
+		}
+	}
+	if got := strings.TrimSpace(git(t, remote, "ls-tree", "-r", branch)); got == "" || got != strings.Join(want, "\n") {
+		t.Errorf("%s holds\n%s\nwant main's %s less its inbox:\n%s", branch, got, scope, strings.Join(want, "\n"))
 	}
 	b, err := file.Open(stateDir)
 	if err != nil {

@@ -34,8 +34,9 @@ func TestReconcilersSignTheirCommitsAndKeepTheirAppliedBranch(t *testing.T) {
 			t.Errorf("git log --show-signature shows no good signature of %s:\n%s", id, log)
 		}
 	}
-	// Each applied branch holds a commit its cluster signed, with its tree
-	// as the reconciler computed it.
+	// Each applied branch holds a commit its cluster signed, whose tree is
+	// clusters/<id>/ as the reconciler computed it, less its inbox, and
+	// nothing else.
 	for _, id := range []string{"alpha", "beta"} {
 		ref := "origin/gitpeer/applied/" + id
 		git(t, work, "fetch", "-q", "origin", "gitpeer/applied/"+id+":refs/remotes/"+ref)
@@ -43,8 +44,19 @@ func TestReconcilersSignTheirCommitsAndKeepTheirAppliedBranch(t *testing.T) {
 		if !strings.Contains(out, `Good "git" signature for `+id) {
 			t.Errorf("%s is not signed by %s:\n%s", ref, id, out)
 		}
-		if a, m := git(t, work, "rev-parse", ref+":clusters/"+id), git(t, work, "rev-parse", "main:clusters/"+id); a != m {
-			t.Errorf("%s holds clusters/%s %s, main %s", ref, id, a, m)
+		var want []string
+		for _, f := range strings.Fields(git(t, work, "ls-tree", "-r", "--name-only", "main", "clusters/"+id)) {
+			if !strings.HasPrefix(f, "clusters/"+id+"/inbox/") {
+				want = append(want, f)
+			}
+		}
+		if got := strings.Fields(git(t, work, "ls-tree", "-r", "--name-only", ref)); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s holds\n%s\nwant main's clusters/%s less its inbox:\n%s", ref, strings.Join(got, "\n"), id, strings.Join(want, "\n"))
+		}
+		for _, f := range want {
+			if a, m := git(t, work, "rev-parse", ref+":"+f), git(t, work, "rev-parse", "main:"+f); a != m {
+				t.Errorf("%s holds %s %s, main %s", ref, f, a, m)
+			}
 		}
 	}
 }
