@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 const (
@@ -322,40 +325,145 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// plantBeyond tries what a writer of main can do besides editing beta's
+	// kustomization: .sourceignore files at the root and under clusters/ that
+	// drop beta's kustomization.yaml (Flux then generates one from every
+	// manifest under ./clusters/beta), a ConfigMap planted in beta's inbox,
+	// and, as alpha (a hostile peer: the test reads alpha's key from its
+	// authentication-keys Secret), a ConfigMap alpha signs into its own
+	// outbox to beta. None of it is in beta's applied tree.
+	plantBeyond := func(t *testing.T) {
+		t.Helper()
+		configMap := func(name string) []byte {
+			return []byte(strings.Replace(planted, "name: "+plantedName, "name: "+name, 1))
+		}
+		files := map[string][]byte{
+			".sourceignore":          []byte("clusters/" + providerID + "/kustomization.yaml\n"),
+			"clusters/.sourceignore": []byte(providerID + "/kustomization.yaml\n"),
+			"clusters/" + providerID + "/inbox/" + consumerID + "/" + plantedName + "-inbox.yaml": configMap(plantedName + "-inbox"),
+			"clusters/" + providerID + "/inbox/" + consumerID + "/" + plantedName + "-peer.yaml":  configMap(plantedName + "-peer"),
+		}
+		for name, data := range files {
+			f := filepath.Join(attacker, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := s.kube(ctx, alpha, nil, "get", "secret", "authentication-keys", "-n", "liqo", "-o", "jsonpath={.data.privateKey}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pemKey, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := handshake.ParsePrivateKey(pemKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outbox := "clusters/" + providerID + "/inbox/" + consumerID
+		// Re-sign alpha's outbox as it stands, the inbox ConfigMap aside:
+		// alpha's key vouches for the peer one only.
+		inbox := filepath.Join(attacker, filepath.FromSlash(outbox), plantedName+"-inbox.yaml")
+		away := filepath.Join(t.TempDir(), "inbox.yaml")
+		if err := os.Rename(inbox, away); err != nil {
+			t.Fatal(err)
+		}
+		m, err := manifest.Reseal(layout.NewTree(attacker), key, consumerID, outbox, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(away, inbox); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(attacker, filepath.FromSlash(outbox), manifest.FileName), m, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	notPlanted := func() error {
-		if ok, err := exists(ctx, beta, "configmap", plantedName, "-n", "default"); err != nil {
-			return err
-		} else if ok {
-			return fmt.Errorf("FLUX APPLIED the planted ConfigMap default/%s on beta", plantedName)
+		for _, name := range []string{plantedName, plantedName + "-inbox", plantedName + "-peer"} {
+			if ok, err := exists(ctx, beta, "configmap", name, "-n", "default"); err != nil {
+				return err
+			} else if ok {
+				return fmt.Errorf("FLUX APPLIED the planted ConfigMap default/%s on beta", name)
+			}
 		}
 		return nil
 	}
 
-	check(t, "an unsigned commit to clusters/beta/ on main is never applied by beta's Flux", func(t *testing.T) {
+	check(t, "nothing planted on main (in clusters/beta/, its inbox, .sourceignore, a peer-signed outbox) is ever applied by beta's Flux", func(t *testing.T) {
 		if _, err := s.git(ctx, attacker, "pull", "--quiet", "--ff-only"); err != nil {
 			t.Fatal(err)
 		}
+		before := remoteHead("gitpeer/applied/" + providerID)
 		plant(t)
+		plantBeyond(t)
+		if _, err := s.git(ctx, attacker, "add", "--all"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.git(ctx, attacker, "commit", "--quiet", "--amend", "--no-edit"); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.git(ctx, attacker, "push", "--quiet", "origin", "HEAD:main"); err != nil {
 			t.Fatal(err)
 		}
 		evil, _ := s.git(ctx, attacker, "rev-parse", "HEAD")
 		evil = strings.TrimSpace(evil)
-		// Until beta's applied branch holds a commit on top of the
-		// attacker's, and Flux has applied it, the ConfigMap never appears.
+		// beta's next pass removes what it did not sign from its own tree,
+		// on top of the attacker's commit. Its applied tree held none of it
+		// before and holds none after, so the applied branch, which only
+		// ever holds what beta signed, does not even move; Flux keeps
+		// applying it, and the handshake stays Ready.
+		var cleaned string
 		err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
 			if err := notPlanted(); err != nil {
 				return err
 			}
-			head := remoteHead("gitpeer/applied/" + providerID)
 			if _, err := s.git(ctx, attacker, "fetch", "--quiet", "origin"); err != nil {
 				return err
 			}
-			if _, err := s.git(ctx, attacker, "merge-base", "--is-ancestor", evil, head); err != nil {
-				return fmt.Errorf("gitpeer/applied/beta at %s: not yet after the attacker's %s", head, evil)
+			tip, _ := s.git(ctx, attacker, "rev-parse", "origin/main")
+			tip = strings.TrimSpace(tip)
+			if _, err := s.git(ctx, attacker, "merge-base", "--is-ancestor", evil, tip); err != nil {
+				return fmt.Errorf("main at %s, not yet after the attacker's %s", tip, evil)
+			}
+			if out, _ := s.git(ctx, attacker, "ls-tree", "--name-only", tip, "clusters/"+providerID+"/planted.yaml"); strings.TrimSpace(out) != "" {
+				return fmt.Errorf("main (%s) still holds clusters/%s/planted.yaml: beta has not passed yet", tip, providerID)
+			}
+			cleaned = tip
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := remoteHead("gitpeer/applied/" + providerID)
+		files, err := s.git(ctx, attacker, "ls-tree", "-r", "--name-only", head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Fields(files) {
+			if !strings.HasPrefix(f, "clusters/"+providerID+"/") || strings.Contains(f, "/inbox/") || strings.Contains(f, "/.") || strings.Contains(f, plantedName) {
+				t.Errorf("beta's applied tree %s holds %s", head, f)
+			}
+		}
+		if head != before {
+			t.Logf("beta's applied branch moved from %s to %s while main went to %s", before, head, cleaned)
+		}
+		err = eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+			if err := notPlanted(); err != nil {
+				return err
+			}
+			if err := requestReconcile(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
+				return err
 			}
 			if rev := fluxField(ctx, beta, "kustomization", "gitpeer-beta", "{.status.lastAppliedRevision}"); !strings.HasSuffix(rev, head) {
 				return fmt.Errorf("beta's Flux applied %s, not yet %s", rev, head)
+			}
+			if st, reason, msg := condition(ctx, beta, "kustomization", "gitpeer-beta", "Ready"); st != "True" {
+				return fmt.Errorf("beta's Kustomization Ready %s (%s): %s", st, reason, msg)
 			}
 			return nil
 		})
@@ -364,6 +472,19 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		}
 		if err := notPlanted(); err != nil {
 			t.Fatal(err)
+		}
+		// The handshake did not notice: alpha's Flux still applies its
+		// Identity, beta's its Tenant.
+		for _, o := range []struct {
+			c    *cluster
+			args []string
+		}{
+			{beta, []string{"tenants.authentication.liqo.io", consumerID, "-n", providerTenantNS}},
+			{alpha, []string{"identities.authentication.liqo.io", identityName, "-n", consumerTenantNS}},
+		} {
+			if ok, err := exists(ctx, o.c, o.args...); err != nil || !ok {
+				t.Errorf("%s: %v not there (%v)", o.c.id, o.args, err)
+			}
 		}
 	})
 
