@@ -624,3 +624,80 @@ func TestAppliedFilterDecidesWhatIsVouchedFor(t *testing.T) {
 		t.Errorf("Sync once the filter accepts = %+v, want a seal of the new cluster.yaml", res)
 	}
 }
+
+// TestAPassBeatenByItsOwnClustersCommitRecomputes: a reconciler killed after
+// it pushed (its git-receive-pack, or the server, lands the push late) or a
+// second reconciler of the same cluster lands a commit alpha signed, changing
+// alpha's paths, after this pass fetched. That is alpha's own word, not a
+// foreign write: the pass runs again on the new tip and lands on top of it.
+// The same change signed by another key (beta's) is still ErrForeignWrite.
+func TestAPassBeatenByItsOwnClustersCommitRecomputes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		key       ed25519.PrivateKey
+		recompute bool
+	}{
+		{"signed by alpha's key", alphaKey, true},
+		{"signed by another key", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bare := newBare(t)
+			opts := appliedOptions(t, bare)
+			opts.AppliedKey = alphaKey.Public()
+			alpha, err := Open(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content := "clusterID: alpha\n"
+			mustSync(t, alpha, alphaPass(&content))
+
+			// The predecessor: the same cluster ID and author, in its own
+			// clone, signing with tc.key.
+			signer, err := commitsig.NewSigner(tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			popts := appliedOptions(t, bare)
+			popts.Dir = filepath.Join(t.TempDir(), "predecessor")
+			popts.Signer, popts.AppliedBranch, popts.AppliedScope, popts.AppliedExclude = signer, "", "", nil
+			predecessor, err := Open(context.Background(), popts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var late string
+			var seen []string
+			res, err := alpha.Sync(context.Background(), func(_ context.Context, root string) (*Change, error) {
+				data, _ := os.ReadFile(filepath.Join(root, "clusters/alpha/status.yaml"))
+				seen = append(seen, string(data))
+				if late == "" {
+					late = mustSync(t, predecessor, writes("alpha: status\n\nGitpeer-Cluster: alpha\n",
+						map[string]string{"clusters/alpha/status.yaml": "step: 1\n"})).Commit
+				}
+				return &Change{
+					Writes:  map[string][]byte{"clusters/alpha/status.yaml": []byte("step: 2\n")},
+					Message: "alpha: status\n\nGitpeer-Cluster: alpha\n",
+					Owns:    func(p string) bool { return strings.HasPrefix(p, "clusters/alpha/") },
+				}, nil
+			})
+			if !tc.recompute {
+				if !errors.Is(err, ErrForeignWrite) {
+					t.Fatalf("Sync = %+v, %v; want ErrForeignWrite", res, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Sync: %v", err)
+			}
+			if len(seen) != 2 || seen[1] != "step: 1\n" {
+				t.Errorf("the pass saw status.yaml %q, want a second run on the late commit's step: 1", seen)
+			}
+			if parent := runGit(t, bare, "rev-parse", "main^"); res.Commit == "" || parent != late {
+				t.Errorf("Sync = %+v on %s, want a commit on the late one %s", res, parent, late)
+			}
+			if got := runGit(t, bare, "show", "main:clusters/alpha/status.yaml"); got != "step: 2" {
+				t.Errorf("status.yaml = %q, want the recomputed step: 2", got)
+			}
+			isSealOf(t, bare, res, res.Commit)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/layout"
@@ -37,7 +39,10 @@ var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 // path the Change writes or deletes). Writers' paths never overlap (the
 // ownership rule), so this is a hostile or broken writer: the pass's change
 // is not re-applied over theirs, nothing is pushed, and the error names the
-// paths. The next Sync runs the pass again on what they wrote.
+// paths. The next Sync runs the pass again on what they wrote. Commits this
+// cluster signed itself (Options.AppliedKey) are not foreign: a pass beaten
+// by them (a killed predecessor's push landing late) runs again on the new
+// tip, at most maxRecompute times, instead of failing.
 var ErrForeignWrite = errors.New("another writer changed a path this pass owns")
 
 // ErrInvalidChange is returned (wrapped) by Sync when a pass returns a Change
@@ -239,6 +244,7 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 	landed := 0         // commits the last refetch found on top of the tip before it
 	progress := started // when a writer new to this Sync last landed a commit
 	writers := map[string]bool{}
+	recomputed := 0 // passes run again on this cluster's own late commits
 	for tip := base; ; {
 		if len(p.files) == 0 {
 			return res, tip, nil // nothing to change on this tip
@@ -287,7 +293,22 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		// between base and next changed in one of them. Diffing from base
 		// each time would cost more with every commit that beats us.
 		if err := r.checkForeign(ctx, ch, tip, next); err != nil {
-			return res, plumbing.ZeroHash, err
+			if !errors.Is(err, ErrForeignWrite) || recomputed >= maxRecompute || !r.ownWrites(ctx, ch, tip, next) {
+				return res, plumbing.ZeroHash, err
+			}
+			// What changed this pass's paths are commits this cluster
+			// signed: a predecessor killed after it pushed (its
+			// git-receive-pack, or the server, landed the push after
+			// this pass fetched), or a second reconciler of the same
+			// cluster. They are its own word, not a foreign one:
+			// recompute on them rather than fail.
+			recomputed++
+			if ch, p, err = r.runPass(ctx, pass, next); err != nil {
+				r.rollback(next)
+				return res, plumbing.ZeroHash, err
+			}
+			tip = next
+			continue
 		}
 		tip = next
 		// Re-plan against the new tip's tree: the same files, since none
@@ -392,6 +413,44 @@ func (r *Repo) checkForeign(ctx context.Context, ch *Change, base, tip plumbing.
 	}
 	return fmt.Errorf("push %s to %s: the commits %s..%s that beat this pass's push changed %s: %w; nothing was pushed",
 		r.opts.Branch, r.opts.URL, short(base), short(tip), list, ErrForeignWrite)
+}
+
+// maxRecompute bounds how many times one Sync runs its pass again because
+// commits this cluster signed beat its push (ownWrites): a predecessor's
+// late push lands once; a second reconciler of the same cluster racing
+// this one would otherwise hold it forever.
+const maxRecompute = 3
+
+// ownWrites reports whether every commit from base (excluded) to tip, along
+// first parents, that changed a path ch owns was signed by this cluster
+// (Options.AppliedKey, as ClusterID). It is false without AppliedKey, for a
+// merge, for a walk of more than maxCounted commits, and on any error: only
+// what is shown to be this cluster's own is recomputed over.
+func (r *Repo) ownWrites(ctx context.Context, ch *Change, base, tip plumbing.Hash) bool {
+	if r.opts.AppliedKey == nil {
+		return false
+	}
+	touches := ch.touches()
+	keys := map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey}
+	for h, n := tip, 0; h != base; n++ {
+		c, err := r.repo.CommitObject(h)
+		if err != nil || c.NumParents() != 1 || n >= maxCounted {
+			return false
+		}
+		if _, err := commitsig.Verify(c, keys); err != nil {
+			changed, err := r.changedPaths(ctx, c.ParentHashes[0], h)
+			if err != nil {
+				return false
+			}
+			for _, name := range changed {
+				if touches(name) || ch.Owns != nil && ch.Owns(name) {
+					return false
+				}
+			}
+		}
+		h = c.ParentHashes[0]
+	}
+	return true
 }
 
 // touches reports the paths a Change always owns: the paths it writes, the files
