@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -99,7 +98,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	if err := r.pushSpecs(ctx, config.RefSpec("+"+ref+":"+ref)); err != nil {
+	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, tip, target, true); err != nil {
 		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
 	res.Applied, res.Sealed = target.String(), true

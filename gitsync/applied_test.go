@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -700,4 +701,38 @@ func TestAPassBeatenByItsOwnClustersCommitRecomputes(t *testing.T) {
 			isSealOf(t, bare, res, res.Commit)
 		})
 	}
+}
+
+// TestSyncsOutliveTheRemotesAutoGC: git-receive-pack starts a detached git
+// gc --auto after a push once the remote has more than gc.autoPackLimit
+// packs, repacking (and deleting packs) while the next Sync pushes. A push
+// that opened the remote's object storage itself (go-git's push to a local
+// path) read packs the gc had just deleted: "packfile not found". Both of a
+// Sync's pushes (main and the applied branch) only talk to
+// git-receive-pack, so every Sync lands while the remote repacks under
+// them.
+func TestSyncsOutliveTheRemotesAutoGC(t *testing.T) {
+	bare := newBare(t)
+	for _, kv := range [][2]string{{"gc.auto", "1"}, {"gc.autoPackLimit", "1"}, {"gc.autoDetach", "true"}, {"receive.autoGc", "true"}, {"transfer.unpackLimit", "1"}} {
+		runGit(t, bare, "config", kv[0], kv[1])
+	}
+	alpha := openApplied(t, bare)
+	beta := openRepo(t, bare, "beta")
+	for i := range 24 {
+		content := "clusterID: alpha\nround: " + strconv.Itoa(i) + "\n"
+		if res := mustSync(t, alpha, alphaPass(&content)); !res.Sealed {
+			t.Fatalf("round %d: Sync = %+v, want a commit and a seal", i, res)
+		}
+		mustSync(t, beta, writes("beta: publish", map[string]string{"clusters/beta/cluster.yaml": "round: " + strconv.Itoa(i) + "\n"}))
+	}
+	// The last detached gc may still run: it holds gc.pid until it ends.
+	// Wait for it, bounded, before fsck and the temp dir's removal.
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, err := os.Stat(filepath.Join(bare, "gc.pid")); err == nil; _, err = os.Stat(filepath.Join(bare, "gc.pid")) {
+		if time.Now().After(deadline) {
+			t.Fatal("the remote's detached git gc still runs after 2 minutes")
+		}
+		runGit(t, bare, "count-objects") // a short wait that asks git, not a sleep
+	}
+	fsck(t, bare)
 }

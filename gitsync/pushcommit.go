@@ -26,9 +26,21 @@ import (
 // push, and over file:// from the remote's loose objects. In a burst of
 // writers that walk, repeated on every retry, was most of a retry's cost;
 // here the remote's tip is known (the Sync fetched it), so nothing is
-// walked beyond the change.
+// walked beyond the change. And to a local remote, go-git's push opens the
+// remote's object storage itself, racing the detached git gc --auto that
+// git-receive-pack starts after a push ("packfile not found"); this push
+// only talks to git-receive-pack.
 func (r *Repo) pushCommit(ctx context.Context, old, commit plumbing.Hash) error {
-	objects, err := r.addedObjects(old, commit)
+	return r.pushNarrow(ctx, r.opts.Branch, old, commit, false)
+}
+
+// pushNarrow pushes commit to branch, sending the objects it adds to base
+// (which the remote has: commit's parent). Without force, the host updates
+// the branch only if it still points at base; with force, over whatever it
+// points at (the applied branch, which only this cluster writes).
+func (r *Repo) pushNarrow(ctx context.Context, branch string, base, commit plumbing.Hash, force bool) error {
+	old := base
+	objects, err := r.addedObjects(base, commit)
 	if err != nil {
 		return fmt.Errorf("objects of %s: %w", short(commit), err)
 	}
@@ -50,13 +62,20 @@ func (r *Repo) pushCommit(ctx context.Context, old, commit plumbing.Hash) error 
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return err
 	}
-	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
+	ref := plumbing.NewBranchReferenceName(branch)
 	if ar == nil {
 		ar = packp.NewAdvRefs()
 	}
-	// The client-side check go-git makes too: a moved branch is refused
-	// before any object is sent.
-	if cur, ok := ar.References[ref.String()]; ok && cur != old || !ok && !old.IsZero() {
+	cur, ok := ar.References[ref.String()]
+	switch {
+	case force:
+		old = cur // zero when absent: the branch is created
+		if ok && cur == commit {
+			return r.trackPushed(branch, commit)
+		}
+	case ok && cur != old || !ok && !old.IsZero():
+		// The client-side check go-git makes too: a moved branch is
+		// refused before any object is sent.
 		return fmt.Errorf("non-fast-forward update: %s", ref)
 	}
 
@@ -95,8 +114,13 @@ func (r *Repo) pushCommit(ctx context.Context, old, commit plumbing.Hash) error 
 			return withRemoteLines(err, &said)
 		}
 	}
-	// As go-git's push does: the tracking ref follows what was pushed.
-	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
+	return r.trackPushed(branch, commit)
+}
+
+// trackPushed points branch's remote-tracking ref at commit, as go-git's
+// push does: it follows what was pushed.
+func (r *Repo) trackPushed(branch string, commit plumbing.Hash) error {
+	tracking := plumbing.NewRemoteReferenceName("origin", branch)
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, commit)); err != nil {
 		return fmt.Errorf("update %s: %w", tracking, err)
 	}
