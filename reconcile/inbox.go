@@ -17,9 +17,8 @@ import (
 // status carries, True, while this cluster's inbox folder of the peer
 // (clusters/<self>/inbox/<peer>/) holds files that are not artifacts the
 // peer sends in its part (artifact.InboxArtifact), signed or not: the pass
-// ignores them. Like Stalled and Reconciling it is there only while it
-// holds, and it changes neither Ready nor the handshake.
-const ConditionUnexpectedArtifacts = "UnexpectedArtifacts"
+// ignores them (see layout.ConditionUnexpectedArtifacts).
+const ConditionUnexpectedArtifacts = layout.ConditionUnexpectedArtifacts
 
 // ReasonUnexpectedArtifact is the reason of ConditionUnexpectedArtifacts.
 const ReasonUnexpectedArtifact = artifact.ReasonUnexpectedArtifact
