@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
@@ -173,5 +174,37 @@ func (w *world) mustBeReadyBothSides(consumer, provider string) {
 		if r := condition(w.status(id, consumer, provider), meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue {
 			w.t.Fatalf("%s's view of %s → %s is not Ready: %+v", id, consumer, provider, r)
 		}
+	}
+}
+
+// TestAnArtifactOfAPartTheSpecDroppedIsNotCarried: alpha consumed from
+// beta; the spec turns the peering around (beta consumes from alpha) while
+// beta's cluster.yaml carries another key (KeyChanged), so alpha carries
+// over what it wrote for beta instead of computing it. Its Tenant for beta,
+// an artifact of the part alpha no longer plays, is withdrawn rather than
+// carried (a pass that wrote it would fail on the inbox rule): alpha's
+// pass succeeds, and beta's peering there is KeyChanged.
+func TestAnArtifactOfAPartTheSpecDroppedIsNotCarried(t *testing.T) {
+	w := settled(t)
+	tenant := "clusters/beta/inbox/alpha/tenant.yaml"
+	if !w.has(tenant) {
+		t.Fatalf("no %s to start from", tenant)
+	}
+	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "beta", provider: "alpha"}]`)
+	evil, _, err := file.Init(t.TempDir()+"/evil", file.InitOptions{ClusterID: "beta", APIServer: "https://beta.example:6443", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := evil.ClusterInfo()
+	data, _ := info.Encode()
+	w.tree["clusters/beta/cluster.yaml"] = &fstest.MapFile{Data: data}
+
+	w.pass("alpha")
+	if w.has(tenant) {
+		t.Errorf("alpha carried over %s, which it no longer sends", tenant)
+	}
+	if st := condition(w.status("alpha", "beta", "alpha"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonKeyChanged {
+		t.Fatalf("alpha's view of beta → alpha: %+v, want Stalled KeyChanged", st)
 	}
 }
