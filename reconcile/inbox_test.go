@@ -65,7 +65,10 @@ func TestAnythingButArtifactsInAnInboxIsIgnoredAndNamed(t *testing.T) {
 	w.tree[nested] = &fstest.MapFile{Data: w.tree["clusters/beta/inbox/alpha/tenant.yaml"].Data}
 	w.resign("alpha", hostile)
 
-	w.pass("beta")
+	_, plan := w.pass("beta")
+	if !strings.Contains(plan.Message, "remove clusterrolebinding-evil.yaml from the inbox of alpha") {
+		t.Errorf("beta's commit does not say it removed the planted file: %q", plan.Message)
+	}
 	mustReportUnexpected(t, w, "beta", "alpha", "beta", hostile, nested)
 	if c := unexpectedOf(w, "beta", "alpha", "beta"); !strings.Contains(c.Message, "not artifacts alpha sends as beta's consumer (tenant.yaml, resourceslice-<name>.yaml)") {
 		t.Errorf("beta's UnexpectedArtifact does not say what alpha sends: %s", c.Message)

@@ -198,6 +198,10 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 	for _, f := range plan.Deletes {
 		to, from, rest, _ := layout.Split(f)
 		switch {
+		case from == self && !artifact.InboxArtifact(rest, artifact.Sender{Provider: true, Consumer: true}):
+			// Not an artifact, so not one this cluster withdraws: a file
+			// someone else put in its folder.
+			add(fmt.Sprintf("remove %s from the inbox of %s", rest, to))
 		case from == self:
 			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
 		// A deletion under a peer's directory that still holds desired
