@@ -46,7 +46,8 @@ const maxMessage = 1024
 
 // Event is something an admin must see: a peering's Ready condition changed
 // (Type Warning when the peering is Stalled on something a human must fix),
-// or a pass failed.
+// its peer's inbox folder holds files that are not artifacts (Warning
+// UnexpectedArtifact, when they appear or change), or a pass failed.
 type Event struct {
 	Type        string // corev1.EventTypeNormal or corev1.EventTypeWarning
 	Reason      string // UpperCamelCase, as a condition reason
@@ -80,7 +81,11 @@ type peeringState struct {
 // error), and the first good pass after failures.
 type tracker struct {
 	peerings map[peeringKey]peeringState
-	failure  string // the last pass's error, "" after a good pass
+	// unexpected is, per peering, the message of its UnexpectedArtifacts
+	// condition (the files the pass ignored in the peer's inbox folder):
+	// a Warning when it appears or names other files.
+	unexpected map[peeringKey]string
+	failure    string // the last pass's error, "" after a good pass
 }
 
 // observe returns the events of a pass's outcome, and remembers it.
@@ -121,20 +126,43 @@ func (t *tracker) observe(res *runner.Result, err error) []Event {
 		if st.stalled {
 			typ = corev1.EventTypeWarning
 		}
-		ann := map[string]string{
-			AnnotationConsumer: p.Consumer, AnnotationProvider: p.Provider,
-			AnnotationRole: string(p.Role), AnnotationStep: string(p.Step),
-		}
-		if res.Commit != "" {
-			ann[AnnotationRevision] = res.Commit
-		}
 		events = append(events, Event{
-			Type: typ, Reason: ready.Reason, Annotations: ann,
+			Type: typ, Reason: ready.Reason, Annotations: peeringAnnotations(p, res.Commit),
 			Message: truncate(fmt.Sprintf("%s → %s (%s, %s): %s", p.Consumer, p.Provider, p.Role, p.Step, ready.Message)),
 		})
 	}
-	t.peerings = next
+	// Then the files a pass ignored in a peer's inbox folder, when they
+	// appear or change (the message holds no time).
+	unexpected := map[peeringKey]string{}
+	for _, p := range res.Output.Status.Peerings {
+		c := apimeta.FindStatusCondition(p.Conditions, layout.ConditionUnexpectedArtifacts)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		key := peeringKey{p.Consumer, p.Provider, p.Role}
+		unexpected[key] = c.Message
+		if t.unexpected[key] != c.Message {
+			events = append(events, Event{
+				Type: corev1.EventTypeWarning, Reason: c.Reason, Annotations: peeringAnnotations(p, res.Commit),
+				Message: truncate(fmt.Sprintf("%s → %s (%s, %s): %s", p.Consumer, p.Provider, p.Role, p.Step, c.Message)),
+			})
+		}
+	}
+	t.peerings, t.unexpected = next, unexpected
 	return events
+}
+
+// peeringAnnotations are the annotations of an event about peering p,
+// reported by a pass that committed commit ("" when it committed nothing).
+func peeringAnnotations(p layout.PeeringStatus, commit string) map[string]string {
+	ann := map[string]string{
+		AnnotationConsumer: p.Consumer, AnnotationProvider: p.Provider,
+		AnnotationRole: string(p.Role), AnnotationStep: string(p.Step),
+	}
+	if commit != "" {
+		ann[AnnotationRevision] = commit
+	}
+	return ann
 }
 
 // truncate cuts s to maxMessage bytes on a rune boundary.

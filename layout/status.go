@@ -40,6 +40,14 @@ func StepOrder(s Step) int {
 	return 0
 }
 
+// ConditionUnexpectedArtifacts is the type of a peering's condition that
+// is True, with reason UnexpectedArtifact, while the reporting cluster's
+// inbox folder of its peer holds files that are not artifacts the peer
+// sends in its part: the reconciler ignores them and names them in the
+// message. Like kstatus's Stalled and Reconciling it is present only while
+// it holds; it changes neither Ready nor the step.
+const ConditionUnexpectedArtifacts = "UnexpectedArtifacts"
+
 // Role is the part a cluster plays in a peering.
 type Role string
 

@@ -190,6 +190,19 @@ func (p Peering) SliceSummary() string {
 	return strings.Join(parts, " ")
 }
 
+// Unexpected are the conditions, True, in which a side reports files of
+// its inbox folder of the other that are not artifacts and that it ignores
+// (layout.ConditionUnexpectedArtifacts), in the order of Conditions.
+func (p Peering) Unexpected() []Condition {
+	var out []Condition
+	for _, c := range p.Conditions {
+		if c.Type == layout.ConditionUnexpectedArtifacts && c.Status == metav1.ConditionTrue {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Summary is the one-line message of a peering: the Ready message of the side
 // that has to act next, or of whichever side reports one.
 func (p Peering) Summary() string {

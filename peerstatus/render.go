@@ -12,7 +12,8 @@ import (
 // WriteTable writes peerings as `gitpeer status` prints them: one row per
 // peering (consumer, provider, step, ready, its slices' states, the
 // summary message), then, under it, one row per slice not Accepted that
-// carries a reason, with that reason and message.
+// carries a reason, with that reason and message, and one per side that
+// reports files in its inbox that are not artifacts (Peering.Unexpected).
 func WriteTable(w io.Writer, peerings []Peering) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tSTEP\tREADY\tSLICES\tMESSAGE")
@@ -22,6 +23,9 @@ func WriteTable(w io.Writer, peerings []Peering) error {
 			if reason := sliceReason(s); reason != "" {
 				fmt.Fprintf(tw, "\t\t\t\t  %s:%s\t%s\n", s.Name, sliceState(s), oneLine(reason))
 			}
+		}
+		for _, c := range p.Unexpected() {
+			fmt.Fprintf(tw, "\t\t\t\t  %s:%s\t%s\n", c.Cluster, c.Reason, oneLine(c.Message))
 		}
 	}
 	return tw.Flush()
@@ -168,8 +172,12 @@ func WritePage(w io.Writer, specFile string, clusters []Cluster, peerings []Peer
 				}
 				slices = append(slices, text)
 			}
+			messages := []string{p.Summary()}
+			for _, c := range p.Unexpected() {
+				messages = append(messages, c.Cluster+": "+c.Reason+": "+c.Message)
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(p.Consumer), cell(p.Provider), cell(string(p.State)),
-				cell(string(p.Step)), strings.Join(mapCells(slices), "<br>"), cell(p.Summary()))
+				cell(string(p.Step)), strings.Join(mapCells(slices), "<br>"), strings.Join(mapCells(messages), "<br>"))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

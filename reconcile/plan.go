@@ -38,6 +38,11 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		if !layout.Writable(self, f) {
 			return nil, fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, self)
 		}
+		// Into another cluster's inbox a reconciler writes artifacts only
+		// (the pass checks the part it plays; any part will do here).
+		if to, from, rest, _ := layout.Split(f); from == self && !artifact.InboxArtifact(rest, artifact.Sender{Provider: true, Consumer: true}) {
+			return nil, fmt.Errorf("internal: pass wants to write %s into the inbox of %s, which is not an artifact", f, to)
+		}
 		for d := path.Dir(f); d != "." && !parents[d]; d = path.Dir(d) {
 			parents[d] = true
 		}
@@ -193,6 +198,10 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 	for _, f := range plan.Deletes {
 		to, from, rest, _ := layout.Split(f)
 		switch {
+		case from == self && !artifact.InboxArtifact(rest, artifact.Sender{Provider: true, Consumer: true}):
+			// Not an artifact, so not one this cluster withdraws: a file
+			// someone else put in its folder.
+			add(fmt.Sprintf("remove %s from the inbox of %s", rest, to))
 		case from == self:
 			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
 		// A deletion under a peer's directory that still holds desired

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/layout"
@@ -47,8 +48,8 @@ func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	desired := map[string][]byte{
-		"clusters/alpha/cluster.yaml":        []byte("kept\n"),
-		"clusters/beta/inbox/alpha/new.yaml": []byte("new\n"),
+		"clusters/alpha/cluster.yaml":                      []byte("kept\n"),
+		"clusters/beta/inbox/alpha/resourceslice-new.yaml": []byte("new\n"),
 	}
 	plan, err := reconcile.Diff(layout.NewTree(dir), "alpha", desired)
 	if err != nil {
@@ -63,7 +64,7 @@ func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
 	if !slices.Equal(plan.Deletes, want) {
 		t.Errorf("deletes %q, want %q", plan.Deletes, want)
 	}
-	if len(plan.Writes) != 1 || plan.Writes["clusters/beta/inbox/alpha/new.yaml"] == nil {
+	if len(plan.Writes) != 1 || plan.Writes["clusters/beta/inbox/alpha/resourceslice-new.yaml"] == nil {
 		t.Errorf("writes %v, want only the new file", plan.Writes)
 	}
 
@@ -75,5 +76,34 @@ func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
 	}
 	if !slices.Contains(plan.Deletes, "clusters/delta/inbox/alpha") {
 		t.Errorf("deletes %q, want the file in the way at clusters/delta/inbox/alpha", plan.Deletes)
+	}
+}
+
+// TestDiffRefusesToWriteAnythingButArtifactsIntoAnInbox: a pass that would
+// write into another cluster's inbox a file that is no artifact (an object
+// for Flux, a file in a subfolder) is a bug, refused before it is
+// committed; into its own tree it writes what it renders.
+func TestDiffRefusesToWriteAnythingButArtifactsIntoAnInbox(t *testing.T) {
+	tree := layout.NewTree(t.TempDir())
+	for _, f := range []string{
+		"clusters/beta/inbox/alpha/clusterrolebinding-evil.yaml",
+		"clusters/beta/inbox/alpha/sub/tenant.yaml",
+		"clusters/beta/inbox/alpha/kustomization.yaml",
+	} {
+		_, err := reconcile.Diff(tree, "alpha", map[string][]byte{f: []byte("x\n")})
+		if err == nil || !strings.Contains(err.Error(), "not an artifact") {
+			t.Errorf("Diff writing %s: %v, want a refusal naming it not an artifact", f, err)
+		}
+	}
+	for _, f := range []string{
+		"clusters/beta/inbox/alpha/tenant.yaml",
+		"clusters/beta/inbox/alpha/nonce.yaml",
+		"clusters/beta/inbox/alpha/resourceslice-pool.status.yaml",
+		"clusters/beta/inbox/alpha/manifest.yaml",
+		"clusters/alpha/liqo/beta/clusterrolebinding-x.yaml",
+	} {
+		if _, err := reconcile.Diff(tree, "alpha", map[string][]byte{f: []byte("x\n")}); err != nil {
+			t.Errorf("Diff writing %s: %v", f, err)
+		}
 	}
 }

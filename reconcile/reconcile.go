@@ -169,6 +169,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		return nil, err
 	}
 	status.Peerings = append(status.Peerings, revoking...)
+	p.reportUnexpected(status)
 	if in.LiqoClusterRoles && len(asProvider) > 0 {
 		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
 			if err := p.render(SharedDir, "ClusterRole", cr.Name, cr); err != nil {

@@ -177,6 +177,9 @@ func (p *pass) seal() error {
 		if !ok || writer != p.self {
 			return fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, p.self)
 		}
+		if err := p.checkOutbox(f); err != nil {
+			return err
+		}
 		if byDir[dir] == nil {
 			byDir[dir] = map[string][]byte{}
 		}
@@ -233,6 +236,9 @@ func (p *pass) carry(dirs ...string) error {
 			}
 			if err != nil || d.IsDir() {
 				return err
+			}
+			if !p.outboxArtifact(f) {
+				return nil // not an artifact: withdrawn
 			}
 			data, err := fs.ReadFile(p.in.Tree, f)
 			if err != nil {

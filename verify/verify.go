@@ -162,6 +162,11 @@ const (
 	ReasonOutOfOrder = "OutOfOrder"
 	// ReasonEpochMismatch: a Tenant answers a nonce of another epoch.
 	ReasonEpochMismatch = "EpochMismatch"
+	// ReasonUnexpectedArtifact: a file in an inbox, signed or not, is not
+	// one of the artifacts its writer sends in its part
+	// (artifact.InboxArtifact): no reader acts on it, and a GitOps engine
+	// that generated a kustomization from every manifest would apply it.
+	ReasonUnexpectedArtifact = artifact.ReasonUnexpectedArtifact
 )
 
 // Tree runs the artifact and layout checks on a checkout tree (spec at its
@@ -376,9 +381,20 @@ func (v *verifier) file(p string) {
 		v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
 	case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
 		v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
+	case from != "" && !artifact.InboxArtifact(rest, v.sender(cluster, from)):
+		parts := v.sender(cluster, from)
+		v.add(p, "", ReasonUnexpectedArtifact, "not an artifact %s sends as %s (%s): no reader acts on it, signed or not",
+			from, parts.Part(cluster), artifact.InboxArtifacts(parts))
 	case from == "" && rest == layout.KustomizationFile:
 		v.kustomization(p, cluster, data)
 	}
+}
+
+// sender is the part from plays toward to as the writer of
+// clusters/<to>/inbox/<from>/: as the reconcilers count it, a peering the
+// spec declares or one removed whose nonce or Tenant is still there.
+func (v *verifier) sender(to, from string) artifact.Sender {
+	return artifact.Sender{Provider: v.peers(to, from), Consumer: v.peers(from, to)}
 }
 
 func (v *verifier) declared(id string) bool { _, ok := v.declaredIDs[id]; return ok }
