@@ -1,0 +1,86 @@
+package gitsync
+
+import (
+	"errors"
+	"fmt"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gitpeer/gitpeer/internal/gitrepo"
+)
+
+// ErrNoCommit means a repository's HEAD names no commit yet (a branch
+// without commits): there is no committed tree to read.
+var ErrNoCommit = errors.New("no commit yet")
+
+// CommitTree is the tree of one commit of a local repository, read from
+// its Git objects as a reconciler's pass reads the tip (a TreeFS), whatever
+// the worktree holds: .gitattributes (ident, filters, eol, text), a smudge
+// filter configured in the checkout, or an uncommitted edit change nothing
+// of what it reads. Close releases the repository's files.
+type CommitTree struct {
+	*TreeFS
+	// Commit is the full hash of the commit read.
+	Commit string
+	// Rev is the revision as it was asked for ("HEAD" when none was).
+	Rev  string
+	done func()
+}
+
+// Close releases the repository's pack files; the tree cannot be read
+// afterwards.
+func (c *CommitTree) Close() error {
+	if c.done != nil {
+		c.done()
+		c.done = nil
+	}
+	return nil
+}
+
+// OpenCommitTree opens the Git repository at dir (a checkout's root, a
+// linked worktree made by git worktree add, or a bare repository; not a
+// directory inside a checkout) and returns the tree of the commit rev
+// names: a branch, tag, remote-tracking branch, hash or any revision
+// go-git resolves (HEAD when rev is ""). Errors: one wrapping
+// git.ErrRepositoryNotExists when dir is not a repository; one naming rev
+// when it does not resolve to a commit; ErrNoCommit when rev is HEAD (or
+// "") on a branch without commits.
+func OpenCommitTree(dir, rev string) (*CommitTree, error) {
+	repo, done, err := gitrepo.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rev == "" {
+		rev = "HEAD"
+	}
+	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		done()
+		if rev == "HEAD" && errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return nil, fmt.Errorf("%s: HEAD: %w", dir, ErrNoCommit)
+		}
+		return nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, rev, err)
+	}
+	t, err := newTreeFS(repo.Storer, *h, nil)
+	if err != nil {
+		done()
+		return nil, fmt.Errorf("%s: revision %q: %w", dir, rev, err)
+	}
+	return &CommitTree{TreeFS: t, Commit: h.String(), Rev: rev, done: done}, nil
+}
+
+// IsRepository reports whether dir is a Git repository OpenCommitTree
+// opens (a checkout's root, a linked worktree, or a bare repository), as
+// opposed to a plain directory or one inside a checkout. An error other
+// than "not a repository" (an unreadable .git) is returned.
+func IsRepository(dir string) (bool, error) {
+	_, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, git.ErrRepositoryNotExists):
+		return false, nil
+	}
+	return false, fmt.Errorf("open %s: %w", dir, err)
+}
