@@ -3,11 +3,14 @@ package gitsync
 import (
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/gitpeer/gitpeer/internal/gitrepo"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ErrNoCommit means a repository's HEAD names no commit yet (a branch
@@ -47,7 +50,7 @@ func (c *CommitTree) Close() error {
 // when it does not resolve to a commit; ErrNoCommit when rev is HEAD (or
 // "") on a branch without commits.
 func OpenCommitTree(dir, rev string) (*CommitTree, error) {
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := openShared(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -62,12 +65,31 @@ func OpenCommitTree(dir, rev string) (*CommitTree, error) {
 		}
 		return nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, rev, err)
 	}
-	t, err := newTreeFS(repo.Storer, *h, nil)
+	t, err := newTreeFS(&lockedStorer{EncodedObjectStorer: repo.Storer}, *h, nil)
 	if err != nil {
 		done()
 		return nil, fmt.Errorf("%s: revision %q: %w", dir, rev, err)
 	}
 	return &CommitTree{TreeFS: t, Commit: h.String(), Rev: rev, done: done}, nil
+}
+
+// openShared opens the repository at dir with up to maxOpenPacks pack
+// files kept open, as a clone's (see plainOpen).
+func openShared(dir string) (*git.Repository, func(), error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, func() {}, nil
+	}
+	shared := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	r, err := git.Open(shared, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return r, func() { _ = shared.Close() }, nil
 }
 
 // IsRepository reports whether dir is a Git repository OpenCommitTree
@@ -83,4 +105,40 @@ func IsRepository(dir string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("open %s: %w", dir, err)
+}
+
+// lockedStorer reads one object at a time, each whole into memory: go-git's
+// pack files share a reader between the objects read from them, and verify
+// reads a CommitTree on many goroutines.
+type lockedStorer struct {
+	storer.EncodedObjectStorer
+	mu sync.Mutex
+}
+
+// EncodedObject reads object h whole, under the lock.
+func (s *lockedStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, err := s.EncodedObjectStorer.EncodedObject(t, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	m := &plumbing.MemoryObject{}
+	m.SetType(o.Type())
+	if _, err := io.Copy(m, r); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// EncodedObjectSize is the size of object h, under the lock.
+func (s *lockedStorer) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.EncodedObjectStorer.EncodedObjectSize(h)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -75,6 +76,29 @@ func TestOpenCommitTreeReadsTheCommitNotTheCheckout(t *testing.T) {
 		}
 		tree.Close()
 	}
+
+	// verify reads a tree on many goroutines: go-git's pack readers are
+	// not shared safely unless OpenCommitTree serializes them.
+	testgit.Git(t, dir, "gc", "--quiet")
+	tree, err := OpenCommitTree(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				for _, p := range []string{"peering.cue", "clusters/alpha/cluster.yaml", ".gitattributes"} {
+					if _, err := fs.ReadFile(tree, p); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	tree.Close()
 
 	_, err = OpenCommitTree(dir, "no-such-branch")
 	if err == nil || !strings.Contains(err.Error(), `"no-such-branch"`) {
