@@ -53,6 +53,10 @@ func TestEveryReaderReadsTheCommittedBytes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "valid (2 clusters, 0 peerings)") || !strings.Contains(out, " at HEAD (") {
 		t.Errorf("validate reads what the reconcilers do not: %d\n%s%s", code, out, stderr)
 	}
+	// The checkout's spec is not what was read: said, not hidden.
+	if !strings.Contains(stderr, "peering.cue in the worktree is not the one committed at HEAD") {
+		t.Errorf("validate does not say the worktree's spec differs:\n%s", stderr)
+	}
 
 	code, out, stderr = gitpeer(t, "status", work, "-o", "json")
 	if code != 0 || strings.Contains(out, `"provider": "beta"`) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ Git repository (a checkout's root, a linked worktree or a bare
 repository), the tree of the commit --ref names (default HEAD) is read
 from Git objects, never the worktree, so .gitattributes (ident, eol, text,
 filters), a smudge filter or an uncommitted edit change nothing of what is
-read: commit an edit (locally) to check it. Any other directory (an
+read: commit an edit (locally) to check it; a note on stderr says when
+the worktree's spec is not the one read. Any other directory (an
 exported tree, a folder inside a checkout) is read as it stands: no
 attribute applies there, --ref does not either, and it is not what a
 reconciler reads.`
@@ -185,6 +187,7 @@ func loadSpec(cmd *cobra.Command, src *repoSource) (*schema.Spec, string, []byte
 		}
 		return nil, file, nil, err
 	}
+	noteWorktree(cmd, src, file, data)
 	spec, err := schema.ParseBounded(cmd.Context(), file, data, lim)
 	var se *schema.Error
 	if errors.As(err, &se) {
@@ -194,6 +197,25 @@ func loadSpec(cmd *cobra.Command, src *repoSource) (*schema.Spec, string, []byte
 		return nil, file, data, errProblems
 	}
 	return spec, file, data, err
+}
+
+// noteWorktree says on stderr when the spec file in a checkout's worktree
+// is not the committed one that was read: an uncommitted edit, which the
+// reader does not see until it is committed, or a .gitattributes rule (a
+// filter, ident, eol) rewriting it in checkouts, which verify names.
+func noteWorktree(cmd *cobra.Command, src *repoSource, file string, committed []byte) {
+	if src.Commit == "" || src.Cloned {
+		return
+	}
+	if fi, err := os.Lstat(file); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	onDisk, err := os.ReadFile(file)
+	if err != nil || bytes.Equal(onDisk, committed) {
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s in the worktree is not the one committed at %s (%s), which is what was read: an uncommitted edit (commit it to check it), or a .gitattributes rule rewriting it (gitpeer verify names it)\n",
+		file, src.Rev, shortCommit(src.Commit))
 }
 
 // isCheckout reports whether dir is a checkout's root: it holds .git (a

@@ -97,6 +97,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 				}
 				return errUsage(err)
 			}
+			noteWorktree(cmd, src, file, data)
 			spec, err := schema.ParseBounded(cmd.Context(), file, data, lim)
 			if err != nil {
 				return errUsage(err)
