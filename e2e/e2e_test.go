@@ -142,10 +142,7 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 				}
 			}
 		}
-		if out, err := s.gitpeerCmd(ctx, "validate", work); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		commitAndPush(ctx, t, work, "Peer alpha (consumer) with beta (provider)")
+		commitValidateAndPush(ctx, t, work, "Peer alpha (consumer) with beta (provider)")
 	})
 
 	handshake := []*cluster{beta, alpha, beta, alpha}
@@ -249,10 +246,7 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(noPeeringSpec), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := s.gitpeerCmd(ctx, "validate", work); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			commitAndPush(ctx, t, work, "Unpeer alpha from beta")
+			commitValidateAndPush(ctx, t, work, "Unpeer alpha from beta")
 		})
 
 		runPasses(ctx, t, handshake)
@@ -350,6 +344,24 @@ func runPasses(ctx context.Context, t *testing.T, order []*cluster) {
 				t.Logf("%s: applied %d objects %v, pruned %v", id, len(applied), applied, pruned)
 			}
 		})
+	}
+}
+
+// commitValidateAndPush commits the whole working tree, runs gitpeer
+// validate on the commit (it reads the commit, as the reconcilers will, not
+// the worktree), then pushes it to main.
+func commitValidateAndPush(ctx context.Context, t *testing.T, work, msg string) {
+	t.Helper()
+	for _, args := range [][]string{{"add", "--all"}, {"commit", "--quiet", "--message", msg}} {
+		if _, err := s.git(ctx, work, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := s.gitpeerCmd(ctx, "validate", work); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := s.git(ctx, work, "push", "--quiet", "origin", "HEAD:main"); err != nil {
+		t.Fatal(err)
 	}
 }
 

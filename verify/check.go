@@ -10,6 +10,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
@@ -40,6 +41,11 @@ type Options struct {
 	// not from Base, a revision such as a branch, tag or hash: what a pull
 	// request adds. The commits before it still tell which keys were known.
 	Base string
+	// Ref, when set, is the revision (branch, tag, hash) of the repository
+	// whose committed tree Check checks and from which History walks the
+	// commits; "" means HEAD. A directory that is not a repository takes
+	// none.
+	Ref string
 	// SignatureVerifier checks the commits that carry an SSH or OpenPGP
 	// signature; nil means commitsig.Verify. A signature made with a key no
 	// cluster published (a maintainer's) is not a finding whatever it says:
@@ -66,7 +72,10 @@ var ErrNotRepository = errors.New("not a Git repository")
 // writer publishes in its cluster.yaml), each cluster's kustomization built
 // with kustomize on that cluster's own tree alone, its objects compared with
 // what gitpeer renders, and the whole tree (not only clusters/) for private
-// material. Findings are sorted by file; nil means every check holds.
+// material, and the files that make a checkout differ from the committed
+// tree (.gitattributes rules on peering paths, .sourceignore, submodules,
+// symbolic links). Findings are sorted by file; nil means every check
+// holds.
 func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 	return checkTree(tree, spec, opts, guard.NewCache())
 }
@@ -80,13 +89,17 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) 
 	v.privateMaterial()
 	v.manifests(opts.RequireManifests)
 	v.builds()
+	v.checkoutFiles()
 	return v.sorted()
 }
 
-// Check runs every check on the checkout at dir: CheckTree and, when dir is
-// a Git repository, the commit checks over its history (see History; both
+// Check runs every check on the repository at dir: CheckTree and, when dir
+// is a Git repository, the commit checks over its history (see History; both
 // at once), then, with opts.History, the scan of every commit for private
-// material. Tree
+// material. A Git repository's tree is the commit opts.Ref names (HEAD by
+// default) read from Git objects, as the reconcilers read it, never the
+// worktree (which .gitattributes and filters may rewrite); a directory that
+// is not a repository is read as it stands. Tree
 // findings come first, sorted by file, then commit findings oldest first.
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
@@ -98,8 +111,8 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	repo := true
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
-		if opts.History || opts.Base != "" {
-			return nil, fmt.Errorf("%s: %w: --history and --base need one", dir, ErrNotRepository)
+		if opts.History || opts.Base != "" || opts.Ref != "" {
+			return nil, fmt.Errorf("%s: %w: --history, --base and --ref need one", dir, ErrNotRepository)
 		}
 		repo = false
 	case err != nil:
@@ -112,7 +125,16 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		err      error
 	}
 	commits := make(chan result, 1)
+	var tree fs.FS = layout.NewSnapshotTree(dir)
 	if repo {
+		ct, err := gitsync.OpenCommitTree(dir, opts.Ref)
+		if err != nil {
+			return nil, err // names the revision
+		}
+		defer ct.Close()
+		// History walks from the very commit checked, should the ref
+		// move meanwhile.
+		tree, opts.Ref = ct.TreeFS, ct.Commit
 		go func() {
 			f, err := History(dir, opts)
 			commits <- result{f, err}
@@ -121,7 +143,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	// The tree's files are inspected for private material once: the
 	// history scan finds their answers in the cache.
 	cache := guard.NewCache()
-	findings := checkTree(layout.NewSnapshotTree(dir), spec, opts, cache)
+	findings := checkTree(tree, spec, opts, cache)
 	if !repo {
 		return findings, nil
 	}

@@ -27,7 +27,7 @@ import (
 const TrailerCluster = "Gitpeer-Cluster:"
 
 // History checks every commit reachable from HEAD of the repository at dir
-// (through every parent of merges; with opts.Base, only those not reachable
+// (or from opts.Ref; through every parent of merges; with opts.Base, only those not reachable
 // from Base). A commit's own changes are the paths whose content differs
 // from every parent's (all paths for a root commit), so a change is judged
 // once, in the commit that made it, and an evil merge is judged on what it
@@ -68,6 +68,13 @@ func History(dir string, opts Options) ([]Finding, error) {
 	}
 	defer done()
 	head, err := repo.Head()
+	if opts.Ref != "" {
+		var h *plumbing.Hash
+		if h, err = repo.ResolveRevision(plumbing.Revision(opts.Ref)); err != nil {
+			return nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, opts.Ref, err)
+		}
+		head = plumbing.NewHashReference(plumbing.HEAD, *h)
+	}
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return nil, nil // no commit yet
 	}

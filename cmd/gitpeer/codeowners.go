@@ -18,6 +18,7 @@ import (
 func newCodeownersCmd() *cobra.Command {
 	var (
 		host, file string
+		ref        string
 		write      bool
 	)
 	cmd := &cobra.Command{
@@ -39,14 +40,22 @@ owner the host cannot express (an email address for Gitea, a nested group
 for GitHub or Gitea) is an error.
 
 --write writes the file to DIR/--file (default CODEOWNERS at the root,
-which all three hosts read) and says whether it changed.`,
+which all three hosts read) and says whether it changed.
+
+` + committedTreeHelp + ` --write writes into the worktree all the same,
+for the change to be committed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := dirArg(args)
 			if filepath.IsAbs(file) || !filepath.IsLocal(file) {
 				return fmt.Errorf("--file: %q is not a path inside the repo", file)
 			}
-			spec, specPath, err := loadSpec(cmd, dir)
+			src, err := openLocal(dir, ref)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			spec, specPath, _, err := loadSpec(cmd, src)
 			if err != nil {
 				return err
 			}
@@ -83,6 +92,7 @@ which all three hosts read) and says whether it changed.`,
 	f := cmd.Flags()
 	f.StringVar(&host, "host", string(codeowners.GitHub), "CODEOWNERS syntax: "+strings.Join(hosts, ", "))
 	f.BoolVar(&write, "write", false, "write the file into DIR instead of printing it")
+	f.StringVar(&ref, "ref", "", refFlagUsage)
 	f.StringVar(&file, "file", codeowners.DefaultFile, "with --write, the file's path in the repo (e.g. .github/CODEOWNERS)")
 	addSpecLimitFlags(cmd)
 	return cmd

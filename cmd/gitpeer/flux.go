@@ -99,7 +99,7 @@ func originURL(dir string) string {
 }
 
 func newAllowedSignersCmd() *cobra.Command {
-	var format string
+	var format, ref string
 	cmd := &cobra.Command{
 		Use:   "allowed-signers [DIR] [--format ssh|openpgp]",
 		Short: "Print every cluster's commit-signing key: a git allowed-signers file, or an OpenPGP keyring",
@@ -127,7 +127,9 @@ key ID Argo CD's AppProject (sourceIntegrity gpg.keys) and its
 argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
 
   gitpeer allowed-signers --format openpgp > gitpeer-keys.asc
-  gpg --import gitpeer-keys.asc && git log --show-signature`,
+  gpg --import gitpeer-keys.asc && git log --show-signature
+
+` + committedTreeHelp,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := commitsig.ParseFormat(format)
@@ -135,10 +137,15 @@ argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
 				return fmt.Errorf("--format: %w", err)
 			}
 			dir := dirArg(args)
-			tree := layout.NewTree(dir)
-			entries, err := tree.ReadDir(layout.ClustersDir)
+			src, err := openLocal(dir, ref)
 			if err != nil {
-				return fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", dir, err)
+				return err
+			}
+			defer src.Close()
+			tree := src.Tree
+			entries, err := fs.ReadDir(tree, layout.ClustersDir)
+			if err != nil {
+				return fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", src.Where(), err)
 			}
 			var infos []*layout.ClusterInfo
 			for _, e := range entries {
@@ -173,6 +180,7 @@ argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", string(commitsig.FormatSSH), "ssh (git allowed signers) or openpgp (armored OpenPGP keys), as git's gpg.format")
+	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
 	return cmd
 }
 

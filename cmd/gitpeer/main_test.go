@@ -117,25 +117,28 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 		t.Fatalf("verify of a good repo: %d\n%s", code, out)
 	}
 
-	// A tampered checkout: verify names file and field, exits 1.
+	// A tampered commit: verify names file and field, exits 1. (verify
+	// reads the committed tree, as the reconcilers do: the tampering is
+	// committed, then undone.)
 	tenant := filepath.Join(work, "clusters/beta/inbox/alpha/tenant.yaml")
 	data, _ := os.ReadFile(tenant)
 	tampered := strings.Replace(string(data), "signature: ", "signature: AAAA", 1)
 	write(t, tenant, tampered)
+	git(t, work, "commit", "-qam", "tamper")
 	code, out, _ = gitpeer(t, "verify", work)
 	if code != 1 || !strings.Contains(out, "clusters/beta/inbox/alpha/tenant.yaml: spec.signature: ") ||
 		!strings.Contains(out, "clusters/alpha/inbox/beta/identity.yaml: issued without a valid Tenant") {
 		t.Fatalf("verify of a tampered tenant: %d\n%s", code, out)
 	}
-	write(t, tenant, string(data))
+	git(t, work, "reset", "-q", "--hard", "HEAD~1")
 	key, _ := os.ReadFile(filepath.Join(root, "state", "beta", "cluster.key"))
 	write(t, filepath.Join(work, "clusters/beta/liqo/alpha/oops.yaml"), string(key))
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "oops")
 	if code, out, _ := gitpeer(t, "verify", work); code != 1 || !strings.Contains(out, "clusters/beta/liqo/alpha/oops.yaml: ") {
 		t.Fatalf("verify of a leaked key: %d\n%s", code, out)
 	}
-	if err := os.Remove(filepath.Join(work, "clusters/beta/liqo/alpha/oops.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	git(t, work, "reset", "-q", "--hard", "HEAD~1")
 
 	// A commit claiming to be alpha's reconciler that edits beta's tree is an
 	// unsigned change: verify names it with its commit, trailer or not.

@@ -131,6 +131,9 @@ func TestAllowedSignersRefusesASubstitutedOpenPGPKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(work, "clusters/beta/openpgp.asc"), string(alphaKey))
+	// allowed-signers and verify read the committed tree, as the
+	// reconcilers do: the substitution is committed.
+	git(t, work, "commit", "-qam", "substitute beta's OpenPGP key")
 
 	code, out, stderr := gitpeer(t, "allowed-signers", "--format", "openpgp", work)
 	if code == 0 || out != "" {

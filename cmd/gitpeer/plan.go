@@ -19,7 +19,6 @@ import (
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/runner"
 )
@@ -30,6 +29,7 @@ var errChanges = &exitError{code: 1, err: errors.New("the pass would change the 
 func newPlanCmd() *cobra.Command {
 	var (
 		cluster, repoURL, branch, gitCredentials string
+		ref                                      string
 		signingFormat                            string
 		bf                                       backendFlags
 		clusterRoles                             bool
@@ -45,11 +45,15 @@ pins, stores or removes a kubeconfig, and signs no certificate with the
 cluster's CA: an Identity it would issue carries a placeholder certificate
 from a throwaway CA, as the pass would sign a fresh one anyway.
 
-The repo is DIR (default "."), a checkout read as it stands, uncommitted
-edits included (to see what a spec change would do before pushing it), or a
+The repo is DIR (default "."), a checkout read at --ref (default HEAD) from
+its Git objects, never its worktree, as the pass reads the tip: commit a
+spec change locally to see what it would do before pushing it;
+.gitattributes (ident, eol, text, filters), a smudge filter or an
+uncommitted edit change nothing of what plan reads. A directory that is not
+a Git repository is read as it stands (no attribute applies there). Or a
 URL or bare repository (also as --repo, as reconcile takes it), cloned
 read-only at --branch's tip into a temporary directory with
---git-credentials. The cluster's backend flags are reconcile's: its pins,
+--git-credentials, its tip read from Git objects. The cluster's backend flags are reconcile's: its pins,
 tokens and keys are read, never written.
 
 Exit status, as flux diff's: 0 nothing to do, 1 the pass would change
@@ -73,7 +77,7 @@ backend, a pass that would fail).`,
 			if err != nil {
 				return withCode(2, fmt.Errorf("--signing-format: %w", err))
 			}
-			err = runPlan(cmd, target, branch, gitCredentials, cluster, &bf, clusterRoles, lifetime, format)
+			err = runPlan(cmd, target, branch, gitCredentials, ref, cluster, &bf, clusterRoles, lifetime, format)
 			if err == errChanges {
 				return err
 			}
@@ -86,6 +90,7 @@ backend, a pass that would fail).`,
 	f.StringVar(&repoURL, "repo", "", "peering repo URL or path, as reconcile takes it (instead of DIR | URL)")
 	bf.register(f, false)
 	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned")
+	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "as reconcile: render Liqo's ClusterRoles for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "as reconcile: validity of certificates this cluster signs as a provider")
@@ -96,7 +101,7 @@ backend, a pass that would fail).`,
 
 // runPlan is plan's body: nil when the pass would change nothing,
 // errChanges when it would, another error when it cannot tell.
-func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration, format commitsig.Format) error {
+func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration, format commitsig.Format) error {
 	ctx := cmd.Context()
 	b, err := bf.open(ctx, cluster)
 	if err != nil {
@@ -110,16 +115,16 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, cluster string, bf
 	if err != nil {
 		return fmt.Errorf("cluster %s: pins: %w", cluster, err)
 	}
-	src, err := openSource(ctx, target, branch, credentials)
+	src, err := openSource(ctx, target, branch, credentials, ref)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	spec, _, err := loadSpec(cmd, src.Dir)
+	spec, _, _, err := loadSpec(cmd, src)
 	if err != nil {
 		return err
 	}
-	tree := layout.NewTree(src.Dir)
+	tree := src.Tree
 	pgpKey, err := runner.OpenPGPKey(b, format)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster, err)

@@ -94,9 +94,11 @@ func TestPlanShowsTheNextPassAndChangesNothing(t *testing.T) {
 		t.Fatalf("plan of the Identity: exit %d\n%s", code, out)
 	}
 
-	// A spec edit in the checkout, not pushed: plan shows what it would do.
+	// A spec edit committed in the checkout, not pushed: plan shows what
+	// it would do (plan reads the committed tree, as the pass does).
 	git(t, work, "pull", "-q", "--ff-only")
 	write(t, filepath.Join(work, "peering.cue"), `clusters: [{id: "alpha"}, {id: "beta"}]`+"\n")
+	git(t, work, "commit", "-qam", "drop the peering")
 	if code, out, _ := plan("--cluster", "beta", work, "--state-dir", state("beta")); code != 1 || !strings.Contains(out, "deleted file mode 100644\n--- a/clusters/alpha/inbox/beta/nonce.yaml\n+++ /dev/null\n") {
 		t.Fatalf("plan of an unpushed revocation: exit %d\n%s", code, out)
 	}

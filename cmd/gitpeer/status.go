@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/daemon"
-	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/peerstatus"
 )
 
@@ -27,6 +26,7 @@ var errNotReady = &exitError{code: 1, err: errors.New("some peering is not Ready
 func newStatusCmd() *cobra.Command {
 	var (
 		output, branch, gitCredentials, page string
+		ref                                  string
 		exitCode                             bool
 	)
 	cmd := &cobra.Command{
@@ -37,9 +37,14 @@ for each peering, the furthest step of its handshake (Pending, NonceSent,
 TenantSent, IdentityIssued, Ready), whether both sides are Ready, its
 slices and the conditions each side reports.
 
-DIR is a checkout, read as it stands (default "."). Anything else is a
-repository to clone read-only into a temporary directory (--branch, default
-main): an https://, ssh:// or file:// URL, or a local bare repository, with
+DIR is a checkout (default "."), read at --ref (default HEAD) from its
+Git objects, never its worktree, as the reconcilers read the repo:
+.gitattributes (ident, eol, text, filters), a smudge filter or an
+uncommitted edit change nothing of what status shows. A directory that is
+not a Git repository is read as it stands (no attribute applies there).
+Anything else is a repository to clone read-only into a temporary
+directory (--branch, default main), whose tip is read from Git objects:
+an https://, ssh:// or file:// URL, or a local bare repository, with
 --git-credentials DIR as reconcile takes it.
 
 -o table (default): one row per peering, and under it the reason of each
@@ -65,16 +70,16 @@ and so does status without it); 2 when status could not read the repo.`,
 			if !slices.Contains(statusFormats, output) {
 				return withCode(2, fmt.Errorf("-o: %q is not one of %s", output, strings.Join(statusFormats, ", ")))
 			}
-			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials)
+			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref)
 			if err != nil {
 				return withCode(2, err)
 			}
 			defer src.Close()
-			spec, specPath, err := loadSpec(cmd, src.Dir)
+			spec, specPath, _, err := loadSpec(cmd, src)
 			if err != nil {
 				return withCode(2, err)
 			}
-			tree := layout.NewTree(src.Dir)
+			tree := src.Tree
 			peerings, err := peerstatus.Collect(tree, spec)
 			if err != nil {
 				return withCode(2, err)
@@ -117,6 +122,7 @@ and so does status without it); 2 when status could not read the repo.`,
 	f.BoolVar(&exitCode, "exit-code", false, "exit 1 while any peering is not Ready")
 	f.StringVar(&page, "write", "", "also write a Markdown page (graph and table) to this file, when it changed")
 	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
+	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
 	addSpecLimitFlags(cmd)
 	return cmd

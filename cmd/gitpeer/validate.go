@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"cuelang.org/go/cue"
@@ -16,6 +15,7 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
+	var ref string
 	cmd := &cobra.Command{
 		Use:   "validate [DIR]",
 		Short: "Check the peering spec of a repo against the schema, the providers' classes and the published keys",
@@ -23,6 +23,8 @@ func newValidateCmd() *cobra.Command {
 embedded CUE schema: cluster IDs are DNS-1123 labels of at most 51 characters,
 every peering names two different declared clusters, no peering is declared
 twice, pinned fingerprints and owners are well-formed.
+
+` + committedTreeHelp + `
 
 It then checks what the reconcilers would refuse later, against the repo:
 
@@ -42,12 +44,16 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := dirArg(args)
-			spec, file, err := loadSpec(cmd, dir)
+			src, err := openLocal(dirArg(args), ref)
 			if err != nil {
 				return err
 			}
-			problems, err := reviewSpec(dir, file, spec)
+			defer src.Close()
+			spec, file, data, err := loadSpec(cmd, src)
+			if err != nil {
+				return err
+			}
+			problems, err := reviewSpec(src, file, data, spec)
 			if err != nil {
 				return err
 			}
@@ -57,44 +63,26 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 				}
 				return errProblems
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d clusters, %d peerings)\n", file, len(spec.Clusters), len(spec.Peerings))
+			at := ""
+			if src.Commit != "" {
+				at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)\n", file, at, len(spec.Clusters), len(spec.Peerings))
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
 	addSpecLimitFlags(cmd)
 	return cmd
 }
 
-// loadSpec loads the spec of dir within the limits of cmd's flags (see
-// addSpecLimitFlags), printing its problems one per line and returning
-// errProblems (exit 1) when it is invalid.
-func loadSpec(cmd *cobra.Command, dir string) (*schema.Spec, string, error) {
-	lim, err := specLimits(cmd)
-	if err != nil {
-		return nil, "", err
-	}
-	spec, file, err := schema.LoadBounded(cmd.Context(), dir, lim)
-	var se *schema.Error
-	if errors.As(err, &se) {
-		for _, p := range se.Problems {
-			fmt.Fprintln(cmd.OutOrStdout(), p.String())
-		}
-		return nil, file, errProblems
-	}
-	return spec, file, err
-}
-
-// reviewSpec finds what a valid spec (loaded from file, in the checkout
-// dir) asks for that the reconcilers would refuse: slices a provider would
+// reviewSpec finds what a valid spec (loaded from file, whose bytes are
+// data, in src) asks for that the reconcilers would refuse: slices a provider would
 // deny for their class or caps (policy.Check over the classes its
 // reconciler decides with), and fingerprints other than the key a
 // cluster.yaml publishes. Problems are positioned in the spec; those of a
 // malformed cluster.yaml name that file and its field.
-func reviewSpec(dir, file string, spec *schema.Spec) ([]schema.Problem, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
+func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([]schema.Problem, error) {
 	at := schema.NewLocator(file, data)
 	var problems []schema.Problem
 	path := func(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
@@ -103,13 +91,13 @@ func reviewSpec(dir, file string, spec *schema.Spec) ([]schema.Problem, error) {
 		if c.Fingerprint == "" {
 			continue
 		}
-		info, err := layout.ReadClusterInfo(layout.NewTree(dir), c.ID)
+		info, err := layout.ReadClusterInfo(src.Tree, c.ID)
 		var fe *layout.FieldError
 		switch {
 		case errors.Is(err, layout.ErrNotPublished):
 			continue // nothing to compare with yet
 		case errors.As(err, &fe):
-			problems = append(problems, schema.Problem{File: filepath.Join(dir, fe.File), Path: fe.Field, Message: fe.Reason})
+			problems = append(problems, schema.Problem{File: filepath.Join(src.Dir, fe.File), Path: fe.Field, Message: fe.Reason})
 			continue
 		case err != nil:
 			return nil, err

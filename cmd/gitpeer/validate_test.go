@@ -50,7 +50,10 @@ func TestValidateChecksFingerprintsAgainstClusterYAML(t *testing.T) {
 	published := regexp.MustCompile(`fingerprint: (sha256:[0-9a-f]{64})`).FindStringSubmatch(string(data))[1]
 	other := "sha256:" + strings.Repeat("0", 64)
 
+	// validate reads the committed tree, as the reconcilers do: each
+	// edit is committed.
 	write(t, filepath.Join(work, "peering.cue"), `clusters: [{id: "alpha"}, {id: "beta", fingerprint: "`+published+`"}, {id: "gamma", fingerprint: "`+other+`"}]`+"\n")
+	git(t, work, "commit", "-qam", "pin")
 	if code, out, _ := gitpeer(t, "validate", work); code != 0 {
 		t.Fatalf("the published fingerprint, and one of a cluster not published yet: exit %d\n%s", code, out)
 	}
@@ -59,6 +62,8 @@ func TestValidateChecksFingerprintsAgainstClusterYAML(t *testing.T) {
 	if err := os.Remove(filepath.Join(work, "peering.cue")); err != nil {
 		t.Fatal(err)
 	}
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "yaml")
 	code, out, _ := gitpeer(t, "validate", work)
 	want := filepath.Join(work, "peering.yaml") + ":3:16: clusters[0].fingerprint: " + other + " is not the key alpha publishes in clusters/alpha/cluster.yaml (sha256:"
 	if code != 1 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "): a provider pinning it would refuse alpha's Tenant\n") {
@@ -66,6 +71,7 @@ func TestValidateChecksFingerprintsAgainstClusterYAML(t *testing.T) {
 	}
 
 	write(t, filepath.Join(work, "clusters", "alpha", "cluster.yaml"), strings.Replace(string(data), "clusterID: beta", "clusterID: alpha", 1)+"extra: 1\n")
+	git(t, work, "commit", "-qam", "break alpha")
 	code, out, _ = gitpeer(t, "validate", work)
 	if want := filepath.Join(work, "clusters", "alpha", "cluster.yaml") + `: error unmarshaling JSON: while decoding JSON: json: unknown field "extra"`; code != 1 || strings.TrimSpace(out) != want {
 		t.Fatalf("a malformed cluster.yaml: exit %d\n%s\nwant %s", code, out, want)

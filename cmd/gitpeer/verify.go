@@ -20,12 +20,13 @@ func newVerifyCmd() *cobra.Command {
 		output           string
 		history          bool
 		base             string
+		ref              string
 		requireManifests bool
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [DIR]",
-		Short: "Check a peering repo checkout as Flux would apply it, offline",
-		Long: `verify runs, over a checkout and with no private material, every check the
+		Short: "Check a peering repo as Flux would apply it, offline",
+		Long: `verify runs, over a repo and with no private material, every check the
 reconcilers make, and checks the repo as Flux would apply it:
 
   - artifacts: each Tenant's signature over the nonce its provider published,
@@ -53,6 +54,16 @@ reconcilers make, and checks the repo as Flux would apply it:
     and each commit a cluster signed confined to what that cluster may
     write (OwnershipViolation).
 
+  - files that change what Git hosts, CI checkouts or GitOps engines see,
+    anywhere in the tree: a .gitattributes rule that rewrites (ident, text,
+    eol, crlf, filter, working-tree-encoding, export-subst, export-ignore)
+    the spec or a path under clusters/ (AttributesRewrite), a .sourceignore
+    at the root or under clusters/ (SourceIgnore), .gitmodules and
+    submodule entries (Submodule), symbolic links (SymbolicLink).
+
+` + committedTreeHelp + ` The commits judged are those reachable from
+--ref.
+
 --base REF judges only the commits that REF lacks (a pull request's);
 --history also scans every blob of every commit for private material.
 
@@ -63,7 +74,7 @@ Output: one line per finding (file: field: message (Reason, commit)), or with
 -o json a list of {file, field, reason, message, commit}. Exit status: 0 when
 every check holds, 1 when something was found, 2 when verify could not check
 (bad flag or spec, a spec over its limits, unreadable repository, unknown
---base).`,
+--base or --ref).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
@@ -74,7 +85,20 @@ every check holds, 1 when something was found, 2 when verify could not check
 			if err != nil {
 				return errUsage(err)
 			}
-			spec, _, err := schema.LoadBounded(cmd.Context(), dir, lim)
+			src, err := openLocal(dir, ref)
+			if err != nil {
+				return errUsage(err)
+			}
+			defer src.Close()
+			file, data, err := schema.FindSpec(src.Tree, src.Dir)
+			if err != nil {
+				if src.Commit != "" {
+					err = fmt.Errorf("%s: %w", src.Where(), err)
+				}
+				return errUsage(err)
+			}
+			noteWorktree(cmd, src, file, data)
+			spec, err := schema.ParseBounded(cmd.Context(), file, data, lim)
 			if err != nil {
 				return errUsage(err)
 			}
@@ -83,6 +107,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 				RequireManifests: requireManifests,
 				History:          history,
 				Base:             base,
+				Ref:              src.Commit, // the commit the spec was read from
 			})
 			if err != nil {
 				return errUsage(err)
@@ -105,7 +130,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 				return errProblems
 			}
 			if output == "text" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", dir, len(spec.Peerings))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", src.Where(), len(spec.Peerings))
 			}
 			return nil
 		},
@@ -114,6 +139,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&history, "history", false, "also scan every blob of every commit for private material")
 	cmd.Flags().StringVar(&base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base)")
+	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")
 	cmd.Flags().BoolVar(&requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
 	addSpecLimitFlags(cmd)
 	return cmd
