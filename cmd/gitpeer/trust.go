@@ -75,8 +75,11 @@ Editing the spec's fingerprint never overrides a pin.`,
 				for _, id := range ids {
 					p := store.Peers[id]
 					state := "pinned"
-					if p.Repin {
+					switch {
+					case p.Repin:
 						state = "re-pin at the next pass"
+					case p.Damaged != "":
+						state = "damaged, not trusted until re-pinned: " + p.Damaged
 					}
 					fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
 				}
