@@ -97,6 +97,15 @@ func (w *world) publish(id string) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	// As gitpeer init does, the cluster's directory is signed: a peer pins
+	// only a cluster.yaml its key signed.
+	m, err := manifest.Reseal(w.tree, w.files[id].Signer(), id, layout.ClusterPath(id), files, w.now)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if m != nil {
+		files[layout.ClusterPath(id, manifest.FileName)] = m
+	}
 	for p, data := range files {
 		w.tree[p] = &fstest.MapFile{Data: data}
 	}
