@@ -159,14 +159,14 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	}
 	for _, pr := range asProvider {
 		st := p.newStatus(prev, pr, layout.RoleProvider)
-		if err := p.provide(ctx, pr, st); err != nil {
+		if err := p.confine(ctx, pr.Consumer, st, func() error { return p.provide(ctx, pr, st) }); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
 	}
 	for _, pr := range asConsumer {
 		st := p.newStatus(prev, pr, layout.RoleConsumer)
-		if err := p.consume(ctx, pr, st); err != nil {
+		if err := p.confine(ctx, pr.Provider, st, func() error { return p.consume(ctx, pr, st) }); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
