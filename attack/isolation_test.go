@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
@@ -206,5 +207,57 @@ func TestAnUnsignedProviderEndpointNeverReachesThePinsOfATwoWayPeer(t *testing.T
 			w.mustBeReady("beta", "alpha")
 			w.mustBeReady("gamma", "beta")
 		})
+	}
+}
+
+// TestAPeerArtifactAboveItsCapIsNotRead: alpha, holding its own key, signs
+// into beta's inbox a Tenant just above layout.MaxArtifactSize (valid YAML
+// padded with an annotation). beta's pass goes on without reading it: the
+// Tenant accepted before is kept with the file named FileTooLarge, alpha's
+// Identity is unchanged, gamma's peering stays Ready, nothing is signed and
+// beta's pins are as they were.
+func TestAPeerArtifactAboveItsCapIsNotRead(t *testing.T) {
+	t.Parallel()
+	w := settled(t, twoWaySpec)
+	before := w.signedAll()
+	pinned := w.pinsOf("beta")
+	identity := w.mustShow("clusters/alpha/inbox/beta/identity.yaml")
+	alpha := w.clusters["alpha"].b.Signer()
+	const tenant = "clusters/beta/inbox/alpha/tenant.yaml"
+	w.attack("gitpeer (alpha) <alpha@gitpeer.invalid>", "alpha: annotate the Tenant\n\nGitpeer-Cluster: alpha\n", func(a *writer) {
+		data := a.read(tenant)
+		pad := "  annotations:\n    pad: " + strings.Repeat("a", layout.MaxArtifactSize) + "\n"
+		data = []byte(strings.Replace(string(data), "metadata:\n", "metadata:\n"+pad, 1))
+		if len(data) <= layout.MaxArtifactSize || len(data) > 2*layout.MaxArtifactSize {
+			t.Fatalf("tenant.yaml of %d bytes, want just above %d", len(data), layout.MaxArtifactSize)
+		}
+		a.write(tenant, data)
+		a.resign(alpha, "alpha", "clusters/beta/inbox/alpha")
+	})
+
+	w.pass("beta")
+	w.pass("gamma")
+	w.pass("beta")
+	w.nothingSigned(before)
+	ps := w.peering("beta", "alpha", "beta")
+	assertContains(t, "beta's status of alpha → beta", describe(ps), tenant, manifest.ReasonFileTooLarge)
+	if got := w.mustShow("clusters/alpha/inbox/beta/identity.yaml"); !bytes.Equal(got, identity) {
+		t.Fatal("beta changed or withdrew alpha's Identity")
+	}
+	w.mustBeReady("gamma", "beta")
+	w.mustBeReady("beta", "alpha")
+	// alpha signed a new manifest for its inbox directory, so beta saw a
+	// higher sequence there; what beta pinned of alpha is as it was.
+	store, err := pins.Parse("beta's pins", pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := store.Lookup("alpha")
+	now, err := w.clusters["beta"].b.LoadPins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := now.Lookup("alpha"); p.Fingerprint != was.Fingerprint || p.PublicKey != was.PublicKey || p.APIServer != was.APIServer || p.CA != was.CA || p.Damaged != "" {
+		t.Fatalf("beta's pin of alpha changed: %+v\nwas %+v", p, was)
 	}
 }

@@ -1,7 +1,6 @@
 package layout
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -40,8 +39,10 @@ const (
 	MaxFileSize = 16 << 20
 )
 
-// ErrTooLarge means a repo file is larger than its cap (SizeLimit).
-var ErrTooLarge = errors.New("file too large")
+// ErrTooLarge means a repo file is larger than its cap (SizeLimit). It is
+// manifest.ErrTooLarge, so that the signed view names such a file
+// FileTooLarge rather than an unsigned change.
+var ErrTooLarge = manifest.ErrTooLarge
 
 // SizeLimit is the cap of the repo file at slash-separated path name, by
 // what the file is: manifest.MaxSize for a manifest.yaml, the constants
