@@ -10,6 +10,7 @@ import (
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // twoWaySpec: alpha and beta provide for each other, and beta also
@@ -84,6 +85,8 @@ func TestAPeerClusterInfoAboveItsCapIsRefusedBeforeItIsRead(t *testing.T) {
 		a.write(alphaCluster, data)
 		a.resign(alpha, "alpha", "clusters/alpha")
 	})
+
+	mustFind(t, w.verify(), alphaCluster, verify.ReasonInvalidFile, "")
 
 	w.pass("beta")
 	w.pass("gamma")
@@ -174,6 +177,7 @@ func TestAnUnsignedProviderEndpointNeverReachesThePinsOfATwoWayPeer(t *testing.T
 			before := w.signedAll()
 			pinned := w.pinsOf("beta")
 			attack := w.attack("mallory <mallory@example.com>", "alpha: new endpoint", func(a *writer) { tc.change(t, a) })
+			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 
 			w.pass("beta")
 			w.pass("gamma")
