@@ -355,3 +355,52 @@ func TestADamagedPinStallsOnlyItsPeerUntilARepin(t *testing.T) {
 		t.Fatalf("beta's pin of alpha after the re-pin: %+v", p)
 	}
 }
+
+// twoWay: alpha and beta provide for each other.
+const twoWay = `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta"}, {consumer: "beta", provider: "alpha"}]
+`
+
+// TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles: a repo writer edits
+// the API server in alpha's cluster.yaml without alpha's signature. Where
+// alpha is only beta's consumer, beta's peering goes on and its pin keeps
+// the signed API server; where alpha is also beta's provider, both of beta's
+// peerings with alpha are KeyChanged, although beta serves alpha as a
+// provider (and would have refreshed the pin) before it consumes from it.
+func TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		peerings   [][2]string
+		refused    bool
+	}{
+		{"alpha only consumes from beta", twoClusters, [][2]string{{"alpha", "beta"}}, false},
+		{"alpha and beta provide for each other", twoWay, [][2]string{{"alpha", "beta"}, {"beta", "alpha"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.spec)
+			w.converge("beta", "alpha")
+			pinned := *w.pins["beta"].Lookup("alpha")
+			if !strings.HasPrefix(pinned.APIServer, "https://") {
+				t.Fatalf("beta pinned no API server for alpha: %+v", pinned)
+			}
+			file := layout.ClusterPath("alpha", layout.ClusterFile)
+			edited := strings.Replace(string(w.tree[file].Data), pinned.APIServer, "https://evil.example:6443", 1)
+			w.tree[file] = &fstest.MapFile{Data: []byte(edited)}
+			w.pass("beta")
+			if got := w.pins["beta"].Lookup("alpha"); got.APIServer != pinned.APIServer || got.CA != pinned.CA || got.Fingerprint != pinned.Fingerprint {
+				t.Fatalf("beta's pin of alpha took the unsigned edit: %+v", got)
+			}
+			for _, pr := range tc.peerings {
+				ps := w.status("beta", pr[0], pr[1])
+				stalled := condition(ps, meta.StalledCondition)
+				switch {
+				case tc.refused && (stalled == nil || stalled.Reason != reconcile.ReasonKeyChanged || !strings.Contains(stalled.Message, "apiServer")):
+					t.Errorf("beta's view of %s → %s: %+v, want Stalled KeyChanged naming apiServer", pr[0], pr[1], ps.Conditions)
+				case !tc.refused && stalled != nil && stalled.Status == metav1.ConditionTrue:
+					t.Errorf("beta's view of %s → %s: %+v, want it to go on", pr[0], pr[1], ps.Conditions)
+				}
+			}
+		})
+	}
+}
