@@ -69,6 +69,16 @@ func refuse(file, field, reason string, format string, a ...any) *Error {
 	return &Error{File: file, Field: field, Reason: reason, Err: fmt.Errorf(format, a...)}
 }
 
+// tooLarge refuses an artifact above layout.MaxArtifactSize before it is
+// decoded (nil when it is within): a peer's artifact must not cost its
+// reader more than that, whatever the tree it came from did.
+func tooLarge(file string, data []byte) error {
+	if len(data) <= layout.MaxArtifactSize {
+		return nil
+	}
+	return &Error{File: file, Reason: ReasonMalformed, Err: fmt.Errorf("%w: %d bytes, larger than the %d an artifact may have", layout.ErrTooLarge, len(data), layout.MaxArtifactSize)}
+}
+
 // decodeErr turns a liqo.DecodeError into a refusal of the file.
 func decodeErr(file string, err error) *Error {
 	var de *liqo.DecodeError
@@ -102,6 +112,9 @@ func NonceSecret(consumerID string, n Nonce) *corev1.Secret {
 // Secret in the consumer's tenant namespace with its labels, a well-formed
 // nonce and an epoch.
 func ParseNonce(file string, data []byte, consumerID string) (Nonce, error) {
+	if err := tooLarge(file, data); err != nil {
+		return Nonce{}, err
+	}
 	s, value, err := liqo.DecodeNonceSecret(data)
 	if err != nil {
 		return Nonce{}, decodeErr(file, err)
@@ -156,8 +169,13 @@ func NewTenant(consumerID string, n Nonce, publicKeyPEM, csrPEM, signature []byt
 	return t
 }
 
-// DecodeTenant parses a tenant.yaml without checking it.
+// DecodeTenant parses a tenant.yaml without checking it; one above
+// layout.MaxArtifactSize is refused (ReasonMalformed) before it is decoded,
+// as by every parser of this package.
 func DecodeTenant(file string, data []byte) (*authv1beta1.Tenant, error) {
+	if err := tooLarge(file, data); err != nil {
+		return nil, err
+	}
 	t, err := liqo.DecodeTenant(data)
 	if err != nil {
 		return nil, decodeErr(file, err)
@@ -246,6 +264,9 @@ type IdentityCheck struct {
 
 // DecodeIdentity parses an identity.yaml without checking it.
 func DecodeIdentity(file string, data []byte) (*authv1beta1.Identity, error) {
+	if err := tooLarge(file, data); err != nil {
+		return nil, err
+	}
 	id, err := liqo.DecodeIdentity(data)
 	if err != nil {
 		return nil, decodeErr(file, err)

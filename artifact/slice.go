@@ -44,6 +44,9 @@ func SliceAnswerName(file string) (string, bool) {
 
 // DecodeSlice parses a ResourceSlice file without checking it.
 func DecodeSlice(file string, data []byte) (*authv1beta1.ResourceSlice, error) {
+	if err := tooLarge(file, data); err != nil {
+		return nil, err
+	}
 	rs, err := liqo.DecodeResourceSlice(data)
 	if err != nil {
 		return nil, decodeErr(file, err)
@@ -61,6 +64,9 @@ var ErrStaleAnswer = errors.New("answer is for another version of the request")
 // and its CSR is Liqo's slice CSR (CN = <slice>-<first 12 hex of
 // sha256(consumer ID)>, O = consumer ID) for the Tenant's key.
 func VerifySliceRequest(file string, data []byte, name, consumerID, providerID string, tenantKeyDER []byte) (*authv1beta1.ResourceSlice, error) {
+	if err := tooLarge(file, data); err != nil {
+		return nil, err
+	}
 	rs, err := liqo.DecodeResourceSlice(data)
 	if err != nil {
 		return nil, decodeErr(file, err)
@@ -96,6 +102,9 @@ type SliceAnswer struct {
 // authParams carry the provider's published API server and CA and a
 // certificate for the consumer's key with the slice's CN and O = consumer ID.
 func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSlice, c IdentityCheck) (*SliceAnswer, error) {
+	if err := tooLarge(file, data); err != nil {
+		return nil, err
+	}
 	rs, err := liqo.DecodeResourceSlice(data)
 	if err != nil {
 		return nil, decodeErr(file, err)

@@ -78,6 +78,9 @@ func (c *ClusterInfo) Encode() ([]byte, error) {
 // cluster ID the file is filed under, a parseable public key whose fingerprint
 // matches, an https API server URL and a PEM CA bundle. Errors are *FieldError.
 func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
+	if len(data) > MaxClusterInfoSize {
+		return nil, &FieldError{File: file, Reason: fmt.Sprintf("%d bytes, more than %d", len(data), MaxClusterInfoSize), Err: ErrTooLarge}
+	}
 	var c ClusterInfo
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, &FieldError{File: file, Reason: err.Error()}
@@ -107,20 +110,21 @@ func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
 	if err := CheckAPIServer(c.APIServer); err != nil {
 		return nil, fe("apiServer", "%v", err)
 	}
-	if err := checkCABundle([]byte(c.CA)); err != nil {
+	if err := CheckCABundle([]byte(c.CA)); err != nil {
 		return nil, fe("ca", "%v", err)
 	}
 	return &c, nil
 }
 
 // ReadClusterInfo reads clusters/<id>/cluster.yaml from a repo tree. A missing
-// file wraps ErrNotPublished; other errors are *FieldError.
+// file wraps ErrNotPublished; other errors are *FieldError (one above
+// MaxClusterInfoSize wraps ErrTooLarge, and is not read).
 func ReadClusterInfo(tree fs.FS, id string) (*ClusterInfo, error) {
 	if err := checkDirID(id, ClusterFile); err != nil {
 		return nil, err
 	}
 	file := ClusterPath(id, ClusterFile)
-	data, err := fs.ReadFile(tree, file)
+	data, err := ReadFileLimit(tree, file, MaxClusterInfoSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", file, ErrNotPublished)
 	}
@@ -206,12 +210,12 @@ func NewClusterInfo(clusterID string, pub crypto.PublicKey, apiServer string, ca
 	}, nil
 }
 
-// checkCABundle requires one or more PEM certificates that parse, with
+// CheckCABundle requires one or more PEM certificates that parse, with
 // nothing but whitespace around and between them: consumers trust exactly
 // this bundle, and pem.Decode alone would skip text (or a broken block) to
 // reach the next certificate, where the handshake's stricter reader refuses
 // the bundle only later, at the Identity.
-func checkCABundle(bundle []byte) error {
+func CheckCABundle(bundle []byte) error {
 	rest, n := bundle, 0
 	for {
 		rest = bytes.TrimLeft(rest, " \t\r\n")

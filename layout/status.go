@@ -106,14 +106,15 @@ func (s *ClusterStatus) Find(consumer, provider string) *PeeringStatus {
 func (s *ClusterStatus) Encode() ([]byte, error) { return yaml.Marshal(s) }
 
 // ReadStatus reads clusters/<id>/status.yaml. A missing file gives an empty
-// status and no error; a malformed one a *FieldError.
+// status and no error; a malformed one, or one above MaxStatusSize (not
+// read), a *FieldError.
 func ReadStatus(tree fs.FS, id string) (*ClusterStatus, error) {
 	if err := checkDirID(id, StatusFile); err != nil {
 		return nil, err
 	}
 	file := ClusterPath(id, StatusFile)
 	empty := &ClusterStatus{APIVersion: APIVersion, Kind: StatusKind, ClusterID: id}
-	data, err := fs.ReadFile(tree, file)
+	data, err := ReadFileLimit(tree, file, MaxStatusSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, nil
 	}

@@ -24,7 +24,15 @@ const (
 	// ReasonManifestRolledBack: the manifest's sequence is lower than one the
 	// reader has already seen: an old signed state replayed.
 	ReasonManifestRolledBack = "ManifestRolledBack"
+	// ReasonFileTooLarge: the file is larger than the cap of its kind
+	// (layout.SizeLimit), so it was not read, signed or not.
+	ReasonFileTooLarge = "FileTooLarge"
 )
+
+// ErrTooLarge means a file was not read because it is larger than its cap;
+// layout.ErrTooLarge is this error, so that a View over a capped tree
+// (layout.Capped) names such a file FileTooLarge.
+var ErrTooLarge = errors.New("file too large")
 
 // Scope returns who writes the repo path p and the directory whose manifest
 // covers it: clusters/<to>/inbox/<from>/… is <from>'s, covered by
@@ -343,6 +351,10 @@ func (v *View) audit(writer, dir string, st *dirState) []Ignored {
 			return nil
 		}
 		data, err := fs.ReadFile(v.base, p)
+		if errors.Is(err, ErrTooLarge) {
+			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonFileTooLarge, Detail: err.Error()})
+			return nil
+		}
 		if err != nil || !st.m.Covers(strings.TrimPrefix(p, dir+"/"), data) {
 			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonUnsignedChange, Detail: fmt.Sprintf("not signed by %s", writer)})
 		}

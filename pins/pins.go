@@ -10,11 +10,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
 )
 
 // APIVersion and Kind of an encoded Store.
@@ -30,6 +35,119 @@ const MaxIssuedEpochs = 4
 
 // ErrMalformed means an encoded store does not parse.
 var ErrMalformed = errors.New("malformed pin store")
+
+// Bounds of what a store holds: every value is checked against them when a
+// store is written (Encode) and read (Parse), so a store never holds more
+// than a peer's published cluster.yaml may carry (layout.MaxClusterInfoSize),
+// whatever an earlier version of gitpeer, or a hand, wrote into it.
+const (
+	// MaxStoreSize caps an encoded store, in bytes: a few KiB per peer for
+	// thousands of peers. A larger one is refused before it is decoded.
+	MaxStoreSize = 64 << 20
+	// MaxPublicKeySize caps Peer.PublicKey, PEM: an RSA key of 8192 bits
+	// takes under 1.5 KiB.
+	MaxPublicKeySize = 16 << 10
+	// MaxAPIServerLength caps Peer.APIServer, an https URL, in bytes.
+	MaxAPIServerLength = 2048
+	// MaxCASize caps Peer.CA, a PEM bundle: it comes from a cluster.yaml,
+	// itself capped at layout.MaxClusterInfoSize.
+	MaxCASize = layout.MaxClusterInfoSize
+	// MaxSequences caps how many directories a Peer.Sequences records: a
+	// peer writes its own directory and its inbox directory here.
+	MaxSequences = 64
+)
+
+// ErrDamaged means a pinned value is out of its bounds or malformed.
+var ErrDamaged = errors.New("damaged pin")
+
+var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// CheckValues checks the values a cluster pins for a peer (an empty value
+// is allowed: nothing pinned): the fingerprint is "sha256:<64 hex>", the
+// public key a PEM PKIX key of at most MaxPublicKeySize bytes whose
+// fingerprint that is, the API server an https URL of at most
+// MaxAPIServerLength bytes, and the CA one or more PEM certificates in at
+// most MaxCASize bytes. Errors wrap ErrDamaged and name the field.
+func CheckValues(fingerprint, publicKey, apiServer, ca string) error {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%s: %s: %w", field, fmt.Sprintf(format, a...), ErrDamaged)
+	}
+	if fingerprint != "" && !fingerprintRE.MatchString(fingerprint) {
+		return bad("fingerprint", "%.80q is not sha256:<64 hex digits>", fingerprint)
+	}
+	if len(publicKey) > MaxPublicKeySize {
+		return bad("publicKey", "%d bytes, more than %d", len(publicKey), MaxPublicKeySize)
+	}
+	if publicKey != "" {
+		pub, _, err := handshake.ParsePublicKey([]byte(publicKey))
+		if err != nil {
+			return bad("publicKey", "%v", err)
+		}
+		if fp, err := handshake.Fingerprint(pub); err != nil || (fingerprint != "" && fp != fingerprint) {
+			return bad("publicKey", "its fingerprint is not %s", fingerprint)
+		}
+	}
+	if len(apiServer) > MaxAPIServerLength {
+		return bad("apiServer", "%d bytes, more than %d", len(apiServer), MaxAPIServerLength)
+	}
+	if apiServer != "" {
+		if err := layout.CheckAPIServer(apiServer); err != nil {
+			return bad("apiServer", "%.80s", err)
+		}
+	}
+	if len(ca) > MaxCASize {
+		return bad("ca", "%d bytes, more than %d", len(ca), MaxCASize)
+	}
+	if ca != "" {
+		if err := layout.CheckCABundle([]byte(ca)); err != nil {
+			return bad("ca", "%v", err)
+		}
+	}
+	return nil
+}
+
+// check checks p's values (CheckValues) and records; errors wrap
+// ErrDamaged.
+func (p *Peer) check() error {
+	if err := CheckValues(p.Fingerprint, "", "", ""); err != nil {
+		return err
+	}
+	if err := CheckValues(p.keyFingerprint(), p.PublicKey, p.APIServer, p.CA); err != nil {
+		return err
+	}
+	if len(p.Sequences) > MaxSequences {
+		return fmt.Errorf("sequences: %d directories, more than %d: %w", len(p.Sequences), MaxSequences, ErrDamaged)
+	}
+	if p.Nonce != nil && len(p.Nonce.Issued) > MaxIssuedEpochs {
+		return fmt.Errorf("nonce.issued: %d epochs, more than %d: %w", len(p.Nonce.Issued), MaxIssuedEpochs, ErrDamaged)
+	}
+	if len(p.Damaged) > maxDamaged {
+		return fmt.Errorf("damaged: %d bytes, more than %d: %w", len(p.Damaged), maxDamaged, ErrDamaged)
+	}
+	return nil
+}
+
+// keyFingerprint is the fingerprint PublicKey must have: Fingerprint,
+// except while an admin's re-pin request is pending, when Fingerprint is
+// the key the admin asked to trust next (gitpeer trust --fingerprint) and
+// PublicKey still the one pinned before.
+func (p *Peer) keyFingerprint() string {
+	if p.Repin {
+		return ""
+	}
+	return p.Fingerprint
+}
+
+// maxDamaged caps Peer.Damaged, a message.
+const maxDamaged = 1024
+
+// DamagedMessage is what a reader of the store says of peer's damaged pin,
+// with the fix: cluster self's admin checks the peer's key with its admin
+// and re-pins it.
+func DamagedMessage(self, peer, damaged string) string {
+	return fmt.Sprintf("this cluster's pin store holds a damaged pin for %s (%s), written by an earlier version of gitpeer or by hand; nothing of %s is trusted until it is re-pinned: check %s's fingerprint with its admin, then run gitpeer trust --cluster %s --peer %s --fingerprint sha256:…",
+		peer, damaged, peer, peer, self, peer)
+}
 
 // Header and Trailer are the first and the last line of every store Encode
 // writes (YAML comments). A store that starts with Header but does not end
@@ -75,6 +193,10 @@ type Peer struct {
 	// Nonce is, where the peer is this cluster's consumer, the nonce epoch
 	// it must answer.
 	Nonce *Nonce `json:"nonce,omitempty"`
+	// Damaged, when set, says which pinned value Parse found out of its
+	// bounds or malformed (and dropped): the peer is trusted again only
+	// once an admin re-pins it (Repin), never anew by itself.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // Nonce is a provider's record of the nonces it issued to one consumer.
@@ -148,23 +270,37 @@ func (p *Peer) WasIssued(epoch uint64) bool {
 
 // Clone returns a deep copy: a pass works on a copy and the caller keeps
 // the result only once the pass has been computed. It copies what the store
-// holds without Parse's checks, so the zero Store clones too.
+// holds without Parse's or Encode's checks, so the zero Store clones too.
 func (s *Store) Clone() *Store {
-	data, err := s.Encode()
+	body, err := yaml.Marshal(s)
 	if err != nil {
-		panic(err) // a Store always encodes
+		panic(err) // a Store always marshals
 	}
 	var c Store
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		panic(err) // what Encode writes always decodes
+	if err := yaml.Unmarshal(body, &c); err != nil {
+		panic(err) // what Marshal writes always decodes
 	}
 	return &c
 }
 
 // Encode renders the store as YAML with sorted keys, between Header and
-// Trailer.
+// Trailer. It refuses (ErrDamaged, naming the peer and field) a store
+// holding a value out of its bounds: no version of gitpeer that has these
+// checks writes one.
 func (s *Store) Encode() ([]byte, error) {
-	for _, p := range s.Peers {
+	ids := make([]string, 0, len(s.Peers))
+	for id := range s.Peers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := s.Peers[id]
+		if p == nil {
+			return nil, fmt.Errorf("pin store: peers.%s: empty: %w", id, ErrDamaged)
+		}
+		if err := p.check(); err != nil {
+			return nil, fmt.Errorf("pin store: peers.%s.%w", id, err)
+		}
 		if p.Nonce != nil {
 			sort.Slice(p.Nonce.Issued, func(i, j int) bool { return p.Nonce.Issued[i] < p.Nonce.Issued[j] })
 		}
@@ -173,6 +309,9 @@ func (s *Store) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(body) > MaxStoreSize {
+		return nil, fmt.Errorf("pin store: %d bytes, more than %d: %w", len(body), MaxStoreSize, ErrDamaged)
+	}
 	out := make([]byte, 0, len(Header)+len(body)+len(Trailer)+1)
 	out = append(out, Header...)
 	out = append(out, body...)
@@ -180,8 +319,15 @@ func (s *Store) Encode() ([]byte, error) {
 }
 
 // Parse decodes an encoded store; file names it in errors, which wrap
-// ErrMalformed. A store that starts with Header must end with Trailer.
+// ErrMalformed. A store that starts with Header must end with Trailer; one
+// above MaxStoreSize is refused before it is decoded. A peer whose pinned
+// values are out of their bounds or malformed (CheckValues) does not fail
+// the store: those values are dropped and Peer.Damaged says which, so that
+// the other peers go on and that one waits for an admin's re-pin.
 func Parse(file string, data []byte) (*Store, error) {
+	if len(data) > MaxStoreSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes, which gitpeer never writes (an earlier version pinned unbounded values): restore it from a backup, or remove it and check every peer's key with its admin: %w", file, MaxStoreSize, ErrMalformed)
+	}
 	if bytes.HasPrefix(data, []byte(Header)) && !bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("\n"+Trailer)) {
 		return nil, fmt.Errorf("%s: cut short: its last line is not %q, as in every store gitpeer writes (a write interrupted by a crash, or a full disk): %w", file, Trailer, ErrMalformed)
 	}
@@ -196,8 +342,51 @@ func Parse(file string, data []byte) (*Store, error) {
 		if p == nil {
 			return nil, fmt.Errorf("%s: peers.%s: empty: %w", file, id, ErrMalformed)
 		}
+		p.repair()
 	}
 	return &s, nil
+}
+
+// repair drops every value of p out of its bounds or malformed and records
+// which in Damaged. A pin with a damaged key, API server or CA is not
+// trusted until an admin re-pins it; a record out of bounds (sequences,
+// nonce epochs) is cut to its bounds, as later passes rebuild it.
+func (p *Peer) repair() {
+	var damaged []string
+	if p.Damaged != "" {
+		damaged = append(damaged, p.Damaged)
+	}
+	if len(p.Damaged) > maxDamaged {
+		damaged = []string{strings.ToValidUTF8(p.Damaged[:maxDamaged/2], "") + "…"}
+	}
+	drop := func(value *string, err error) {
+		if err != nil {
+			damaged = append(damaged, err.Error())
+			*value = ""
+		}
+	}
+	drop(&p.Fingerprint, CheckValues(p.Fingerprint, "", "", ""))
+	drop(&p.PublicKey, CheckValues("", p.PublicKey, "", ""))
+	if p.PublicKey != "" {
+		drop(&p.PublicKey, CheckValues(p.keyFingerprint(), p.PublicKey, "", ""))
+	}
+	drop(&p.APIServer, CheckValues("", "", p.APIServer, ""))
+	drop(&p.CA, CheckValues("", "", "", p.CA))
+	if len(p.Sequences) > MaxSequences {
+		damaged = append(damaged, fmt.Sprintf("sequences: %d directories, more than %d", len(p.Sequences), MaxSequences))
+		p.Sequences = nil
+	}
+	if p.Nonce != nil && len(p.Nonce.Issued) > MaxIssuedEpochs {
+		slices.Sort(p.Nonce.Issued)
+		p.Nonce.Issued = p.Nonce.Issued[len(p.Nonce.Issued)-MaxIssuedEpochs:]
+	}
+	if len(damaged) > 0 {
+		msg := strings.Join(damaged, "; ")
+		if len(msg) > maxDamaged {
+			msg = strings.ToValidUTF8(msg[:maxDamaged-len("…")], "") + "…"
+		}
+		p.Damaged = msg
+	}
 }
 
 // KeepRequests carries into s (a pass's result, computed from before) the

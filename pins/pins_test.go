@@ -8,20 +8,49 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/pins"
 )
 
 var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// peerKey is a public key as a peer publishes it: PEM and fingerprint.
+type peerKey struct{ pem, fingerprint string }
+
+func newPeerKey() peerKey {
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	pemKey, err := handshake.MarshalPublicKey(key.Public())
+	if err != nil {
+		panic(err)
+	}
+	fp, err := handshake.Fingerprint(key.Public())
+	if err != nil {
+		panic(err)
+	}
+	return peerKey{string(pemKey), fp}
+}
+
+// betaKey and otherKey are two peer keys; betaCA a peer's CA bundle.
+var betaKey, otherKey, betaCA = newPeerKey(), newPeerKey(), func() string {
+	ca, _, err := handshake.NewCA("beta", now, time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	return string(ca.CertPEM)
+}()
 
 // store is a provider's pins with every field set.
 func store() *pins.Store {
 	s := pins.New("alpha")
 	s.Own = map[string]uint64{"clusters/alpha": 12, "clusters/beta/inbox/alpha": 3}
 	b := s.Peer("beta")
-	b.Fingerprint = "sha256:" + strings.Repeat("ab", 32)
-	b.PublicKey = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n"
+	b.Fingerprint = betaKey.fingerprint
+	b.PublicKey = betaKey.pem
 	b.APIServer = "https://beta.example:6443"
-	b.CA = "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"
+	b.CA = betaCA
 	b.See("clusters/beta", 7)
 	b.See("clusters/alpha/inbox/beta", 2)
 	b.Issue(100, now.Add(time.Hour))
@@ -164,8 +193,10 @@ func TestCloneIsDeep(t *testing.T) {
 		do   func(c *pins.Store)
 	}{
 		{"own sequences", func(c *pins.Store) { c.Own["clusters/alpha"] = 99 }},
-		{"a new peer", func(c *pins.Store) { c.Peer("delta").PublicKey = "x" }},
-		{"a peer's key", func(c *pins.Store) { c.Peer("beta").PublicKey = "x" }},
+		{"a new peer", func(c *pins.Store) { c.Peer("delta").PublicKey = otherKey.pem }},
+		{"a peer's key", func(c *pins.Store) {
+			c.Peer("beta").PublicKey, c.Peer("beta").Fingerprint = otherKey.pem, otherKey.fingerprint
+		}},
 		{"a peer's sequences", func(c *pins.Store) { c.Peer("beta").See("clusters/beta", 1000) }},
 		{"a peer's issued epochs in place", func(c *pins.Store) { c.Peer("beta").Nonce.Issued[0] = 1 }},
 		{"a peer's nonce", func(c *pins.Store) { c.Peer("beta").Issue(300, now) }},
@@ -367,5 +398,133 @@ func TestAStoreWithoutHeaderIsReadAsItIs(t *testing.T) {
 	}
 	if got := encode(t, s); !bytes.Equal(got, data) {
 		t.Errorf("a store without header reads differently:\n%s\nwant\n%s", got, data)
+	}
+}
+
+// TestEncodeRefusesAValueOutOfItsBounds: the store never holds, and so
+// never saves, a value a peer's cluster.yaml could not carry.
+func TestEncodeRefusesAValueOutOfItsBounds(t *testing.T) {
+	cases := []struct {
+		name, field string
+		damage      func(p *pins.Peer)
+	}{
+		{"an API server longer than MaxAPIServerLength", "apiServer", func(p *pins.Peer) {
+			p.APIServer = "https://beta.example/" + strings.Repeat("a", pins.MaxAPIServerLength)
+		}},
+		{"an API server that is not https", "apiServer", func(p *pins.Peer) { p.APIServer = "http://beta.example" }},
+		{"a CA larger than MaxCASize", "ca", func(p *pins.Peer) {
+			for len(p.CA) <= pins.MaxCASize {
+				p.CA += betaCA
+			}
+		}},
+		{"a CA that is not PEM certificates", "ca", func(p *pins.Peer) { p.CA = "not a certificate" }},
+		{"a key that does not parse", "publicKey", func(p *pins.Peer) { p.PublicKey = "k" }},
+		{"a key larger than MaxPublicKeySize", "publicKey", func(p *pins.Peer) { p.PublicKey = strings.Repeat("k", pins.MaxPublicKeySize+1) }},
+		{"a key whose fingerprint is another", "publicKey", func(p *pins.Peer) { p.PublicKey = otherKey.pem }},
+		{"a fingerprint that is not sha256:<hex>", "fingerprint", func(p *pins.Peer) { p.Fingerprint = "md5:00" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store()
+			tc.damage(s.Peer("beta"))
+			data, err := s.Encode()
+			if !errors.Is(err, pins.ErrDamaged) {
+				t.Fatalf("Encode: %v (%d bytes), want ErrDamaged", err, len(data))
+			}
+			assertSays(t, err.Error(), "peers.beta."+tc.field)
+		})
+	}
+}
+
+// TestADamagedPinIsDroppedNamedAndNeverTrustedAnew: a store an earlier
+// version wrote with a huge CA, or an API server that is not a URL, for
+// one peer loads: that peer's damaged values are dropped and Damaged says
+// which (a reader refuses the peer until an admin re-pins it), the other
+// peers are as they were, and the store encodes and reads back the same.
+func TestADamagedPinIsDroppedNamedAndNeverTrustedAnew(t *testing.T) {
+	good := store()
+	g := good.Peer("gamma")
+	g.Repin, g.Fingerprint, g.PublicKey = false, otherKey.fingerprint, otherKey.pem
+	data := encode(t, good)
+	huge := strings.Repeat(betaCA, pins.MaxCASize/len(betaCA)+1)
+	damaged := strings.Replace(string(data), "apiServer: https://beta.example:6443", "apiServer: ftp://beta.example", 1)
+	damaged = strings.Replace(damaged, "ca: |\n", "ca: |\n"+indent(huge, "      "), 1)
+	if damaged == string(data) || len(damaged) < pins.MaxCASize {
+		t.Fatal("the test did not damage the store")
+	}
+	s, err := pins.Parse("pins.yaml", []byte(damaged))
+	if err != nil {
+		t.Fatalf("a store with one damaged peer: %v", err)
+	}
+	b := s.Lookup("beta")
+	if b.Damaged == "" || b.APIServer != "" || b.CA != "" {
+		t.Fatalf("beta's damaged pin: damaged %q, apiServer %q, %d bytes of CA", b.Damaged, b.APIServer, len(b.CA))
+	}
+	assertSays(t, b.Damaged, "apiServer", "ca", "more than")
+	if b.Fingerprint != betaKey.fingerprint || b.PublicKey != betaKey.pem || b.Seen("clusters/beta") != 7 {
+		t.Errorf("beta's sound values were dropped: %+v", b)
+	}
+	if b.Pinned() != true {
+		t.Error("beta's key is no longer pinned: a damaged pin must not read as a missing one")
+	}
+	if got := s.Lookup("gamma"); got.Damaged != "" || got.PublicKey != otherKey.pem {
+		t.Errorf("gamma was touched: %+v", got)
+	}
+	enc := encode(t, s)
+	back, err := pins.Parse("pins.yaml", enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := encode(t, back); !bytes.Equal(again, enc) {
+		t.Fatalf("a repaired store reads back differently:\n%s\nwant\n%s", again, enc)
+	}
+	msg := pins.DamagedMessage("alpha", "beta", b.Damaged)
+	assertSays(t, msg, "gitpeer trust --cluster alpha --peer beta --fingerprint", b.Damaged)
+}
+
+// TestAStoreAboveMaxStoreSizeIsRefusedWithAFix: a store larger than any
+// gitpeer writes is refused before it is decoded, naming the file and what
+// to do.
+func TestAStoreAboveMaxStoreSizeIsRefusedWithAFix(t *testing.T) {
+	data := append(encode(t, store()), make([]byte, pins.MaxStoreSize)...)
+	_, err := pins.Parse("/var/lib/gitpeer/alpha/pins.yaml", data)
+	if !errors.Is(err, pins.ErrMalformed) {
+		t.Fatalf("error = %v, want ErrMalformed", err)
+	}
+	assertSays(t, err.Error(), "/var/lib/gitpeer/alpha/pins.yaml: larger than", "restore it from a backup")
+}
+
+func assertSays(t *testing.T, s string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Errorf("%q does not say %q", s, w)
+		}
+	}
+}
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
+	}
+	return b.String()
+}
+
+// TestARepinRequestIsNotDamage: while an admin's re-pin is pending,
+// Fingerprint is the key asked for next and PublicKey the one pinned
+// before; the store saves and loads that as it is.
+func TestARepinRequestIsNotDamage(t *testing.T) {
+	s := store()
+	b := s.Peer("beta")
+	b.Repin, b.Fingerprint = true, otherKey.fingerprint
+	back, err := pins.Parse("pins.yaml", encode(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Lookup("beta"); got.Damaged != "" || got.PublicKey != betaKey.pem || got.Fingerprint != otherKey.fingerprint || !got.Repin {
+		t.Fatalf("beta's pending re-pin: %+v", got)
 	}
 }

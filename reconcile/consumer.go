@@ -23,7 +23,7 @@ import (
 // consume advances one peering where this cluster is the consumer.
 func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject) error {
 	provider := pr.Provider
-	ci, ok := p.trustPeer(provider, true, st)
+	ci, ok := p.trustPeer(provider, st)
 	if !ok {
 		return p.carry(layout.PeerDir(p.self, provider), layout.ClusterPath(provider, layout.InboxDir, p.self))
 	}

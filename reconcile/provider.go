@@ -33,10 +33,10 @@ const ReasonRevoking = "Revoking"
 func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject) error {
 	consumer := pr.Consumer
 	pol := pr.AcceptPolicy()
-	if _, ok := p.trustPeer(consumer, false, st); !ok {
+	if _, ok := p.trustPeer(consumer, st); !ok {
 		// Whatever a repo writer did to the consumer's cluster.yaml, the
 		// peering accepted before stays as it was until an admin decides.
-		return p.carry(consumer, layout.PeerDir(p.self, consumer), layout.ClusterPath(consumer, layout.InboxDir, p.self))
+		return p.carry(layout.PeerDir(p.self, consumer), layout.ClusterPath(consumer, layout.InboxDir, p.self))
 	}
 	pinned := p.trusted[consumer].der
 	accepted := p.acceptedTenant(consumer) // our own verified copy from earlier passes

@@ -120,6 +120,10 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if in.CertificateLifetime < schema.MinCertificateLifetime {
 		return nil, fmt.Errorf("certificate lifetime %s is shorter than the shortest a provider signs, %s", in.CertificateLifetime, schema.MinCertificateLifetime)
 	}
+	// Every read of the repo is capped by what the file is (layout.SizeLimit)
+	// before it is read: a peer's, or a repo writer's, oversized file is
+	// refused for that peer alone, never read whole.
+	in.Tree = layout.Capped(in.Tree)
 	me, err := layout.ReadClusterInfo(in.Tree, self)
 	if err != nil {
 		return nil, fmt.Errorf("own cluster info: %w", err)
@@ -131,7 +135,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if in.Pins != nil {
 		store = in.Pins.Clone()
 	}
-	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{},
+	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{}, providers: map[string]bool{},
 		out: &Output{Files: map[string][]byte{}, Pins: store}}
 	// From here on every read of the repo goes through the signed view: a
 	// file its writer did not sign does not exist.
@@ -150,16 +154,19 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		return nil, err
 	}
 	asConsumer, asProvider := in.Spec.PeeringsOf(self)
+	for _, pr := range asConsumer {
+		p.providers[pr.Provider] = true
+	}
 	for _, pr := range asProvider {
 		st := p.newStatus(prev, pr, layout.RoleProvider)
-		if err := p.provide(ctx, pr, st); err != nil {
+		if err := p.confine(ctx, pr.Consumer, st, func() error { return p.provide(ctx, pr, st) }); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
 	}
 	for _, pr := range asConsumer {
 		st := p.newStatus(prev, pr, layout.RoleConsumer)
-		if err := p.consume(ctx, pr, st); err != nil {
+		if err := p.confine(ctx, pr.Provider, st, func() error { return p.consume(ctx, pr, st) }); err != nil {
 			return nil, err
 		}
 		status.Peerings = append(status.Peerings, *st.status)
@@ -242,6 +249,10 @@ type pass struct {
 	// pass; distrust says why the others did not.
 	trusted  map[string]trusted
 	distrust map[string][2]string
+	// providers are the peers the spec makes providers of this cluster:
+	// their API server and CA are pinned facts, whichever role of a
+	// two-way peering asks to trust them first.
+	providers map[string]bool
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {

@@ -39,6 +39,8 @@ var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 type countingBackend struct {
 	backend.Backend
 	signed int
+	// refuse, when set, is asked first: a signer that refuses a CSR.
+	refuse func(csrPEM []byte) error
 }
 
 // Token forwards to the file backend: the wrapper must not hide it.
@@ -51,6 +53,11 @@ func (c *countingBackend) SetToken(ctx context.Context, peer string, token []byt
 }
 
 func (c *countingBackend) SignCSR(ctx context.Context, csr []byte, d time.Duration) ([]byte, error) {
+	if c.refuse != nil {
+		if err := c.refuse(csr); err != nil {
+			return nil, err
+		}
+	}
 	c.signed++
 	return c.Backend.SignCSR(ctx, csr, d)
 }
@@ -96,6 +103,15 @@ func (w *world) publish(id string) {
 	files, err := layout.PublishFiles(w.tree, info)
 	if err != nil {
 		w.t.Fatal(err)
+	}
+	// As gitpeer init does, the cluster's directory is signed: a peer pins
+	// only a cluster.yaml its key signed.
+	m, err := manifest.Reseal(w.tree, w.files[id].Signer(), id, layout.ClusterPath(id), files, w.now)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if m != nil {
+		files[layout.ClusterPath(id, manifest.FileName)] = m
 	}
 	for p, data := range files {
 		w.tree[p] = &fstest.MapFile{Data: data}

@@ -26,6 +26,11 @@ const (
 	// ReasonNonceReplayed: a Tenant answers a nonce epoch this provider never
 	// issued, or an older one than the ones it remembers.
 	ReasonNonceReplayed = "NonceReplayed"
+	// ReasonPinDamaged: this cluster's pin store holds, for the peer, a value
+	// out of its bounds or malformed (written by an earlier version, or by
+	// hand). Nothing of that peer is read until an admin re-pins it (gitpeer
+	// trust --peer); the message says the command.
+	ReasonPinDamaged = "PinDamaged"
 )
 
 // trusted is a peer whose cluster.yaml matched its pins in this pass.
@@ -63,10 +68,14 @@ func (p *pass) MinSequence(writer, dir string) uint64 {
 
 // trustPeer checks peer's published cluster.yaml against what this cluster
 // pinned for it, pinning it first when the peering is approved (the spec
-// declares it) and nothing is pinned yet. provider says whether peer is a
-// provider of this cluster: only then are its CA and API server pinned
-// facts. ok is false when the peering cannot go on; st says why.
-func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout.ClusterInfo, bool) {
+// declares it) and nothing is pinned yet. Where the spec makes peer a
+// provider of this cluster (in any peering: the decision is the same
+// whichever role asks first), its CA and API server are pinned facts. Only
+// values a signature vouches for are ever pinned: a cluster.yaml listed with
+// its hash in peer's manifest, verified with the key being pinned, or one
+// carrying a valid rotation statement. ok is false when the peering cannot
+// go on; st says why.
+func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, bool) {
 	if t, ok := p.trusted[peer]; ok {
 		return t.info, true
 	}
@@ -74,6 +83,7 @@ func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout
 		stall(st, layout.StepPending, d[0], "%s", d[1])
 		return nil, false
 	}
+	provider := p.providers[peer]
 	file := layout.ClusterPath(peer, layout.ClusterFile)
 	ci, err := layout.ReadClusterInfo(p.raw, peer)
 	switch {
@@ -95,6 +105,10 @@ func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout
 		specFP = c.Fingerprint
 	}
 	pin := p.pins.Lookup(peer)
+	if pin != nil && pin.Damaged != "" && !pin.Repin {
+		// Never trusted anew by itself: a damaged pin is not a missing one.
+		return fail(ReasonPinDamaged, "%s", pins.DamagedMessage(p.self, peer, pin.Damaged))
+	}
 	// First trust, or an admin's re-pin: the spec approves the peering, and
 	// the fingerprint the admin gave must match.
 	first := pin == nil || pin.PublicKey == "" || pin.Repin
@@ -106,26 +120,73 @@ func (p *pass) trustPeer(peer string, provider bool, st *peeringObject) (*layout
 		// the spec override a rotation: humans must agree with the key.
 		return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
 	}
+	pub, der, err := handshake.ParsePublicKey([]byte(ci.PublicKey))
+	if err != nil {
+		return fail(ReasonInvalidClusterInfo, "%s: publicKey: %v", file, err)
+	}
+	if err := pins.CheckValues(ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA); err != nil {
+		return fail(ReasonInvalidClusterInfo, "%s: %v", file, err)
+	}
 	switch what := changes(ci, pin, provider); {
 	case first:
+		// The key is new to this cluster: its own signature over the
+		// cluster.yaml is what there is to check, and the values pinned are
+		// those its holder vouched for.
+		if err := p.clusterInfoSigned(peer, pub); err != nil {
+			// gitpeer init signs what it publishes, and a cluster's first
+			// pass signs a cluster.yaml committed by hand: wait for that.
+			progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to sign %s, which is not pinned until it is (%s): %v", peer, file, manifest.ReasonUnsignedChange, err)
+			return nil, false
+		}
 		p.pin(peer, ci)
 	case what != "":
 		if err := ci.VerifyRotation(pin.Fingerprint); err != nil {
 			return fail(ReasonKeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
 				file, what, pin.Fingerprint, err, peer, ci.Fingerprint)
 		}
-		p.pin(peer, ci)
-	case !provider:
+		p.pin(peer, ci) // the rotation statement signs key, API server and CA
+	case !provider && (ci.APIServer != pin.APIServer || ci.CA != pin.CA):
 		// A consumer's API server and CA are not ours to trust; keep them
-		// current so a later provider role starts from them.
-		pin.APIServer, pin.CA = ci.APIServer, ci.CA
-	}
-	pub, der, err := handshake.ParsePublicKey([]byte(ci.PublicKey))
-	if err != nil {
-		return fail(ReasonInvalidClusterInfo, "%s: publicKey: %v", file, err)
+		// current, as its key signed them, so that a later provider role
+		// starts from them. An unsigned edit is not copied: the pin keeps
+		// what was signed.
+		if p.clusterInfoSigned(peer, pub) == nil {
+			pin.APIServer, pin.CA = ci.APIServer, ci.CA
+		}
 	}
 	p.trusted[peer] = trusted{info: ci, key: pub, der: der}
 	return ci, true
+}
+
+// clusterInfoSigned checks that peer's cluster.yaml, as the repo holds it,
+// is listed with its content in peer's manifest (clusters/<peer>/
+// manifest.yaml), signed with key, at a sequence not below one already seen.
+// It reads both files capped (layout.SizeLimit).
+func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
+	dir := layout.ClusterPath(peer)
+	file := path.Join(dir, manifest.FileName)
+	data, err := layout.ReadFileLimit(p.raw, path.Join(dir, layout.ClusterFile), layout.MaxClusterInfoSize)
+	if err != nil {
+		return err
+	}
+	mdata, err := layout.ReadFileLimit(p.raw, file, manifest.MaxSize)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	m, err := manifest.Parse(file, mdata)
+	if err != nil {
+		return err
+	}
+	if err := m.Verify(key, peer, dir); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if seen := p.MinSequence(peer, dir); m.Sequence < seen {
+		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, manifest.ReasonManifestRolledBack)
+	}
+	if !m.Covers(layout.ClusterFile, data) {
+		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, manifest.ReasonUnsignedChange)
+	}
+	return nil
 }
 
 // changes names the pinned facts ci differs in ("" when none, or when
@@ -149,7 +210,7 @@ func changes(ci *layout.ClusterInfo, pin *pins.Peer, provider bool) string {
 
 func (p *pass) pin(peer string, ci *layout.ClusterInfo) {
 	pin := p.pins.Peer(peer)
-	pin.Fingerprint, pin.PublicKey, pin.APIServer, pin.CA, pin.Repin = ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA, false
+	pin.Fingerprint, pin.PublicKey, pin.APIServer, pin.CA, pin.Repin, pin.Damaged = ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA, false, ""
 }
 
 // ignoredNote lists the files of peer's inbox directory the view would not
@@ -236,6 +297,9 @@ func (p *pass) carry(dirs ...string) error {
 			}
 			if err != nil || d.IsDir() {
 				return err
+			}
+			if writer, _, ok := manifest.Scope(f); !ok || writer != p.self {
+				return nil // not ours to sign, whatever a caller asked to carry
 			}
 			if !p.outboxArtifact(f) {
 				return nil // not an artifact: withdrawn

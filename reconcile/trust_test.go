@@ -18,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -302,5 +303,104 @@ func TestRemovingAPlantedObjectIsNotCalledARevocation(t *testing.T) {
 	_, plan := w.pass("beta")
 	if strings.Contains(plan.Message, "remove objects for alpha") || !strings.Contains(plan.Message, "remove liqo/alpha/clusterrolebinding-pwn.yaml") {
 		t.Fatalf("commit message %q: the planted file's removal reads as something else", plan.Message)
+	}
+}
+
+// TestADamagedPinStallsOnlyItsPeerUntilARepin: beta's pin store, written
+// by an earlier version, holds an API server for alpha that is no URL.
+// Loaded, the pin is Damaged; beta's pass goes on, refuses alpha with
+// PinDamaged naming the fix, signs nothing, never trusts alpha anew, and
+// once an admin re-pins alpha (gitpeer trust) the peering is Ready again.
+func TestADamagedPinStallsOnlyItsPeerUntilARepin(t *testing.T) {
+	w := settled(t)
+	data, err := w.pins["beta"].Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := strings.Replace(string(data), "apiServer: https://alpha.", "apiServer: ftp://alpha.", 1)
+	if damaged == string(data) {
+		t.Fatalf("beta pinned no API server for alpha:\n%s", data)
+	}
+	store, err := pins.Parse("pins.yaml", []byte(damaged))
+	if err != nil {
+		t.Fatalf("a store with a damaged pin: %v", err)
+	}
+	w.pins["beta"] = store
+	identity := w.tree[identityFile].Data
+	signed := w.backends["beta"].signed
+	w.pass("beta")
+	if got := w.backends["beta"].signed; got != signed {
+		t.Fatalf("beta signed %d certificates for a peer whose pin is damaged", got-signed)
+	}
+	ps := w.status("beta", "alpha", "beta")
+	if c := condition(ps, meta.StalledCondition); c == nil || c.Reason != reconcile.ReasonPinDamaged ||
+		!strings.Contains(c.Message, "gitpeer trust --cluster beta --peer alpha --fingerprint") || !strings.Contains(c.Message, "apiServer") {
+		t.Fatalf("beta's status of alpha: %+v, want Stalled PinDamaged saying the fix", ps.Conditions)
+	}
+	if string(w.tree[identityFile].Data) != string(identity) {
+		t.Fatal("beta changed or withdrew alpha's Identity")
+	}
+	if p := w.pins["beta"].Lookup("alpha"); p.Damaged == "" || p.APIServer != "" {
+		t.Fatalf("beta's pin of alpha after the pass: %+v", p)
+	}
+
+	// gitpeer trust --peer alpha --fingerprint <alpha's>.
+	p := w.pins["beta"].Peer("alpha")
+	p.Repin = true
+	w.converge("beta", "alpha")
+	if c := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("after a re-pin: %+v", c)
+	}
+	if p := w.pins["beta"].Lookup("alpha"); p.Damaged != "" || !strings.HasPrefix(p.APIServer, "https://alpha.") {
+		t.Fatalf("beta's pin of alpha after the re-pin: %+v", p)
+	}
+}
+
+// twoWay: alpha and beta provide for each other.
+const twoWay = `
+clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta"}, {consumer: "beta", provider: "alpha"}]
+`
+
+// TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles: a repo writer edits
+// the API server in alpha's cluster.yaml without alpha's signature. Where
+// alpha is only beta's consumer, beta's peering goes on and its pin keeps
+// the signed API server; where alpha is also beta's provider, both of beta's
+// peerings with alpha are KeyChanged, although beta serves alpha as a
+// provider (and would have refreshed the pin) before it consumes from it.
+func TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		peerings   [][2]string
+		refused    bool
+	}{
+		{"alpha only consumes from beta", twoClusters, [][2]string{{"alpha", "beta"}}, false},
+		{"alpha and beta provide for each other", twoWay, [][2]string{{"alpha", "beta"}, {"beta", "alpha"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, tc.spec)
+			w.converge("beta", "alpha")
+			pinned := *w.pins["beta"].Lookup("alpha")
+			if !strings.HasPrefix(pinned.APIServer, "https://") {
+				t.Fatalf("beta pinned no API server for alpha: %+v", pinned)
+			}
+			file := layout.ClusterPath("alpha", layout.ClusterFile)
+			edited := strings.Replace(string(w.tree[file].Data), pinned.APIServer, "https://evil.example:6443", 1)
+			w.tree[file] = &fstest.MapFile{Data: []byte(edited)}
+			w.pass("beta")
+			if got := w.pins["beta"].Lookup("alpha"); got.APIServer != pinned.APIServer || got.CA != pinned.CA || got.Fingerprint != pinned.Fingerprint {
+				t.Fatalf("beta's pin of alpha took the unsigned edit: %+v", got)
+			}
+			for _, pr := range tc.peerings {
+				ps := w.status("beta", pr[0], pr[1])
+				stalled := condition(ps, meta.StalledCondition)
+				switch {
+				case tc.refused && (stalled == nil || stalled.Reason != reconcile.ReasonKeyChanged || !strings.Contains(stalled.Message, "apiServer")):
+					t.Errorf("beta's view of %s → %s: %+v, want Stalled KeyChanged naming apiServer", pr[0], pr[1], ps.Conditions)
+				case !tc.refused && stalled != nil && stalled.Status == metav1.ConditionTrue:
+					t.Errorf("beta's view of %s → %s: %+v, want it to go on", pr[0], pr[1], ps.Conditions)
+				}
+			}
+		})
 	}
 }

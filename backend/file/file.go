@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -389,10 +390,17 @@ const PinsFile = "pins.yaml"
 // LoadPins implements backend.PinKeeper: <state-dir>/pins.yaml.
 func (b *Backend) LoadPins(_ context.Context) (*pins.Store, error) {
 	p := filepath.Join(b.dir, PinsFile)
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return pins.New(b.cfg.ClusterID), nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Read no more than one byte past the cap: pins.Parse refuses a larger
+	// store, and a huge one must not be held in memory to be refused.
+	data, err := io.ReadAll(io.LimitReader(f, pins.MaxStoreSize+1))
 	if err != nil {
 		return nil, err
 	}

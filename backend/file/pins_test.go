@@ -12,10 +12,30 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/backend/file"
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/pins"
 )
 
 var _ backend.PinKeeper = (*file.Backend)(nil)
+
+// pinKey is a peer's public key as a pin store holds it: PEM and
+// fingerprint (the store refuses a key that does not parse).
+func pinKey(t *testing.T) (pemKey, fingerprint string) {
+	t.Helper()
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := handshake.MarshalPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := handshake.Fingerprint(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data), fp
+}
 
 func TestLoadPinsOnAFreshStateDirIsAnEmptyStoreForTheCluster(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "alpha")
@@ -41,8 +61,7 @@ func TestSavePinsThenLoadPinsRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	beta := s.Peer("beta")
-	beta.Fingerprint = "sha256:" + strings.Repeat("ab", 32)
-	beta.PublicKey = "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"
+	beta.PublicKey, beta.Fingerprint = pinKey(t)
 	beta.See("clusters/beta", 4)
 	beta.Issue(1700000000, now.Add(time.Hour))
 	s.Own = map[string]uint64{"clusters/alpha": 9}
@@ -74,7 +93,7 @@ func TestSavePinsThenLoadPinsRoundTrips(t *testing.T) {
 	}
 
 	// Saving again replaces the store and leaves no temporary file behind.
-	got.Peer("gamma").PublicKey = "k"
+	got.Peer("gamma").PublicKey, _ = pinKey(t)
 	if err := b2.SavePins(ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +145,7 @@ func TestCorruptedPinsAreAnErrorNamingTheFile(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "alpha")
 		b := initState(t, dir, "alpha")
 		s := pins.New("alpha")
-		s.Peer("beta").Fingerprint = "sha256:" + strings.Repeat("ab", 32)
-		s.Peer("beta").PublicKey = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n"
+		s.Peer("beta").PublicKey, s.Peer("beta").Fingerprint = pinKey(t)
 		ctx := context.Background()
 		if err := b.SavePins(ctx, s); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/rbactest"
 	"github.com/gitpeer/gitpeer/pins"
 )
@@ -68,7 +69,7 @@ func TestSavePinsCreatesThenUpdatesAndSkipsAnUnchangedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Peer("beta").PublicKey = "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----\n"
+	s.Peer("beta").PublicKey = pinKey(t)
 	s.Peer("beta").See("clusters/beta", 3)
 
 	steps := []struct {
@@ -167,7 +168,7 @@ func TestSavePinsDoesNotLoseAStoreWhenTheSecretAppearsMeanwhile(t *testing.T) {
 	cs := newClientset()
 	b, _ := initBackend(t, cs, testOptions(testCA(t)))
 	theirs := pins.New("alpha")
-	theirs.Peer("gamma").PublicKey = "theirs"
+	theirs.Peer("gamma").PublicKey = pinKey(t)
 	theirData, _ := theirs.Encode()
 	// The Secret is created between our Get and our Create.
 	created := false
@@ -183,7 +184,7 @@ func TestSavePinsDoesNotLoseAStoreWhenTheSecretAppearsMeanwhile(t *testing.T) {
 		return false, nil, nil // the tracker now answers AlreadyExists
 	})
 	ours := pins.New("alpha")
-	ours.Peer("beta").PublicKey = "ours"
+	ours.Peer("beta").PublicKey = pinKey(t)
 	oursData, _ := ours.Encode()
 	err := b.SavePins(ctx, ours)
 	stored := getSecret(t, cs, DefaultLiqoNamespace, PinsSecretName).Data["pins.yaml"]
@@ -208,7 +209,7 @@ func TestRBACCoversThePinStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Peer("beta").PublicKey = "k"
+	s.Peer("beta").PublicKey = pinKey(t)
 	if err := b.SavePins(ctx, s); err != nil { // create
 		t.Fatal(err)
 	}
@@ -233,4 +234,19 @@ func TestRBACCoversThePinStore(t *testing.T) {
 			t.Errorf("the pin store never did %s: the test does not cover it", v)
 		}
 	}
+}
+
+// pinKey is a peer's public key, PEM, as a pin store holds it (the store
+// refuses a key that does not parse).
+func pinKey(t *testing.T) string {
+	t.Helper()
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := handshake.MarshalPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -101,7 +101,7 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	if tok, err := b.Token(ctx, "beta"); err != nil || string(tok) != "second" {
 		t.Fatalf("token %q, %v", tok, err)
 	}
-	for _, fp := range []string{"sha256:first", "sha256:second"} { // create, then update
+	for _, fp := range []string{"sha256:" + strings.Repeat("1", 64), "sha256:" + strings.Repeat("2", 64)} { // create, then update
 		st, err := b.LoadPins(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -39,7 +39,11 @@ admin tells you the new fingerprint out of band; then run, on your cluster:
 The next pass pins the peer's published cluster.yaml if its fingerprint is
 that one, and refuses it otherwise. Without --fingerprint the next pass trusts
 whatever the repo shows: only do that if you reviewed the cluster.yaml.
-Editing the spec's fingerprint never overrides a pin.`,
+Editing the spec's fingerprint never overrides a pin.
+
+A pin that an earlier version stored out of its bounds (a huge or malformed
+API server or CA) is reported damaged (--list, and PinDamaged on the peering):
+nothing of that peer is trusted until it is re-pinned the same way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !list && peer == "" {
@@ -75,8 +79,11 @@ Editing the spec's fingerprint never overrides a pin.`,
 				for _, id := range ids {
 					p := store.Peers[id]
 					state := "pinned"
-					if p.Repin {
+					switch {
+					case p.Repin:
 						state = "re-pin at the next pass"
+					case p.Damaged != "":
+						state = "damaged, not trusted until re-pinned: " + p.Damaged
 					}
 					fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
 				}

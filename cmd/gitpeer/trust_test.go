@@ -144,3 +144,27 @@ func TestRotateKeyIsAcceptedAndASwapNeedsTrust(t *testing.T) {
 		t.Fatalf("trust --list: %d %s", code, out)
 	}
 }
+
+// TestTrustListShowsADamagedPin: a pin store an earlier version wrote with
+// an API server that is no URL loads; trust --list names the damage, and
+// trust --peer marks the peer for a re-pin.
+func TestTrustListShowsADamagedPin(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "beta")
+	if code, _, stderr := gitpeer(t, "init", "--cluster", "beta", "--api-server", "https://beta.example:6443", "--state-dir", state); code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	store := "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: beta\npeers:\n  alpha:\n    apiServer: ftp://alpha.example\n"
+	if err := os.WriteFile(filepath.Join(state, "pins.yaml"), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--list")
+	if code != 0 || !strings.Contains(out, "alpha\t") || !strings.Contains(out, "damaged, not trusted until re-pinned: apiServer") {
+		t.Fatalf("trust --list: %d %q %s", code, out, stderr)
+	}
+	if code, _, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--peer", "alpha"); code != 0 {
+		t.Fatalf("trust --peer: %d %s", code, stderr)
+	}
+	if code, out, _ := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--list"); code != 0 || !strings.Contains(out, "re-pin at the next pass") {
+		t.Fatalf("trust --list after a re-pin request: %d %q", code, out)
+	}
+}
