@@ -232,3 +232,43 @@ func TestVerifyNamesAGrantOutsideTheSpec(t *testing.T) {
 		t.Error("beta's next pass keeps the grant outside the spec")
 	}
 }
+
+// TestAHiddenRequestDoesNotKeepASliceTheSpecRemoved: in one commit a
+// writer removes pool from the spec and deletes alpha's request for it
+// (unsigned), so that beta, which keeps a decision while its request
+// cannot be read, would keep granting pool. beta decides the kept answer
+// again: pool is denied (SliceNotInSpec) and its certificate not put
+// forward, while web, whose request is intact, stays granted byte for
+// byte. alpha's next pass withdraws pool's request and beta its answer.
+func TestAHiddenRequestDoesNotKeepASliceTheSpecRemoved(t *testing.T) {
+	t.Parallel()
+	w := settled(t, grantsSpec)
+	web := w.mustShow("clusters/alpha/inbox/beta/resourceslice-web.status.yaml")
+	before := w.signedAll()
+	w.attack("mallory <mallory@example.com>", "spec: drop slice pool\n", func(a *writer) {
+		a.edit("peering.cue", `{name: "pool", resources: {cpu: "2"}}, `, "")
+		a.remove(poolRequest)
+	})
+	w.pass("beta")
+	w.nothingSigned(before)
+	if ans := answerOf(t, w, poolAnswer); ans.Status.AuthParams != nil || ans.Status.Resources != nil {
+		t.Fatalf("beta still grants pool, removed from the spec: %+v", ans.Status)
+	}
+	ps := w.peering("beta", "alpha", "beta")
+	if s := sliceOf(ps, "pool"); s.Resources != "Denied" || s.Reason != policy.ReasonSliceNotInSpec {
+		t.Errorf("beta's status of pool: %+v, want Denied SliceNotInSpec\n%s", s, describe(ps))
+	}
+	if got := w.mustShow("clusters/alpha/inbox/beta/resourceslice-web.status.yaml"); string(got) != string(web) {
+		t.Error("web's answer changed")
+	}
+	w.converge()
+	if _, ok := w.show(poolAnswer); ok {
+		t.Error("pool's answer outlives alpha's withdrawal of its request")
+	}
+	if _, ok := w.show(poolIdentity); ok {
+		t.Error("alpha still renders pool's Identity")
+	}
+	if s := sliceOf(w.peering("alpha", "alpha", "beta"), "web"); s.Resources != "Accepted" {
+		t.Errorf("web: %+v", s)
+	}
+}
