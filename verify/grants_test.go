@@ -140,3 +140,26 @@ func TestASpecChangeUnderReviewIsNotAFindingOfTheGrantItWithdraws(t *testing.T) 
 	// Without the base, the tree grants what the spec does not list.
 	mustHave(t, verify.Tree(layout.NewTree(dir), spec, time.Now()), webAnswer, "spec", verify.ReasonSliceNotInSpec)
 }
+
+func TestARenderedSliceWithoutAGrantIsAFinding(t *testing.T) {
+	dir := checkout(t)
+	// gamma denied delta's bigbatch (over its class's cap); delta renders it
+	// anyway, exactly as it requested it.
+	data, err := os.ReadFile(filepath.Join(dir, "clusters/gamma/inbox/delta/resourceslice-bigbatch.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := "clusters/delta/liqo/gamma/resourceslice-bigbatch.yaml"
+	writeFile(t, filepath.Join(dir, rendered), string(data))
+	mustHave(t, run(t, dir), rendered, "", verify.ReasonGrantNotAccepted)
+}
+
+func TestAGrantToADrainedTenantIsAFinding(t *testing.T) {
+	dir := checkout(t)
+	editSpec(t, dir, `{consumer: "alpha", provider: "beta", slices: [`, `{consumer: "alpha", provider: "beta", tenantCondition: "Drained", slices: [`)
+	findings := run(t, dir)
+	mustHave(t, findings, webAnswer, "spec", verify.ReasonGrantBeyondPolicy)
+	if !has(findings, webAnswer, "spec", "drained") {
+		t.Errorf("the finding does not say why:\n%s", list(findings))
+	}
+}
