@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
+// reasonDenied is Liqo's reason of a denied Resources condition.
+const reasonDenied = "ResourceSliceResourcesDenied"
+
 // DefaultClass is the class Liqo serves itself; "" means it too.
 const DefaultClass = "default"
 
@@ -42,6 +45,9 @@ type Decision struct {
 	Accepted bool
 	Reason   string // Liqo's ResourceSliceResourcesAccepted / ResourceSliceResourcesDenied
 	Message  string
+	// Why is gitpeer's reason for a denial Liqo has no reason for
+	// (ReasonSliceNotInSpec, …; see Grant), "" otherwise.
+	Why string
 	// Granted is the class's caps overlaid by what was requested, as Liqo
 	// overlays its defaults with the slice's spec; nil when denied.
 	Granted corev1.ResourceList
@@ -49,6 +55,8 @@ type Decision struct {
 
 // Request is a slice request as the provider sees it.
 type Request struct {
+	// Name is the slice's name (Grant's messages name it).
+	Name      string
 	Class     string
 	Resources corev1.ResourceList
 	// WasAccepted says the same request was accepted before: a Cordoned
@@ -124,7 +132,7 @@ func Check(classes []Class, class string, resources corev1.ResourceList) (*Class
 // under "default" when classes is empty) and the Tenant's condition.
 func Decide(classes []Class, tenant authv1beta1.TenantCondition, req Request) Decision {
 	deny := func(format string, a ...any) Decision {
-		return Decision{Reason: "ResourceSliceResourcesDenied", Message: fmt.Sprintf(format, a...)}
+		return Decision{Reason: reasonDenied, Message: fmt.Sprintf(format, a...)}
 	}
 	switch tenant {
 	case authv1beta1.TenantConditionDrained:

@@ -126,7 +126,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 			return err
 		}
 	}
-	if err := p.answerSlices(ctx, consumer, keyDER, condition, st); err != nil {
+	if err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, st); err != nil {
 		return err
 	}
 
@@ -344,100 +344,145 @@ func (p *pass) reusable(old, want authv1beta1.AuthParams, keyDER []byte, cn, org
 
 // answerSlices decides every slice request consumer put in this cluster's
 // inbox and writes each answer (the ResourceSlice with Liqo's status) into
-// the consumer's inbox.
-func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) error {
+// the consumer's inbox. A slice is granted only as the spec lists it for
+// the peering (listed: name, class, resources) and within the class totals
+// (policy.Grant), the slices decided in the spec's order; anything else is
+// denied with a named reason. A request named as Liqo names no slice, or
+// one the signer does not sign, is that slice's status only: the pass goes
+// on for the other slices and peers.
+func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schema.Slice, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) error {
 	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
 	entries, err := fs.ReadDir(p.in.Tree, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
 	var names []string
+	var refused []layout.SliceStatus
 	for _, e := range entries {
-		if name, ok := artifact.SliceName(e.Name()); ok && !e.IsDir() {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	if err := p.keepAnswers(consumer, names, keyDER, st); err != nil {
-		return err
-	}
-	for _, name := range names {
-		file := path.Join(dir, artifact.SliceFile(name))
-		data, _, err := p.read(file)
-		if err != nil {
-			return err
-		}
-		answerFile := layout.InboxPath(consumer, p.self, artifact.SliceAnswerFile(name))
-		prev := p.previousAnswer(answerFile)
-		req, err := artifact.VerifySliceRequest(file, data, name, consumer, p.self, keyDER)
-		if err != nil {
-			var ae *artifact.Error
-			if !errors.As(err, &ae) {
-				return err
-			}
-			decoded, derr := artifact.DecodeSlice(file, data)
-			if derr != nil || ae.Reason == artifact.ReasonMalformed {
-				// Nothing Liqo could answer: say so in the status only.
-				st.status.Slices = append(st.status.Slices, layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
-					Reason: liqo.ReasonSliceAuthDenied, Message: ae.Error()})
-				continue
-			}
-			ans := decoded.DeepCopy()
-			ans.Status = authv1beta1.ResourceSliceStatus{Conditions: p.sliceConditions(prev,
-				sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, liqo.ReasonSliceAuthDenied, ae.Error()),
-				sliceCond(authv1beta1.ResourceSliceConditionTypeResources, false, liqo.ReasonSliceResourcesDenied, "authentication denied"))}
-			if err := p.put(answerFile, ans); err != nil {
-				return err
-			}
-			st.status.Slices = append(st.status.Slices, sliceStatus(ans))
+		name, ok := artifact.SliceName(e.Name())
+		if !ok || e.IsDir() {
 			continue
 		}
-		wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev)
-		d := policy.Decide(p.terms.classes, condition, policy.Request{Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted})
-		ans := req.DeepCopy()
-		ans.Status.Conditions = p.sliceConditions(prev,
-			sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, liqo.ReasonSliceAuthAccepted, "ResourceSlice authentication accepted"),
-			sliceCond(authv1beta1.ResourceSliceConditionTypeResources, d.Accepted, d.Reason, d.Message))
-		if d.Accepted {
-			// Only a granted slice gets a certificate: nothing is signed that
-			// would not be honoured.
-			var prevParams *authv1beta1.AuthParams
-			if prev != nil {
-				prevParams = prev.Status.AuthParams
-			}
-			params, err := p.authParams(ctx, prevParams, req.Spec.CSR, keyDER, handshake.ResourceSliceCommonName(req.Name, consumer), consumer)
-			if err != nil {
-				return fmt.Errorf("sign CSR of slice %s of %s: %w", req.Name, consumer, err)
-			}
-			ans.Status.Resources = d.Granted
-			ans.Status.AuthParams = params
+		if err := policy.CheckName(name); err != nil {
+			refused = append(refused, refusedName(name, err))
+			continue
 		}
-		if err := p.put(answerFile, ans); err != nil {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	kept, err := p.keepAnswers(consumer, names, keyDER)
+	if err != nil {
+		return err
+	}
+	spec := specSlices(listed)
+	budget := policy.NewBudget(p.terms.classes)
+	decided := map[string]layout.SliceStatus{}
+	for _, name := range spec.order(names, kept) {
+		var s layout.SliceStatus
+		if k, ok := kept[name]; ok {
+			s, err = p.keepAnswer(name, k, spec.listed[name], condition, budget)
+		} else {
+			s, err = p.answerSlice(ctx, consumer, name, spec.listed[name], keyDER, condition, budget)
+		}
+		if err != nil {
 			return err
 		}
-		st.status.Slices = append(st.status.Slices, sliceStatus(ans))
+		decided[name] = s
 	}
+	// The status lists kept decisions first, then requests, each in name
+	// order; the spec's order is only the order of the decisions.
+	for _, name := range sortedKeys(kept) {
+		st.status.Slices = append(st.status.Slices, decided[name])
+	}
+	for _, name := range names {
+		if _, ok := kept[name]; !ok {
+			st.status.Slices = append(st.status.Slices, decided[name])
+		}
+	}
+	st.status.Slices = append(st.status.Slices, refused...)
 	return nil
 }
 
-// keepAnswers keeps, byte for byte, every answer this cluster gave consumer
-// whose request is not among the readable ones (requested) although the
-// consumer did not withdraw it: a request a repo writer changed, deleted or
-// hid (by breaking or rolling back the consumer's manifest) never withdraws
-// a decision. Only the consumer withdraws a request, by no longer listing
-// it in the manifest it signs. An acceptance is kept only while its
-// certificate is valid for the consumer's key (keyDER): one for a key the
-// consumer rotated out is never put forward again.
-func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, st *peeringObject) error {
+// answerSlice decides consumer's request for slice name (listed: the
+// spec's slice of that name, nil when the spec lists none), writes the
+// answer and returns the slice's status.
+func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *policy.Listed, keyDER []byte, condition authv1beta1.TenantCondition, budget *policy.Budget) (layout.SliceStatus, error) {
+	file := path.Join(layout.ClusterPath(p.self, layout.InboxDir, consumer), artifact.SliceFile(name))
+	data, _, err := p.read(file)
+	if err != nil {
+		// A request the signed view cannot read is that slice's problem.
+		return layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
+			Reason: artifact.ReasonMalformed, Message: err.Error()}, nil
+	}
+	answerFile := layout.InboxPath(consumer, p.self, artifact.SliceAnswerFile(name))
+	prev := p.previousAnswer(answerFile)
+	req, err := artifact.VerifySliceRequest(file, data, name, consumer, p.self, keyDER)
+	if err != nil {
+		var ae *artifact.Error
+		if !errors.As(err, &ae) {
+			return layout.SliceStatus{}, err
+		}
+		decoded, derr := artifact.DecodeSlice(file, data)
+		if derr != nil || ae.Reason == artifact.ReasonMalformed {
+			// Nothing Liqo could answer: say so in the status only.
+			return layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
+				Reason: liqo.ReasonSliceAuthDenied, Message: ae.Error()}, nil
+		}
+		ans := decoded.DeepCopy()
+		ans.Status = authv1beta1.ResourceSliceStatus{Conditions: p.sliceConditions(prev,
+			sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, false, liqo.ReasonSliceAuthDenied, ae.Error()),
+			sliceCond(authv1beta1.ResourceSliceConditionTypeResources, false, liqo.ReasonSliceResourcesDenied, "authentication denied"))}
+		if err := p.put(answerFile, ans); err != nil {
+			return layout.SliceStatus{}, err
+		}
+		return sliceStatus(ans), nil
+	}
+	wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev)
+	d := policy.Grant(p.terms.classes, condition, listed, policy.Request{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted}, budget)
+	ans := req.DeepCopy()
+	ans.Status.Conditions = p.sliceConditions(prev,
+		sliceCond(authv1beta1.ResourceSliceConditionTypeAuthentication, true, liqo.ReasonSliceAuthAccepted, "ResourceSlice authentication accepted"),
+		sliceCond(authv1beta1.ResourceSliceConditionTypeResources, d.Accepted, d.Reason, d.Message))
+	if d.Accepted {
+		// Only a granted slice gets a certificate: nothing is signed that
+		// would not be honoured.
+		var prevParams *authv1beta1.AuthParams
+		if prev != nil {
+			prevParams = prev.Status.AuthParams
+		}
+		params, err := p.authParams(ctx, prevParams, req.Spec.CSR, keyDER, handshake.ResourceSliceCommonName(req.Name, consumer), consumer)
+		if err != nil {
+			return p.notSigned(answerFile, prev, req, err), nil
+		}
+		ans.Status.Resources = d.Granted
+		ans.Status.AuthParams = params
+	}
+	if err := p.put(answerFile, ans); err != nil {
+		return layout.SliceStatus{}, err
+	}
+	return sliceStatus(ans), nil
+}
+
+// keepAnswers finds every answer this cluster gave consumer whose request
+// is not among the readable ones (requested) although the consumer did not
+// withdraw it: a request a repo writer changed, deleted or hid (by breaking
+// or rolling back the consumer's manifest) never withdraws a decision. Only
+// the consumer withdraws a request, by no longer listing it in the manifest
+// it signs. An acceptance is kept only while its certificate is valid for
+// the consumer's key (keyDER): one for a key the consumer rotated out is
+// never put forward again. keepAnswer then decides each again under the
+// spec: the answers are returned by slice name, not yet written.
+func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte) (map[string]keptAnswer, error) {
 	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
 	m, verified := p.view.Verified(consumer, dir)
 	answers, err := fs.ReadDir(p.in.Tree, layout.ClusterPath(consumer, layout.InboxDir, p.self))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
+	out := map[string]keptAnswer{}
 	for _, e := range answers {
 		name, ok := artifact.SliceAnswerName(e.Name())
-		if !ok || e.IsDir() || slices.Contains(requested, name) {
+		if !ok || e.IsDir() || slices.Contains(requested, name) || policy.CheckName(name) != nil {
 			continue
 		}
 		request := path.Join(dir, artifact.SliceFile(name))
@@ -449,7 +494,7 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, s
 		answerFile := layout.InboxPath(consumer, p.self, e.Name())
 		data, found, err := p.read(answerFile)
 		if err != nil || !found {
-			return err
+			return nil, err
 		}
 		prev, err := artifact.DecodeSlice(answerFile, data)
 		if err != nil {
@@ -459,16 +504,13 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, s
 			handshake.ResourceSliceCommonName(name, consumer), consumer, p.in.Now) != nil {
 			continue
 		}
-		p.out.Files[answerFile] = data
 		why, ok := p.view.IgnoredReason(consumer, dir, request)
 		if !ok {
 			why = "missing"
 		}
-		s := sliceStatus(prev)
-		s.Message += fmt.Sprintf("; decision kept: %s is %s", request, why)
-		st.status.Slices = append(st.status.Slices, s)
+		out[name] = keptAnswer{file: answerFile, data: data, prev: prev, note: fmt.Sprintf("%s is %s", request, why)}
 	}
-	return nil
+	return out, nil
 }
 
 func (p *pass) previousAnswer(file string) *authv1beta1.ResourceSlice {
@@ -530,6 +572,9 @@ func sliceStatus(rs *authv1beta1.ResourceSlice) layout.SliceStatus {
 		s.Resources = string(c.Status)
 		if s.Reason == "" {
 			s.Reason, s.Message = c.Reason, c.Message
+			if why := policy.ReasonOf(c.Message); why != "" && c.Status == authv1beta1.ResourceSliceConditionDenied {
+				s.Reason = why // gitpeer's word for a denial Liqo has none for
+			}
 		}
 	}
 	return s

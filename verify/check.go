@@ -54,6 +54,9 @@ type Options struct {
 	// One that names a cluster's key but does not verify, or an SSH
 	// signature that cannot be read, is a BadCommitSignature.
 	SignatureVerifier SignatureVerifier
+
+	// baseSpec is the spec at Base, which Check reads (see grants).
+	baseSpec *schema.Spec
 }
 
 func (o Options) now() time.Time {
@@ -84,6 +87,7 @@ func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 // history scan that follows to reuse.
 func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) []Finding {
 	v := newVerifier(tree, spec, opts.now())
+	v.baseSpec = opts.baseSpec
 	v.guard = cache
 	v.run()
 	v.privateMaterial()
@@ -143,6 +147,9 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	// The tree's files are inspected for private material once: the
 	// history scan finds their answers in the cache.
 	cache := guard.NewCache()
+	if repo && opts.Base != "" {
+		opts.baseSpec = loadBaseSpec(dir, opts.Base)
+	}
 	findings := checkTree(tree, spec, opts, cache)
 	if !repo {
 		return findings, nil

@@ -259,6 +259,8 @@ type verifier struct {
 	// accepted holds, per cluster, the files under clusters/<id>/liqo/ that
 	// are exactly what gitpeer renders: what its kustomization may build.
 	accepted map[string][][]byte
+	// baseSpec is the spec at Options.Base, nil without one (see grants).
+	baseSpec *schema.Spec
 	problems []Finding
 	// declaredIDs (ID → index in spec.Clusters) and peerings index the
 	// spec's clusters and (consumer, provider) pairs: the checks ask for
@@ -540,6 +542,7 @@ func (v *verifier) peering(pr schema.Peering) {
 		}
 	}
 	v.slices(consumer, provider, p, tenantKey)
+	v.grants(pr)
 }
 
 // slices checks every slice request (its CSR against the Tenant's key) and

@@ -79,7 +79,8 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 // reviewSpec finds what a valid spec (loaded from file, whose bytes are
 // data, in src) asks for that the reconcilers would refuse: slices a provider would
 // deny for their class or caps (policy.Check over the classes its
-// reconciler decides with), and fingerprints other than the key a
+// reconciler decides with) or for the class total of the slices listed
+// before them (policy.Budget), slices listed twice, and fingerprints other than the key a
 // cluster.yaml publishes. Problems are positioned in the spec; those of a
 // malformed cluster.yaml name that file and its field.
 func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([]schema.Problem, error) {
@@ -114,13 +115,30 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 		if err != nil {
 			return nil, err
 		}
+		// The provider decides a peering's slices in the spec's order, each
+		// within what the slices before it left of its class (policy.Grant).
+		budget := policy.NewBudget(classes)
+		seen := map[string]bool{}
 		for j, s := range p.Slices {
 			slice := []cue.Selector{cue.Str("peerings"), cue.Index(i), cue.Str("slices"), cue.Index(j)}
 			resources, err := reconcile.Quantities(s.Resources)
 			if err != nil {
 				return nil, err // the schema admits only quantities
 			}
+			if seen[s.Name] {
+				problems = append(problems, at.Problem(path(append(slice, cue.Str("name"))...),
+					fmt.Sprintf("slice %s is listed twice for %s → %s: %s grants only the first", s.Name, p.Consumer, p.Provider, p.Provider)))
+				continue
+			}
+			seen[s.Name] = true
 			_, violations := policy.Check(classes, s.Class, resources)
+			if len(violations) == 0 {
+				if ok, msg := budget.Take(s.Class, resources); !ok {
+					problems = append(problems, at.Problem(path(slice...),
+						fmt.Sprintf("%s would deny slice %s: %s: %s (the slices listed before it are granted first)",
+							p.Provider, s.Name, policy.ReasonSliceOverClassTotal, msg)))
+				}
+			}
 			for _, v := range violations {
 				where := append(slice, cue.Str("resources"), cue.Str(string(v.Resource)))
 				if v.Resource == "" {

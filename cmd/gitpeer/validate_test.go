@@ -41,6 +41,30 @@ peerings: [
 	}
 }
 
+func TestValidateChecksTheClassTotalsOfEachPeering(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "peering.cue"), `clusters: [{id: "alpha"}, {id: "delta"}, {id: "beta"}]
+peerings: [
+	{consumer: "alpha", provider: "beta", slices: [
+		{name: "a", resources: {cpu: "3"}},
+		{name: "b", resources: {cpu: "2", memory: "1Gi"}},
+		{name: "c", resources: {cpu: "1"}},
+		{name: "a", resources: {cpu: "1"}},
+	]},
+	{consumer: "delta", provider: "beta", slices: [{name: "a", resources: {cpu: "4"}}]},
+]
+`)
+	code, out, stderr := gitpeer(t, "validate", dir)
+	file := filepath.Join(dir, "peering.cue")
+	want := []string{
+		file + `:5:3: peerings[0].slices[1]: beta would deny slice b: SliceOverClassTotal: cpu: 2 requested and 3 already granted in class default make 5, over its cap 4 (the slices listed before it are granted first)`,
+		file + `:7:10: peerings[0].slices[3].name: slice a is listed twice for alpha → beta: beta grants only the first`,
+	}
+	if code != 1 || out != strings.Join(want, "\n")+"\n" {
+		t.Fatalf("exit %d, want 1; output:\n%s%s\nwant:\n%s", code, out, stderr, strings.Join(want, "\n"))
+	}
+}
+
 func TestValidateChecksFingerprintsAgainstClusterYAML(t *testing.T) {
 	_, _, work := peeringRepo(t, spec)
 	data, err := os.ReadFile(filepath.Join(work, "clusters", "beta", "cluster.yaml"))

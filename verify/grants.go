@@ -1,0 +1,247 @@
+package verify
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+
+	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/internal/gitrepo"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
+)
+
+// Reasons of grants beyond the spec (see grants). The first three are the
+// reasons a provider's reconciler denies such a request with.
+const (
+	// ReasonSliceNotInSpec: a slice is granted (an accepted answer) or
+	// rendered for a consumer although the spec lists no slice of that name
+	// for the peering.
+	ReasonSliceNotInSpec = policy.ReasonSliceNotInSpec
+	// ReasonSliceDiffersFromSpec: a granted or rendered slice has another
+	// class or other resources than the spec's slice, or an accepted answer
+	// grants (status.resources) other than what the provider's class grants
+	// for the spec's slice.
+	ReasonSliceDiffersFromSpec = policy.ReasonSliceDiffersFromSpec
+	// ReasonSliceOverClassTotal: the slices granted to one consumer in one
+	// class of a provider, taken in the spec's order, go past the class's
+	// caps at this one.
+	ReasonSliceOverClassTotal = policy.ReasonSliceOverClassTotal
+	// ReasonGrantBeyondPolicy: an accepted answer the provider's own terms
+	// deny: a class it does not offer, a resource over the class's cap, a
+	// drained Tenant.
+	ReasonGrantBeyondPolicy = "GrantBeyondPolicy"
+	// ReasonGrantNotAccepted: a ResourceSlice (or its Identity) is rendered
+	// for a consumer without an accepted answer of the provider granting it
+	// as the spec lists it.
+	ReasonGrantNotAccepted = "GrantNotAccepted"
+)
+
+// grants checks every slice the tree grants in the peering pr against the
+// spec: each accepted answer in clusters/<consumer>/inbox/<provider>/ (a
+// slice the spec lists, with its class and resources, the grant the
+// provider's class makes for it, within the class totals taken in the
+// spec's order: policy.Grant as the provider decides) and each
+// ResourceSlice or ResourceSlice Identity rendered in
+// clusters/<consumer>/liqo/<provider>/ (a slice so granted). A finding the
+// spec at Base does not have is left out: the change under review is what
+// makes the provider withdraw that grant, on its first pass after it lands.
+func (v *verifier) grants(pr schema.Peering) {
+	found := v.grantFindings(v.spec, pr)
+	if len(found) == 0 {
+		return
+	}
+	var before map[[2]string]bool
+	if v.baseSpec != nil {
+		for _, bp := range v.baseSpec.Peerings {
+			if bp.Consumer == pr.Consumer && bp.Provider == pr.Provider {
+				before = map[[2]string]bool{}
+				for _, f := range v.grantFindings(v.baseSpec, bp) {
+					before[[2]string{f.File, f.Field}] = true
+				}
+				break
+			}
+		}
+	}
+	for _, f := range found {
+		if before != nil && !before[[2]string{f.File, f.Field}] {
+			continue // granted as the spec at Base lists it
+		}
+		v.problems = append(v.problems, f)
+	}
+}
+
+// grantFindings is grants' findings for pr under spec.
+func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding {
+	classes, err := reconcile.ProviderClasses(spec, pr.Provider)
+	if err != nil {
+		return nil // validate names the spec's own problems
+	}
+	listed := map[string]*policy.Listed{}
+	index := map[string]int{}
+	for i, s := range pr.Slices {
+		if _, dup := listed[s.Name]; dup {
+			continue
+		}
+		resources, _ := reconcile.Quantities(s.Resources)
+		listed[s.Name] = &policy.Listed{Name: s.Name, Class: s.Class, Resources: resources}
+		index[s.Name] = i
+	}
+	rank := func(name string) int {
+		if i, ok := index[name]; ok {
+			return i
+		}
+		return len(index)
+	}
+	var out []Finding
+	add := func(file, field, reason, format string, a ...any) {
+		out = append(out, Finding{File: file, Field: field, Reason: reason, Message: fmt.Sprintf(format, a...)})
+	}
+
+	type grant struct {
+		name, file string
+		rs         *authv1beta1.ResourceSlice
+	}
+	var granted []grant
+	ansDir := layout.ClusterPath(pr.Consumer, layout.InboxDir, pr.Provider)
+	entries, _ := fs.ReadDir(v.tree, ansDir)
+	for _, e := range entries {
+		name, ok := artifact.SliceAnswerName(e.Name())
+		if !ok {
+			continue
+		}
+		file := path.Join(ansDir, e.Name())
+		data, ok := v.readQuiet(file)
+		if !ok {
+			continue
+		}
+		rs, err := artifact.DecodeSlice(file, data)
+		if err != nil || !acceptedAnswer(rs) {
+			continue // a denial grants nothing; the answer checks name the rest
+		}
+		granted = append(granted, grant{name: name, file: file, rs: rs})
+	}
+	sort.Slice(granted, func(i, j int) bool {
+		if ri, rj := rank(granted[i].name), rank(granted[j].name); ri != rj {
+			return ri < rj
+		}
+		return granted[i].name < granted[j].name
+	})
+	budget := policy.NewBudget(classes)
+	why := map[string]string{} // slice name → reason its grant is refused
+	ok := map[string]bool{}    // slice names granted as the spec lists them
+	for _, g := range granted {
+		d := policy.Grant(classes, authv1beta1.TenantCondition(pr.Condition()), listed[g.name],
+			policy.Request{Name: g.name, Class: string(g.rs.Spec.Class), Resources: g.rs.Spec.Resources, WasAccepted: true}, budget)
+		switch {
+		case !d.Accepted:
+			reason := d.Why
+			if reason == "" {
+				reason = ReasonGrantBeyondPolicy
+			}
+			msg := strings.TrimPrefix(d.Message, reason+": ")
+			add(g.file, "spec", reason, "%s grants slice %s to %s, which the spec does not: %s", pr.Provider, g.name, pr.Consumer, msg)
+			why[g.name] = reason
+		case !policy.SameResources(g.rs.Status.Resources, d.Granted):
+			add(g.file, "status.resources", ReasonSliceDiffersFromSpec, "grants {%s}; class %s grants {%s} for the spec's slice %s",
+				policy.FormatResources(g.rs.Status.Resources), policy.ClassName(string(g.rs.Spec.Class)), policy.FormatResources(d.Granted), g.name)
+			why[g.name] = ReasonSliceDiffersFromSpec
+		default:
+			ok[g.name] = true
+		}
+	}
+
+	dir := layout.PeerDir(pr.Consumer, pr.Provider)
+	files, _ := fs.ReadDir(v.tree, dir)
+	for _, f := range files {
+		file := path.Join(dir, f.Name())
+		data, found := v.readQuiet(file)
+		if !found {
+			continue
+		}
+		name := ""
+		if rs, err := liqo.DecodeResourceSlice(data); err == nil {
+			name = rs.Name
+			if reason, msg := policy.Match(listed[name], name, string(rs.Spec.Class), rs.Spec.Resources); reason != "" {
+				add(file, "spec", reason, "rendered for %s: %s", pr.Consumer, msg)
+				continue
+			}
+		} else if id, err := liqo.DecodeIdentity(data); err == nil && id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
+			name = id.Labels[liqo.LabelResourceSliceName]
+			if listed[name] == nil {
+				add(file, "", ReasonSliceNotInSpec, "rendered for %s: the spec lists no slice %s for this peering", pr.Consumer, name)
+				continue
+			}
+		} else {
+			continue
+		}
+		switch {
+		case why[name] != "":
+			add(file, "", why[name], "rendered for %s, but %s's grant of slice %s is beyond the spec", pr.Consumer, pr.Provider, name)
+		case !ok[name]:
+			add(file, "", ReasonGrantNotAccepted, "rendered for %s, but %s has not granted slice %s", pr.Consumer, pr.Provider, name)
+		}
+	}
+	return out
+}
+
+// acceptedAnswer reports whether both of an answer's conditions are Accepted.
+func acceptedAnswer(rs *authv1beta1.ResourceSlice) bool {
+	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
+		c := artifact.SliceCondition(rs, t)
+		if c == nil || c.Status != authv1beta1.ResourceSliceConditionAccepted {
+			return false
+		}
+	}
+	return true
+}
+
+// loadBaseSpec is the spec at revision base of the repository at dir (one
+// of schema.SpecFiles at the root of its tree), nil when there is none or
+// it does not parse: grants then judges by HEAD's spec alone.
+func loadBaseSpec(dir, base string) *schema.Spec {
+	repo, done, err := gitrepo.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer done()
+	return specAt(repo, base)
+}
+
+func specAt(repo *git.Repository, base string) *schema.Spec {
+	h, err := repo.ResolveRevision(plumbing.Revision(base))
+	if err != nil {
+		return nil
+	}
+	c, err := repo.CommitObject(*h)
+	if err != nil {
+		return nil
+	}
+	var found *schema.Spec
+	for _, name := range schema.SpecFiles {
+		f, err := c.File(name)
+		if err != nil {
+			continue
+		}
+		if found != nil || f.Size > 1<<20 {
+			return nil // two spec files, or one over schema.Parse's 1 MiB
+		}
+		data, err := f.Contents()
+		if err != nil {
+			return nil
+		}
+		if found, err = schema.Parse(name, []byte(data)); err != nil {
+			return nil
+		}
+	}
+	return found
+}
