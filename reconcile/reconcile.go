@@ -241,6 +241,8 @@ type pass struct {
 	// pass; distrust says why the others did not.
 	trusted  map[string]trusted
 	distrust map[string][2]string
+	// withdrawals: own directories found rolled back (withdraw.go).
+	withdrawals withdrawals
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
@@ -290,6 +292,7 @@ func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
 // finish adds the kustomization (every rendered object, nothing from the
 // inbox) and the status, its conditions dated against prev.
 func (p *pass) finish(status, prev *layout.ClusterStatus) error {
+	p.noteRolledBack(status)
 	if err := p.isolate(status); err != nil {
 		return err
 	}
