@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // Plan is the difference between a pass's desired files and the repo: what
@@ -156,6 +157,8 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		switch {
 		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
 			add("publish OpenPGP key")
+		case from == self && rest == manifest.FileName && isTombstone(f, plan.Writes[f]):
+			add("sign withdrawal for " + to)
 		case from == self && rest == layout.NonceFile:
 			add("send nonce to " + to)
 		case from == self && rest == layout.TenantFile:
@@ -215,6 +218,13 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 func isHandshake(f string) bool {
 	_, from, rest, _ := layout.Split(f)
 	return from != "" && (rest == layout.NonceFile || rest == layout.TenantFile || rest == layout.IdentityFile)
+}
+
+// isTombstone reports whether data, written at f, is a tombstone: the
+// signed manifest of a withdrawn directory.
+func isTombstone(f string, data []byte) bool {
+	m, err := manifest.Parse(f, data)
+	return err == nil && m.Tombstone()
 }
 
 func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }
