@@ -139,7 +139,7 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		}
 	}
 	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
-	var paths []string
+	var paths, tombstones []string
 	for f := range plan.Writes {
 		paths = append(paths, f)
 	}
@@ -158,7 +158,7 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
 			add("publish OpenPGP key")
 		case from == self && rest == manifest.FileName && isTombstone(f, plan.Writes[f]):
-			add("sign withdrawal for " + to)
+			tombstones = append(tombstones, to)
 		case from == self && rest == layout.NonceFile:
 			add("send nonce to " + to)
 		case from == self && rest == layout.TenantFile:
@@ -206,6 +206,18 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 			add("remove " + f) // something in the way of a directory
 		default:
 			add("remove " + rest)
+		}
+	}
+	// A tombstone goes with the withdrawals it signs, which name the step;
+	// alone (signed again after a writer restored the directory), it is
+	// the step.
+	for _, to := range tombstones {
+		withdrawn := false
+		for _, s := range out {
+			withdrawn = withdrawn || (strings.HasPrefix(s, "withdraw ") && strings.HasSuffix(s, " from "+to))
+		}
+		if !withdrawn {
+			add("sign withdrawal for " + to)
 		}
 	}
 	if len(out) == 0 && !plan.Empty() {

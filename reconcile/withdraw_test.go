@@ -233,3 +233,36 @@ func manifestSequence(t *testing.T, data []byte) uint64 {
 	}
 	return m.Sequence
 }
+
+// TestAnOwnWithdrawnOutboxRestoredIsWithdrawnAgain: a writer puts back
+// alpha's outbox from before the revocation; alpha's next pass withdraws it
+// again, signing a tombstone above the one it had signed. A writer deletes
+// that tombstone: alpha signs another, and says so.
+func TestAnOwnWithdrawnOutboxRestoredIsWithdrawnAgain(t *testing.T) {
+	w := settled(t)
+	old := w.snapshot(alphaOutbox)
+	w.setSpec(noPeering)
+	w.converge("beta", "alpha")
+	tombstone := w.manifestOf(alphaOutbox).Sequence
+
+	w.putBack(alphaOutbox, old)
+	_, plan := w.pass("alpha")
+	if !strings.Contains(plan.Message, "alpha: withdraw tenant from beta") {
+		t.Errorf("commit message %q does not say alpha withdraws its Tenant again", plan.Message)
+	}
+	if got := w.snapshot(alphaOutbox); len(got) != 1 {
+		t.Fatalf("alpha's outbox after the pass holds %d files, want its tombstone alone", len(got))
+	}
+	if m := w.manifestOf(alphaOutbox); !m.Tombstone() || m.Sequence <= tombstone {
+		t.Fatalf("alpha's outbox: %d files at sequence %d, want a tombstone above %d", len(m.Files), m.Sequence, tombstone)
+	}
+
+	tombstone = w.manifestOf(alphaOutbox).Sequence
+	delete(w.tree, alphaOutbox+"/"+manifest.FileName)
+	if _, plan = w.pass("alpha"); !strings.Contains(plan.Message, "alpha: sign withdrawal for beta") {
+		t.Errorf("commit message %q does not say alpha signs its withdrawal again", plan.Message)
+	}
+	if m := w.manifestOf(alphaOutbox); !m.Tombstone() || m.Sequence <= tombstone {
+		t.Fatalf("alpha's outbox: %d files at sequence %d, want a tombstone above %d", len(m.Files), m.Sequence, tombstone)
+	}
+}
