@@ -169,8 +169,9 @@ func TestATombstoneEndsWithItsReader(t *testing.T) {
 
 // TestAnOwnOutboxRestoredDuringKeyChangedIsHeld: while alpha is KeyChanged
 // for beta, beta carries over its outbox to alpha. A writer restores an
-// older state of it, validly signed by beta: beta keeps it exactly as the
-// writer left it, signs nothing there (alpha refuses the older sequence),
+// older state of it, validly signed by beta, and plants a file beside it:
+// beta keeps the restored state exactly, drops the planted file, signs
+// nothing there (alpha refuses the older sequence),
 // names ManifestRolledBack, and does not lower what it recorded as
 // published. Once alpha is trusted again, beta signs its outbox anew above
 // what it published.
@@ -194,8 +195,13 @@ func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 	data, _ := info.Encode()
 	w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
 	w.putBack(betaOutbox, old)
+	planted := betaOutbox + "/resourceslice-evil.yaml"
+	w.tree[planted] = &fstest.MapFile{Data: []byte("kind: ResourceSlice\n")}
 	signed := w.backends["beta"].signed
 	out, _ := w.pass("beta")
+	if w.has(planted) {
+		t.Fatal("beta held a file its restored manifest does not list")
+	}
 	if w.backends["beta"].signed != signed {
 		t.Fatal("beta signed a certificate")
 	}
