@@ -105,12 +105,14 @@ func (p *pass) restoreHeld() {
 }
 
 // tombstones signs the withdrawal of every inbox directory this cluster
-// signed before (in the repo or in its own record) and writes nothing into
-// in this pass: the directory keeps a manifest listing no files, at a
-// sequence above all it signed there (manifest.BuildTombstone). A tombstone
-// already in the repo, at or above what this cluster published, is kept as
-// it is. A directory in the inbox of a cluster the spec no longer declares
-// gets none, and is deleted: that is how tombstones end.
+// signed before (in the repo or in its own record), writes nothing into in
+// this pass, and no longer peers through (the spec revoked the peering):
+// the directory keeps a manifest listing no files, at a sequence above all
+// it signed there (manifest.BuildTombstone). A tombstone already in the
+// repo, at or above what this cluster published, is kept as it is, also
+// once the peering is approved again and until the pass writes there. A
+// directory in the inbox of a cluster the spec no longer declares gets
+// none, and is deleted: that is how tombstones end.
 func (p *pass) tombstones(written map[string]map[string][]byte) error {
 	dirs, err := p.ownInboxDirs()
 	if err != nil {
@@ -127,11 +129,19 @@ func (p *pass) tombstones(written map[string]map[string][]byte) error {
 		}
 		file := path.Join(dir, manifest.FileName)
 		seq := max(now, p.pins.Own[dir]+1)
-		if old, data, why := p.ownRolledBack(dir); old != nil {
-			if old.Tombstone() && why == "" {
-				p.out.Files[file] = data
-				continue
-			}
+		old, data, why := p.ownRolledBack(dir)
+		if old != nil && old.Tombstone() && why == "" {
+			p.out.Files[file] = data
+			continue
+		}
+		if p.in.Spec.HasPeering(p.self, owner) || p.in.Spec.HasPeering(owner, p.self) {
+			// The spec did not withdraw it: a pass of a peering that
+			// writes nothing here (waiting for a nonce a repo writer
+			// deleted, say) does not sign a withdrawal its peer would act
+			// on.
+			continue
+		}
+		if old != nil {
 			seq = max(seq, old.Sequence+1)
 		}
 		_, data, err := manifest.BuildTombstone(p.in.Backend.Signer(), p.self, dir, seq)

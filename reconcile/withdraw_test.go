@@ -171,10 +171,10 @@ func TestATombstoneEndsWithItsReader(t *testing.T) {
 // for beta, beta carries over its outbox to alpha. A writer restores an
 // older state of it, validly signed by beta, and plants a file beside it:
 // beta keeps the restored state exactly, drops the planted file, signs
-// nothing there (alpha refuses the older sequence),
-// names ManifestRolledBack, and does not lower what it recorded as
-// published. Once alpha is trusted again, beta signs its outbox anew above
-// what it published.
+// nothing there (alpha refuses the older sequence), names
+// ManifestRolledBack, and does not lower what it recorded as published.
+// Once alpha is trusted again, beta signs its outbox anew above what it
+// published.
 func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 	w := settled(t)
 	old := w.snapshot(betaOutbox)
@@ -270,5 +270,25 @@ func TestAnOwnWithdrawnOutboxRestoredIsWithdrawnAgain(t *testing.T) {
 	}
 	if m := w.manifestOf(alphaOutbox); !m.Tombstone() || m.Sequence <= tombstone {
 		t.Fatalf("alpha's outbox: %d files at sequence %d, want a tombstone above %d", len(m.Files), m.Sequence, tombstone)
+	}
+}
+
+// TestOnlyTheSpecWithdrawsAnOutbox: alpha sent its Tenant and waits for an
+// Identity; a writer deletes beta's nonce, so alpha's pass writes nothing
+// to beta. alpha signs no tombstone: beta would read a signed withdrawal
+// of alpha's requests where there is only a repo writer's deletion.
+func TestOnlyTheSpecWithdrawsAnOutbox(t *testing.T) {
+	w := newWorld(t, twoClusters)
+	w.pass("beta")
+	w.pass("alpha")
+	if !w.has(alphaOutbox + "/tenant.yaml") {
+		t.Fatal("alpha sent no Tenant")
+	}
+	delete(w.tree, betaOutbox+"/nonce.yaml")
+	w.pass("alpha")
+	if f, ok := w.tree[alphaOutbox+"/"+manifest.FileName]; ok {
+		if m, err := manifest.Parse(alphaOutbox, f.Data); err == nil && m.Tombstone() {
+			t.Fatal("alpha signed a tombstone for a peering the spec still approves")
+		}
 	}
 }
