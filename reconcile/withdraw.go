@@ -159,7 +159,8 @@ func (p *pass) tombstones(written map[string]map[string][]byte) error {
 
 // ownInboxDirs lists, sorted, every clusters/<peer>/inbox/<self> this
 // cluster signed before: recorded in its pin store, or holding a manifest
-// in the repo (whoever signed it: ownRolledBack tells).
+// it signed in the repo. A manifest anyone else put there is not a reason
+// to sign anything: the pass deletes it like any file it did not write.
 func (p *pass) ownInboxDirs() ([]string, error) {
 	seen := map[string]bool{}
 	for dir := range p.pins.Own {
@@ -176,7 +177,13 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 			continue
 		}
 		dir := layout.ClusterPath(c.Name(), layout.InboxDir, p.self)
-		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); err == nil {
+		if seen[dir] {
+			continue
+		}
+		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); err != nil {
+			continue
+		}
+		if _, _, err := manifest.ReadVerified(p.raw, p.in.Backend.Signer().Public(), p.self, dir); err == nil {
 			seen[dir] = true
 		}
 	}

@@ -292,3 +292,19 @@ func TestOnlyTheSpecWithdrawsAnOutbox(t *testing.T) {
 		}
 	}
 }
+
+// TestAPlantedManifestIsNoReasonToSignATombstone: a writer puts a manifest
+// in alpha's folder of an inbox alpha never wrote to (gamma's, a declared
+// cluster alpha does not peer with): alpha's pass deletes it and signs
+// nothing there.
+func TestAPlantedManifestIsNoReasonToSignATombstone(t *testing.T) {
+	w := settled(t)
+	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}, {id: "gamma"}]
+peerings: [{consumer: "alpha", provider: "beta"}]`)
+	planted := "clusters/gamma/inbox/alpha/" + manifest.FileName
+	w.tree[planted] = w.tree[alphaOutbox+"/"+manifest.FileName]
+	w.pass("alpha")
+	if w.has(planted) {
+		t.Fatalf("alpha kept or signed %s", planted)
+	}
+}
