@@ -392,7 +392,9 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, keyDER []byte,
 			st.status.Slices = append(st.status.Slices, sliceStatus(ans))
 			continue
 		}
-		wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev)
+		// An acceptance in an older outbox of ours, restored from
+		// history, is not a decision we stand by (a cordon since).
+		wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev) && !p.outboxRolledBack(consumer)
 		d := policy.Decide(p.terms.classes, condition, policy.Request{Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted})
 		ans := req.DeepCopy()
 		ans.Status.Conditions = p.sliceConditions(prev,
@@ -458,6 +460,9 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte, s
 		if a := prev.Status.AuthParams; a != nil && handshake.VerifyClientCertificate(a.SignedCRT, p.in.Backend.CABundle(), keyDER,
 			handshake.ResourceSliceCommonName(name, consumer), consumer, p.in.Now) != nil {
 			continue
+		}
+		if p.outboxRolledBack(consumer) && !p.grantableNow(consumer, name, prev) {
+			continue // an acceptance from an older outbox of ours, restored from history
 		}
 		p.out.Files[answerFile] = data
 		why, ok := p.view.IgnoredReason(consumer, dir, request)

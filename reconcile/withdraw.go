@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/policy"
 )
 
 // withdrawals is what a pass knows of its own earlier state beyond the
@@ -50,12 +52,48 @@ func (p *pass) ownRolledBack(dir string) (*manifest.Manifest, []byte, string) {
 		path.Join(dir, manifest.FileName), m.Sequence, floor, p.self, manifest.ReasonManifestRolledBack)
 }
 
+// outboxRolledBack reports whether this cluster's outbox to peer is an
+// older state than it published there (ownRolledBack): its decisions are
+// not this cluster's to keep.
+func (p *pass) outboxRolledBack(peer string) bool {
+	_, _, why := p.ownRolledBack(layout.ClusterPath(peer, layout.InboxDir, p.self))
+	return why != ""
+}
+
+// grantableNow reports whether prev, the answer to consumer's slice name found in
+// an older outbox of this cluster's (outboxRolledBack), may be kept while
+// the request is unreadable: a denial, or an acceptance the spec still
+// lists and the provider's terms would grant as a new request. Anything
+// else there is a decision this cluster withdrew since, which a repo
+// writer put back.
+func (p *pass) grantableNow(consumer, name string, prev *authv1beta1.ResourceSlice) bool {
+	if !accepted(prev) {
+		return true
+	}
+	_, asProvider := p.in.Spec.PeeringsOf(p.self)
+	for _, pr := range asProvider {
+		if pr.Consumer != consumer {
+			continue
+		}
+		for _, sl := range pr.Slices {
+			if sl.Name == name {
+				d := policy.Decide(p.terms.classes, authv1beta1.TenantCondition(pr.Condition()),
+					policy.Request{Class: string(prev.Spec.Class), Resources: prev.Spec.Resources})
+				return d.Accepted
+			}
+		}
+	}
+	return false
+}
+
 // carryRolledBack handles a directory the pass is about to carry over
-// (carry) when the signed directory holding it is this cluster's own and
-// was rolled back: a reconciler carries over what it last signed, never an
-// older state a repo writer put back. An inbox directory is held as the
-// writer left it, re-signed by nothing (its reader refuses the older
-// sequence); of clusters/<self>/ nothing is carried. It reports whether it
+// (carry) when the signed
+// directory holding it is this cluster's own and was rolled back: a
+// reconciler carries over what it last signed, never an older state a repo
+// writer put back. An inbox directory is held as the writer left it (the
+// files its restored manifest lists, and that manifest), re-signed by
+// nothing: its reader refuses the older sequence. Of clusters/<self>/
+// nothing is carried. The peering's status names it. It reports whether it
 // handled dir; false means carry it as usual.
 func (p *pass) carryRolledBack(dir string) bool {
 	writer, signed, ok := manifest.Scope(path.Join(dir, manifest.FileName))
@@ -67,13 +105,21 @@ func (p *pass) carryRolledBack(dir string) bool {
 		return false
 	}
 	w := &p.withdrawals
-	if peer := p.peerOf(path.Join(dir, manifest.FileName)); peer != "" {
+	note := func(format string, a ...any) {
+		peer := p.peerOf(path.Join(dir, manifest.FileName))
+		if peer == "" {
+			return
+		}
 		if w.rolledBack == nil {
 			w.rolledBack = map[string][]string{}
 		}
-		w.rolledBack[peer] = append(w.rolledBack[peer], fmt.Sprintf("kept nothing of %s: %s", dir, why))
+		w.rolledBack[peer] = append(w.rolledBack[peer], fmt.Sprintf(format, a...))
 	}
-	if signed == dir && signed != layout.ClusterPath(p.self) {
+	switch {
+	case signed != dir || signed == layout.ClusterPath(p.self):
+		note("kept nothing of %s: %s", dir, why)
+	case w.held[dir] == nil:
+		note("held %s as found, signed anew by nothing: %s", dir, why)
 		held := map[string][]byte{path.Join(dir, manifest.FileName): data}
 		for _, f := range m.Files {
 			file := path.Join(dir, f.Path)

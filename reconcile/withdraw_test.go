@@ -6,7 +6,9 @@ import (
 	"testing/fstest"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
+	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -306,5 +308,56 @@ peerings: [{consumer: "alpha", provider: "beta"}]`)
 	w.pass("alpha")
 	if w.has(planted) {
 		t.Fatalf("alpha kept or signed %s", planted)
+	}
+}
+
+// TestARestoredAcceptanceIsNoPreviousDecision: beta granted alpha's slice
+// pool; the spec removed it (both sides withdrew it), then cordoned alpha
+// and listed pool again: a new slice under a cordon, denied. A writer
+// restores beta's outbox from when pool was granted. beta decides afresh
+// (the restored acceptance is not what it last published): pool stays
+// denied. With alpha's request unreadable too, beta does not keep the
+// restored acceptance either.
+func TestARestoredAcceptanceIsNoPreviousDecision(t *testing.T) {
+	w := newWorld(t, slicesSpec)
+	w.converge("beta", "alpha")
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Resources != "Accepted" {
+		t.Fatalf("pool before: %+v", s)
+	}
+	granted := w.snapshot(betaOutbox)
+	withoutPool := strings.Replace(slicesSpec, `{name: "pool", resources: {cpu: "2", memory: "4Gi"}},`, "", 1)
+	w.setSpec(withoutPool)
+	w.converge("beta", "alpha")
+	if w.has(betaOutbox + "/resourceslice-pool.status.yaml") {
+		t.Fatal("beta kept pool's answer once the spec removed it")
+	}
+	w.setSpec(strings.Replace(slicesSpec, `provider: "beta",`, `provider: "beta", tenantCondition: "Cordoned",`, 1))
+	w.converge("beta", "alpha")
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Resources != "Denied" {
+		t.Fatalf("pool asked again under a cordon: %+v", s)
+	}
+
+	w.putBack(betaOutbox, granted)
+	signed := w.backends["beta"].signed
+	w.pass("beta")
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Resources != "Denied" {
+		t.Fatalf("pool after beta's outbox was restored: %+v", s)
+	}
+	if w.backends["beta"].signed != signed {
+		t.Fatal("beta signed a certificate")
+	}
+
+	// The same, with alpha's manifest broken too, so that the request is
+	// unreadable and beta keeps its decisions: not the restored one.
+	w.putBack(betaOutbox, granted)
+	w.tree[alphaOutbox+"/"+manifest.FileName] = &fstest.MapFile{Data: []byte("kind: Manifest\n")}
+	w.pass("beta")
+	if f, ok := w.tree[betaOutbox+"/resourceslice-pool.status.yaml"]; ok {
+		if rs, err := artifact.DecodeSlice("pool", f.Data); err != nil || artifact.SliceCondition(rs, authv1beta1.ResourceSliceConditionTypeResources).Status == authv1beta1.ResourceSliceConditionAccepted {
+			t.Fatalf("beta kept the restored acceptance of pool (%v):\n%s", err, f.Data)
+		}
+	}
+	if w.backends["beta"].signed != signed {
+		t.Fatal("beta signed a certificate")
 	}
 }
