@@ -206,3 +206,59 @@ func TestARestoredWithdrawalIsNotCarriedOverDuringKeyChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestARestoredGrantDoesNotOutliveACordon: beta granted alpha's slice pool.
+// The spec removed pool (both sides withdrew it), then listed it again with
+// alpha cordoned: a new slice under a cordon is denied. A writer restores
+// beta's outbox from when pool was granted, validly signed by beta, once
+// with alpha's request readable and once with alpha's manifest broken (so
+// beta keeps its decisions). beta does not take the restored acceptance as
+// its own earlier decision: pool stays denied, beta signs nothing, and
+// alpha never renders pool's Identity or ResourceSlice.
+func TestARestoredGrantDoesNotOutliveACordon(t *testing.T) {
+	t.Parallel()
+	const pool = "\t{name: \"pool\", resources: {cpu: \"2\"}},\n"
+	for _, hide := range []bool{false, true} {
+		name := "request readable"
+		if hide {
+			name = "request unreadable"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := settled(t, twoSpec)
+			granted := w.ref("main")
+			if s := sliceOf(w.peering("beta", "alpha", "beta"), "pool"); s.Resources != "Accepted" {
+				t.Fatalf("pool before: %+v", s)
+			}
+			w.editSpec(pool, "", "drop slice pool")
+			w.converge()
+			w.editSpec(`{consumer: "alpha", provider: "beta", slices: [`+"\n",
+				`{consumer: "alpha", provider: "beta", tenantCondition: "Cordoned", slices: [`+"\n"+pool, "cordon alpha, list pool again")
+			w.converge()
+			if s := sliceOf(w.peering("beta", "alpha", "beta"), "pool"); s.Resources != "Denied" {
+				t.Fatalf("pool under the cordon: %+v", s)
+			}
+			w.forbid("alpha", poolIdentity, "")
+			w.forbid("alpha", poolRendered, "")
+			before := w.signedAll()
+
+			attack := w.attack("mallory <mallory@example.com>", "restore", func(a *writer) {
+				restore(granted, betaOutbox)(a)
+				if hide {
+					a.write(alphaOutbox+"/"+manifest.FileName, []byte("kind: Manifest\n"))
+				}
+			})
+			mustFind(t, w.verify(), betaOutbox+"/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
+			w.pass("beta")
+			w.nothingSigned(before)
+			if s := sliceOf(w.peering("beta", "alpha", "beta"), "pool"); s.Resources == "Accepted" {
+				t.Fatalf("beta granted pool from its restored outbox: %+v", s)
+			}
+			if data, ok := w.show(poolAnswer); ok && strings.Contains(string(data), "ResourceSliceResourcesAccepted") {
+				t.Fatalf("beta signed the restored acceptance of pool again:\n%s", data)
+			}
+			w.converge()
+			w.nothingSigned(before)
+		})
+	}
+}
