@@ -202,7 +202,7 @@ func (p *pass) seal() error {
 			// An older manifest of ours, restored from history, is not
 			// kept even when it lists the same files: its readers saw a
 			// higher sequence since.
-			if _, _, rolledBack := p.ownRolledBack(dir); old.SameFiles(files) && rolledBack == "" {
+			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" {
 				if data, err := fs.ReadFile(p.raw, file); err == nil {
 					p.out.Files[file] = data
 					continue

@@ -34,29 +34,50 @@ type withdrawals struct {
 
 // ownRolledBack returns the manifest of this cluster's own directory dir
 // (clusters/<self> or clusters/<peer>/inbox/<self>) as the repo holds it,
-// and why it is not what this cluster last published there: signed by this
-// cluster, with a sequence below the highest this cluster found published
-// (pins.Store.Published), it is an older state a repo writer restored from
-// history. "" when the manifest is missing or not this cluster's (the
-// signed view reads nothing of it then) or not older.
+// its bytes, and why it is not what this cluster last published there:
+// signed by this cluster, with a sequence below the highest this cluster
+// found published (pins.Store.Published), it is an older state a repo
+// writer restored from history. "" when the manifest is missing or not
+// this cluster's (the signed view reads nothing of it then) or not older.
 func (p *pass) ownRolledBack(dir string) (*manifest.Manifest, []byte, string) {
-	m, data, err := manifest.ReadVerified(p.raw, p.in.Backend.Signer().Public(), p.self, dir)
+	m, why := p.ownRolledBackWhy(dir)
+	if m == nil {
+		return nil, nil, ""
+	}
+	data, err := fs.ReadFile(p.raw, path.Join(dir, manifest.FileName))
 	if err != nil {
 		return nil, nil, ""
 	}
+	return m, data, why
+}
+
+// ownRolledBackWhy is ownRolledBack without the manifest's bytes.
+func (p *pass) ownRolledBackWhy(dir string) (*manifest.Manifest, string) {
+	m, ok := p.ownManifest(dir)
+	if !ok {
+		return nil, ""
+	}
 	floor := p.pins.Published[dir]
 	if m.Sequence >= floor {
-		return m, data, ""
+		return m, ""
 	}
-	return m, data, fmt.Sprintf("%s: sequence %d is lower than %d, which %s published there: an old state restored from history (%s)",
+	return m, fmt.Sprintf("%s: sequence %d is lower than %d, which %s published there: an old state restored from history (%s)",
 		path.Join(dir, manifest.FileName), m.Sequence, floor, p.self, manifest.ReasonManifestRolledBack)
+}
+
+// ownManifest is the manifest of this cluster's own directory dir in the
+// repo, when this cluster signed it. The signed view checks its own
+// directories with no floor (MinSequence), once per pass and through the
+// pass's cache, so this is what the repo holds, whatever its sequence.
+func (p *pass) ownManifest(dir string) (*manifest.Manifest, bool) {
+	return p.view.Verified(p.self, dir)
 }
 
 // outboxRolledBack reports whether this cluster's outbox to peer is an
 // older state than it published there (ownRolledBack): its decisions are
 // not this cluster's to keep.
 func (p *pass) outboxRolledBack(peer string) bool {
-	_, _, why := p.ownRolledBack(layout.ClusterPath(peer, layout.InboxDir, p.self))
+	_, why := p.ownRolledBackWhy(layout.ClusterPath(peer, layout.InboxDir, p.self))
 	return why != ""
 }
 
@@ -229,7 +250,7 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); err != nil {
 			continue
 		}
-		if _, _, err := manifest.ReadVerified(p.raw, p.in.Backend.Signer().Public(), p.self, dir); err == nil {
+		if _, ok := p.ownManifest(dir); ok {
 			seen[dir] = true
 		}
 	}
@@ -251,7 +272,7 @@ func (p *pass) recordPublished() error {
 	}
 	dirs = append(dirs, layout.ClusterPath(p.self))
 	for _, dir := range dirs {
-		if m, _, err := manifest.ReadVerified(p.raw, p.in.Backend.Signer().Public(), p.self, dir); err == nil {
+		if m, ok := p.ownManifest(dir); ok {
 			p.pins.SeePublished(dir, m.Sequence)
 		}
 	}
