@@ -50,7 +50,9 @@ func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
 
 // MinSequence implements manifest.Trust. This cluster's own directories are
 // read with no floor: what it signed is what it wrote, and a push that lost
-// a race leaves the repo one sequence behind the pin store.
+// a race leaves the repo one sequence behind the pin store. What a pass
+// carries over of them, and the decisions it keeps, are checked against
+// the floor of what it published instead (ownRolledBack).
 func (p *pass) MinSequence(writer, dir string) uint64 {
 	if writer == p.self {
 		return 0
