@@ -292,10 +292,10 @@ func (p *pass) refused(st *peeringObject, step layout.Step, err error) error {
 // finish adds the kustomization (every rendered object, nothing from the
 // inbox) and the status, its conditions dated against prev.
 func (p *pass) finish(status, prev *layout.ClusterStatus) error {
-	p.noteRolledBack(status)
 	if err := p.isolate(status); err != nil {
 		return err
 	}
+	p.noteRolledBack(status)
 	stampTransitions(status, prev, p.in.Now)
 	root := layout.ClusterPath(p.self) + "/"
 	var resources []string
