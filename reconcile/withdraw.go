@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,12 +82,12 @@ func (p *pass) outboxRolledBack(peer string) bool {
 	return why != ""
 }
 
-// grantableNow reports whether prev, the answer to consumer's slice name found in
-// an older outbox of this cluster's (outboxRolledBack), may be kept while
-// the request is unreadable: a denial, or an acceptance the spec still
-// lists and the provider's terms would grant as a new request. Anything
-// else there is a decision this cluster withdrew since, which a repo
-// writer put back.
+// grantableNow reports whether prev, the answer to consumer's slice name
+// found in an older outbox of this cluster's (outboxRolledBack), may be
+// kept while the request is unreadable: a denial, or an acceptance the spec
+// still lists and the provider's terms would grant as a new request.
+// Anything else there is a decision this cluster withdrew since, which a
+// repo writer put back.
 func (p *pass) grantableNow(consumer, name string, prev *authv1beta1.ResourceSlice) bool {
 	if !accepted(prev) {
 		return true
@@ -108,14 +109,13 @@ func (p *pass) grantableNow(consumer, name string, prev *authv1beta1.ResourceSli
 }
 
 // carryRolledBack handles a directory the pass is about to carry over
-// (carry) when the signed
-// directory holding it is this cluster's own and was rolled back: a
-// reconciler carries over what it last signed, never an older state a repo
-// writer put back. An inbox directory is held as the writer left it (the
-// files its restored manifest lists, and that manifest), re-signed by
-// nothing: its reader refuses the older sequence. Of clusters/<self>/
-// nothing is carried. The peering's status names it. It reports whether it
-// handled dir; false means carry it as usual.
+// (carry) when the signed directory holding it is this cluster's own and
+// was rolled back: a reconciler carries over what it last signed, never an
+// older state a repo writer put back. An inbox directory is held as the
+// writer left it (the files its restored manifest lists, and that
+// manifest), re-signed by nothing: its reader refuses the older sequence.
+// Of clusters/<self>/ nothing is carried. The peering's status names it.
+// It reports whether it handled dir; false means carry it as usual.
 func (p *pass) carryRolledBack(dir string) bool {
 	writer, signed, ok := manifest.Scope(path.Join(dir, manifest.FileName))
 	if !ok || writer != p.self {
@@ -134,7 +134,9 @@ func (p *pass) carryRolledBack(dir string) bool {
 		if w.rolledBack == nil {
 			w.rolledBack = map[string][]string{}
 		}
-		w.rolledBack[peer] = append(w.rolledBack[peer], fmt.Sprintf(format, a...))
+		if msg := fmt.Sprintf(format, a...); !slices.Contains(w.rolledBack[peer], msg) {
+			w.rolledBack[peer] = append(w.rolledBack[peer], msg)
+		}
 	}
 	switch {
 	case signed != dir || signed == layout.ClusterPath(p.self):
