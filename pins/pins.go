@@ -171,6 +171,12 @@ type Store struct {
 	// directory: a writer never reuses or goes below one, even if the repo's
 	// manifest was deleted or rolled back.
 	Own map[string]uint64 `json:"own,omitempty"`
+	// Published are, per directory this cluster signs, the highest sequence
+	// of its own manifest a pass found in the repo: what the cluster last
+	// published there. A pass carries over its own earlier state only from a
+	// manifest at least that high, never from an older one a repo writer
+	// restored from history (see docs/trust.md, "Withdrawals are signed").
+	Published map[string]uint64 `json:"published,omitempty"`
 	// Peers by cluster ID.
 	Peers map[string]*Peer `json:"peers,omitempty"`
 }
@@ -244,6 +250,17 @@ func (p *Peer) See(dir string, seq uint64) {
 	}
 	if seq > p.Sequences[dir] {
 		p.Sequences[dir] = seq
+	}
+}
+
+// SeePublished records seq as published for dir, this cluster's own
+// directory, if it is higher than what was recorded.
+func (s *Store) SeePublished(dir string, seq uint64) {
+	if s.Published == nil {
+		s.Published = map[string]uint64{}
+	}
+	if seq > s.Published[dir] {
+		s.Published[dir] = seq
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -346,6 +347,15 @@ func TestCordonKeepsSlicesAndDrainUnbinds(t *testing.T) {
 func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 	w := newWorld(t, slicesSpec)
 	w.converge("beta", "alpha")
+	outboxes := []string{"clusters/beta/inbox/alpha/manifest.yaml", "clusters/alpha/inbox/beta/manifest.yaml"}
+	before := map[string]uint64{}
+	for _, f := range outboxes {
+		m, err := manifest.Parse(f, w.tree[f].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = m.Sequence
+	}
 	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}]`)
 
 	_, plan := w.pass("beta")
@@ -381,9 +391,17 @@ func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 	}
 	w.now = w.now.Add(time.Second)
 	w.pass("beta")
+	// Each outbox is withdrawn by a signed tombstone: its manifest alone,
+	// listing no files, above every sequence signed there before.
 	for k := range w.tree {
-		if strings.Contains(k, "/inbox/") || strings.Contains(k, "/liqo/") {
+		if _, tombstone := before[k]; (strings.Contains(k, "/inbox/") && !tombstone) || strings.Contains(k, "/liqo/") {
 			t.Errorf("%s survives the revocation", k)
+		}
+	}
+	for _, f := range outboxes {
+		m, err := manifest.Parse(f, w.tree[f].Data)
+		if err != nil || !m.Tombstone() || m.Sequence <= before[f] {
+			t.Errorf("%s after the revocation: %+v, %v; want a tombstone above sequence %d", f, m, err, before[f])
 		}
 	}
 	if ps := w.status("beta", "alpha", "beta"); ps != nil {

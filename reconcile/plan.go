@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // Plan is the difference between a pass's desired files and the repo: what
@@ -143,7 +144,7 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		}
 	}
 	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
-	var paths []string
+	var paths, tombstones []string
 	for f := range plan.Writes {
 		paths = append(paths, f)
 	}
@@ -161,6 +162,8 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		switch {
 		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
 			add("publish OpenPGP key")
+		case from == self && rest == manifest.FileName && isTombstone(f, plan.Writes[f]):
+			tombstones = append(tombstones, to)
 		case from == self && rest == layout.NonceFile:
 			add("send nonce to " + to)
 		case from == self && rest == layout.TenantFile:
@@ -214,6 +217,18 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 			add("remove " + rest)
 		}
 	}
+	// A tombstone goes with the withdrawals it signs, which name the step;
+	// alone (signed again after a writer restored the directory), it is
+	// the step.
+	for _, to := range tombstones {
+		withdrawn := false
+		for _, s := range out {
+			withdrawn = withdrawn || (strings.HasPrefix(s, "withdraw ") && strings.HasSuffix(s, " from "+to))
+		}
+		if !withdrawn {
+			add("sign withdrawal for " + to)
+		}
+	}
 	if len(out) == 0 && !plan.Empty() {
 		add("update status")
 	}
@@ -224,6 +239,13 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 func isHandshake(f string) bool {
 	_, from, rest, _ := layout.Split(f)
 	return from != "" && (rest == layout.NonceFile || rest == layout.TenantFile || rest == layout.IdentityFile)
+}
+
+// isTombstone reports whether data, written at f, is a tombstone: the
+// signed manifest of a withdrawn directory.
+func isTombstone(f string, data []byte) bool {
+	m, err := manifest.Parse(f, data)
+	return err == nil && m.Tombstone()
 }
 
 func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }

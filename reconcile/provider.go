@@ -437,7 +437,9 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 		}
 		return sliceStatus(ans), nil
 	}
-	wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev)
+	// An acceptance in an older outbox of ours, restored from history, is
+	// not a decision we stand by (a cordon since).
+	wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev) && !p.outboxRolledBack(consumer)
 	d := policy.Grant(p.terms.classes, condition, listed, policy.Request{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted}, budget)
 	ans := req.DeepCopy()
 	ans.Status.Conditions = p.sliceConditions(prev,
@@ -503,6 +505,9 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte) (
 		if a := prev.Status.AuthParams; a != nil && handshake.VerifyClientCertificate(a.SignedCRT, p.in.Backend.CABundle(), keyDER,
 			handshake.ResourceSliceCommonName(name, consumer), consumer, p.in.Now) != nil {
 			continue
+		}
+		if p.outboxRolledBack(consumer) && !p.grantableNow(consumer, name, prev) {
+			continue // an acceptance from an older outbox of ours, restored from history
 		}
 		why, ok := p.view.IgnoredReason(consumer, dir, request)
 		if !ok {

@@ -253,6 +253,8 @@ type pass struct {
 	// their API server and CA are pinned facts, whichever role of a
 	// two-way peering asks to trust them first.
 	providers map[string]bool
+	// withdrawals: own directories found rolled back (withdraw.go).
+	withdrawals withdrawals
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
@@ -305,6 +307,7 @@ func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 	if err := p.isolate(status); err != nil {
 		return err
 	}
+	p.noteRolledBack(status)
 	stampTransitions(status, prev, p.in.Now)
 	root := layout.ClusterPath(p.self) + "/"
 	var resources []string

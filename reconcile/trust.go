@@ -55,7 +55,9 @@ func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
 
 // MinSequence implements manifest.Trust. This cluster's own directories are
 // read with no floor: what it signed is what it wrote, and a push that lost
-// a race leaves the repo one sequence behind the pin store.
+// a race leaves the repo one sequence behind the pin store. What a pass
+// carries over of them, and the decisions it keeps, are checked against
+// the floor of what it published instead (ownRolledBack).
 func (p *pass) MinSequence(writer, dir string) uint64 {
 	if writer == p.self {
 		return 0
@@ -219,24 +221,30 @@ func (p *pass) pin(peer string, ci *layout.ClusterInfo) {
 func (p *pass) ignoredNote(peer string) string {
 	ignored := p.view.Audit(peer, layout.ClusterPath(p.self, layout.InboxDir, peer))
 	if len(ignored) == 0 {
-		return ""
+		return p.withdrawnNote(peer)
 	}
 	parts := make([]string, 0, len(ignored))
 	for _, ig := range ignored {
 		parts = append(parts, fmt.Sprintf("%s (%s)", ig.Path, ig.Reason))
 	}
-	return fmt.Sprintf("; ignored, not signed by %s: %s", peer, strings.Join(parts, ", "))
+	return fmt.Sprintf("; ignored, not signed by %s: %s", peer, strings.Join(parts, ", ")) + p.withdrawnNote(peer)
 }
 
 // seal adds a signed manifest to every directory this cluster writes in
-// Output.Files and records what it saw of its peers' manifests. A directory
-// whose files are unchanged keeps its manifest byte for byte.
+// Output.Files, a tombstone to every inbox directory it withdrew, and
+// records what it saw of its peers' manifests and published of its own. A
+// directory whose files are unchanged keeps its manifest byte for byte; a
+// held one (carryRolledBack) is not signed.
 func (p *pass) seal() error {
+	p.restoreHeld()
 	byDir := map[string]map[string][]byte{}
 	for f, data := range p.out.Files {
 		writer, dir, ok := manifest.Scope(f)
 		if !ok || writer != p.self {
 			return fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, p.self)
+		}
+		if p.withdrawals.held[dir] != nil {
+			continue // held as a repo writer restored it, signed anew by nothing
 		}
 		if err := p.checkOutbox(f); err != nil {
 			return err
@@ -257,7 +265,10 @@ func (p *pass) seal() error {
 		file := path.Join(dir, manifest.FileName)
 		prevSeq := p.pins.Own[dir]
 		if old, ok := p.view.Verified(p.self, dir); ok {
-			if old.SameFiles(files) {
+			// An older manifest of ours, restored from history, is not
+			// kept even when it lists the same files: its readers saw a
+			// higher sequence since.
+			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" {
 				if data, err := fs.ReadFile(p.raw, file); err == nil {
 					p.out.Files[file] = data
 					continue
@@ -276,6 +287,13 @@ func (p *pass) seal() error {
 		p.pins.Own[dir] = seq
 		p.out.Files[file] = data
 	}
+	if err := p.tombstones(byDir); err != nil {
+		return err
+	}
+	if err := p.recordPublished(); err != nil {
+		return err
+	}
+	p.seeFormerPeers()
 	for peer := range p.trusted {
 		dir := layout.ClusterPath(p.self, layout.InboxDir, peer)
 		if m, ok := p.view.Verified(peer, dir); ok {
@@ -288,9 +306,14 @@ func (p *pass) seal() error {
 // carry writes again, unchanged, every file this cluster signed under dirs:
 // the state of a peering a repo writer's change must not undo (a swapped
 // cluster.yaml, a refused artifact) stays as it was until the peer's signed
-// artifacts or an admin move it on.
+// artifacts or an admin move it on. It carries what this cluster last
+// signed, never an older state of its own directory restored from history
+// (carryRolledBack).
 func (p *pass) carry(dirs ...string) error {
 	for _, dir := range dirs {
+		if p.carryRolledBack(dir) {
+			continue
+		}
 		err := fs.WalkDir(p.in.Tree, dir, func(f string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) && f == dir {
 				return fs.SkipDir

@@ -381,7 +381,7 @@ func (v *verifier) file(p string) {
 		v.add(p, "", ReasonOutsideLayout, "not in a cluster's tree")
 	case !v.declared(cluster):
 		v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
-	case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster):
+	case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster) && !v.tombstone(p, cluster, from, data):
 		v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
 	case from != "" && !artifact.InboxArtifact(rest, v.sender(cluster, from)):
 		parts := v.sender(cluster, from)
