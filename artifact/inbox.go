@@ -31,7 +31,8 @@ type Sender struct {
 // clusters/<to>/inbox/<from>/, is an artifact a writer in the parts from
 // sends there: by name only, at the folder's top level, the manifest that
 // signs the folder included. It is the whole list of files a reader acts
-// on in an inbox (and a reconciler writes into one); whether the content
+// on in an inbox (and a reconciler writes into one; manifest.yaml whatever
+// the parts, a tombstone staying after them); whether the content
 // checks out is for the artifact's own check.
 func InboxArtifact(name string, from Sender) bool {
 	if strings.Contains(name, "/") {
@@ -39,7 +40,10 @@ func InboxArtifact(name string, from Sender) bool {
 	}
 	switch name {
 	case manifest.FileName:
-		return from.Provider || from.Consumer
+		// Whatever the parts: a writer's folder stays signed after the
+		// spec ends them, as a tombstone (a manifest with no files) of
+		// its withdrawal. Whether it verifies is the manifest's check.
+		return true
 	case layout.NonceFile, layout.IdentityFile:
 		return from.Provider
 	case layout.TenantFile:

@@ -4,7 +4,8 @@ import "testing"
 
 // TestInboxArtifactIsTheWholeList: a provider sends nonce.yaml,
 // identity.yaml and slice answers; a consumer tenant.yaml and slice
-// requests; both sign manifest.yaml. Anything else (a ClusterRoleBinding, a
+// requests; both sign manifest.yaml, which also stays when the spec ends
+// their parts (a tombstone of the withdrawn folder). Anything else (a ClusterRoleBinding, a
 // kustomization, a file in a subfolder, another part's artifact) is not an
 // artifact, whoever writes it.
 func TestInboxArtifactIsTheWholeList(t *testing.T) {
@@ -13,7 +14,7 @@ func TestInboxArtifactIsTheWholeList(t *testing.T) {
 		name string
 		want [4]bool // provider, consumer, both, none
 	}{
-		{"manifest.yaml", [4]bool{true, true, true, false}},
+		{"manifest.yaml", [4]bool{true, true, true, true}},
 		{"nonce.yaml", [4]bool{true, false, true, false}},
 		{"identity.yaml", [4]bool{true, false, true, false}},
 		{"resourceslice-pool.status.yaml", [4]bool{true, false, true, false}},
