@@ -379,8 +379,10 @@ func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
 	}
 }
 
-func TestAppliedPointedAtAnUnsignedCommitIsResealed(t *testing.T) {
-	bare := newBare(t)
+// settledKnowingKey opens alpha knowing its key (AppliedKey) and makes its
+// first Sync, publishing clusters/alpha/cluster.yaml as content.
+func settledKnowingKey(t *testing.T, bare string) (*Repo, string) {
+	t.Helper()
 	opts := appliedOptions(t, bare)
 	opts.AppliedKey = alphaKey.Public()
 	alpha, err := Open(context.Background(), opts)
@@ -389,6 +391,12 @@ func TestAppliedPointedAtAnUnsignedCommitIsResealed(t *testing.T) {
 	}
 	content := "clusterID: alpha\n"
 	mustSync(t, alpha, alphaPass(&content))
+	return alpha, content
+}
+
+func TestAppliedPointedAtAnUnsignedCommitIsResealed(t *testing.T) {
+	bare := newBare(t)
+	alpha, content := settledKnowingKey(t, bare)
 	// A writer commits outside clusters/alpha, unsigned, and points alpha's
 	// applied branch at it: same scope, but not vouched for by alpha.
 	beta := openRepo(t, bare, "beta")
@@ -643,14 +651,7 @@ func TestAPassBeatenByItsOwnClustersCommitRecomputes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bare := newBare(t)
-			opts := appliedOptions(t, bare)
-			opts.AppliedKey = alphaKey.Public()
-			alpha, err := Open(context.Background(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			content := "clusterID: alpha\n"
-			mustSync(t, alpha, alphaPass(&content))
+			alpha, _ := settledKnowingKey(t, bare)
 
 			// The predecessor: the same cluster ID and author, in its own
 			// clone, signing with tc.key.

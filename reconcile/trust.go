@@ -281,11 +281,7 @@ func (p *pass) seal() error {
 		if err != nil {
 			return err
 		}
-		if p.pins.Own == nil {
-			p.pins.Own = map[string]uint64{}
-		}
-		p.pins.Own[dir] = seq
-		p.out.Files[file] = data
+		p.signed(dir, file, seq, data)
 	}
 	if err := p.tombstones(byDir); err != nil {
 		return err
@@ -301,6 +297,17 @@ func (p *pass) seal() error {
 		}
 	}
 	return nil
+}
+
+// signed records a manifest this pass signed for dir at seq: its sequence
+// in the pin store (Own, so that the next is higher) and the manifest as
+// file in the pass's output.
+func (p *pass) signed(dir, file string, seq uint64, data []byte) {
+	if p.pins.Own == nil {
+		p.pins.Own = map[string]uint64{}
+	}
+	p.pins.Own[dir] = seq
+	p.out.Files[file] = data
 }
 
 // carry writes again, unchanged, every file this cluster signed under dirs:

@@ -217,11 +217,7 @@ func (p *pass) tombstones(written map[string]map[string][]byte) error {
 		if err != nil {
 			return err
 		}
-		if p.pins.Own == nil {
-			p.pins.Own = map[string]uint64{}
-		}
-		p.pins.Own[dir] = seq
-		p.out.Files[file] = data
+		p.signed(dir, file, seq, data)
 	}
 	return nil
 }
