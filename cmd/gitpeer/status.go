@@ -66,9 +66,10 @@ is followed by its last pass, from <checkout>.status.json: e.g. "failed
 ...": a pass that lost every push to other writers, which the repo cannot
 show.
 
-Exit status: 0; with --exit-code, 1 while any peering is not Ready (as
-git diff --exit-code; kubectl get and flux get exit 0 whatever the state,
-and so does status without it); 2 when status could not read the repo.`,
+Exit status: 0; with --exit-code, 1 while any peering shown is not Ready
+(as git diff --exit-code; kubectl get and flux get exit 0 whatever the
+state, and so does status without it); 2 when status could not read the
+repo. To wait until peerings are Ready, gitpeer wait.`,
 		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(output, statusFormats); err != nil {
