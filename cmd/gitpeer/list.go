@@ -24,6 +24,8 @@ const (
 	kindPeeringStatusList = "PeeringStatusList"
 	// PinList: trust --list; items are pinItem.
 	kindPinList = "PinList"
+	// FindingList: verify; items are verify.Finding.
+	kindFindingList = "FindingList"
 )
 
 // list is the document of a -o json or -o yaml output.
