@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -120,10 +121,24 @@ first read fails (no such repository, branch or spec, a bad flag).`,
 				// A failed read (the host down for a moment, a
 				// spec being edited) is retried until the
 				// timeout, which names it; the peerings last read
-				// are kept for the message.
+				// are kept for the message. What a read prints (an
+				// invalid spec's problems, a note on the worktree)
+				// is said once, at the first read, or with the
+				// timeout, not at every poll.
+				var said bytes.Buffer
+				out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+				cmd.SetOut(&said)
+				cmd.SetErr(&said)
 				ps, err := read()
-				if lastErr = err; err == nil {
-					peerings = ps
+				cmd.SetOut(out)
+				cmd.SetErr(errw)
+				switch {
+				case errors.Is(err, errProblems):
+					lastErr = fmt.Errorf("the spec is invalid:\n%s", strings.TrimSuffix(said.String(), "\n"))
+				case err != nil:
+					lastErr = err
+				default:
+					lastErr, peerings = nil, ps
 				}
 			}
 		},

@@ -149,3 +149,52 @@ func TestWaitRefusesWhatItCannotWaitFor(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitRereadsACheckout: on a checkout, wait reads its HEAD again at each
+// poll, seeing what a pull (or a reconciler's pass, in its own checkout)
+// brought; a spec made invalid meanwhile is retried, and the timeout says
+// why it could not read, once, not at every poll.
+func TestWaitRereadsACheckout(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+
+	// A spec that is not valid, committed while wait waits.
+	clk, done := startWait(t, work, "--timeout", "30s", "--interval", "10s")
+	select {
+	case <-clk.waiting:
+	case r := <-done:
+		t.Fatalf("wait returned on a Pending peering: %v", r)
+	}
+	write(t, filepath.Join(work, "peering.cue"), spec+`peerings: [{consumer: "alpha", provider: "Gamma"}]`+"\n")
+	git(t, work, "commit", "-qam", "a bad spec")
+	var r [3]any
+	for r == ([3]any{}) {
+		clk.Step(10 * time.Second)
+		select {
+		case <-clk.waiting:
+		case r = <-done:
+		}
+	}
+	code, out, stderr := r[0].(int), r[1].(string), r[2].(string)
+	if code != 1 || out != "" || !strings.Contains(stderr, "the last read of the repo failed: the spec is invalid:\n"+filepath.Join(work, "peering.cue")+":2:") ||
+		strings.Count(stderr, "peering.cue:") != 1 {
+		t.Fatalf("wait over an invalid spec: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	git(t, work, "reset", "-q", "--hard", "HEAD~1")
+
+	clk, done = startWait(t, work, "--timeout", "1m", "--interval", "10s")
+	for i, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		select {
+		case <-clk.waiting:
+		case r := <-done:
+			t.Fatalf("wait returned before pass %d (%s): %v", i+1, id, r)
+		}
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", remote, "--state-dir", filepath.Join(root, "state", id)); code != 0 {
+			t.Fatal(stderr)
+		}
+		git(t, work, "pull", "-q", "--ff-only")
+		clk.Step(10 * time.Second)
+	}
+	if r := <-done; r[0].(int) != 0 || r[1].(string) != "peering alpha/beta condition met\n" {
+		t.Fatalf("wait on the checkout: %v", r)
+	}
+}
