@@ -40,8 +40,8 @@ job runs after merging a peering, before using it:
 --cluster ID selects the peerings ID takes part in (as consumer or
 provider), --peering CONSUMER/PROVIDER that one, and both together the
 peerings that match both; without them, every peering of the spec. A
-cluster or a peering the spec lacks is an error (exit 2), read once: the
-spec of a pull request not merged yet has not got it.
+cluster or a peering that the spec lacks at the first read is an error
+(exit 2): wait for a peering once its pull request is merged.
 
 A URL (or a local bare repository) is cloned anew, read-only, at each poll
 (--branch, default main; --git-credentials DIR as reconcile takes it), so
@@ -51,7 +51,9 @@ each of its passes; a clone of yours moves only when you pull, so give the
 URL instead.
 
 --for takes condition=Ready (or condition=Ready=True), the one condition a
-peering has as a whole; it is the default.
+peering has as a whole; it is the default. A Stalled peering (one that a
+human must act on, e.g. a refused Tenant) is waited for as any other, and
+the timeout names it with its reason.
 
 Exit status: 0 when the condition holds for every peering selected, saying
 "peering CONSUMER/PROVIDER condition met" for each; 1 when --timeout
