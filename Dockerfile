@@ -2,7 +2,7 @@
 # uid 65532 (the base's "nonroot"), as manifests/deploy expects.
 #
 #   make image                          # gitpeer:dev, with docker or podman
-#   docker build --build-arg VERSION=v0.1.0 -t registry.example.com/platform/gitpeer:v0.1.0 .
+#   docker build --build-arg VERSION=$(git describe --always --dirty) -t registry.example.com/platform/gitpeer:$(git describe --always --dirty) .
 #
 # No git in the image: the reconciler fetches and pushes with go-git over
 # https:// and ssh://, in process. A file:// remote (or a plain path) would

@@ -94,13 +94,14 @@ clean: ## Remove build output and e2e logs
 # ---------------------------------------------------------------- container image
 # The Dockerfile at the root; manifests/deploy runs IMAGE. CONTAINER_ENGINE=
 # docker or podman forces one; otherwise the first that is installed and whose
-# `info` succeeds (a daemon or runtime it can reach) builds.
+# `info` succeeds (a daemon or runtime it can reach) builds. With neither, the
+# target fails: a script that goes on to push or deploy IMAGE must not think
+# it was built. The image's version is VERSION, as make build's.
 IMAGE   ?= gitpeer:dev
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 CONTAINER_ENGINE ?=
 
 .PHONY: image
-image: ## Build the container image IMAGE (default gitpeer:dev) with docker or podman, if one can run
+image: ## Build the container image IMAGE (default gitpeer:dev) with docker or podman; fails if neither can run
 	@engine="$(CONTAINER_ENGINE)"; \
 	if [ -z "$$engine" ]; then \
 	  for e in docker podman; do \
@@ -108,8 +109,8 @@ image: ## Build the container image IMAGE (default gitpeer:dev) with docker or p
 	  done; \
 	fi; \
 	if [ -z "$$engine" ]; then \
-	  echo "make image: no container builder available (docker or podman is missing, or its 'info' fails: no daemon or runtime reachable); image not built"; \
-	  exit 0; \
+	  echo "make image: no container builder available (docker or podman is missing, or its 'info' fails: no daemon or runtime reachable); image not built" >&2; \
+	  exit 1; \
 	fi; \
 	echo "$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) ."; \
 	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

@@ -666,14 +666,16 @@ func (s *suite) wantOneReady(ctx context.Context, t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var peerings []struct {
-		Consumer, Provider, Step string
-		Ready                    bool
+	var list struct {
+		Items []struct {
+			Consumer, Provider, Step string
+			Ready                    bool
+		}
 	}
-	if err := json.Unmarshal([]byte(out), &peerings); err != nil {
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("gitpeer status -o json: %v\n%s", err, out)
 	}
-	if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
+	if peerings := list.Items; len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
 		t.Errorf("the repo's status: want alpha → beta Ready, got:\n%s", out)
 	}
 }

@@ -147,8 +147,8 @@ func checkConverged(t *testing.T, root, remote, work string, pass func(id string
 		t.Errorf("verify: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, _ := gitpeer(t, "status", work, "-o", "json")
-	var peerings []struct{ Ready bool }
-	if err := json.Unmarshal([]byte(out), &peerings); code != 0 || err != nil || len(peerings) != 1 || !peerings[0].Ready {
+	var list struct{ Items []struct{ Ready bool } }
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Items) != 1 || !list.Items[0].Ready {
 		t.Errorf("status: exit %d, %v\n%s", code, err, out)
 	}
 	if _, err := os.Stat(filepath.Join(state("alpha"), file.KubeconfigDir, "beta.kubeconfig")); err != nil {

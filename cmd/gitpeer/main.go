@@ -60,18 +60,18 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if !ee.silent {
-			fmt.Fprintf(stderr, "gitpeer: %v\n", ee.err)
+			fmt.Fprintf(stderr, "gitpeer: %s\n", usageMessage(cmd, ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "gitpeer: %v\n", err)
+	fmt.Fprintf(stderr, "gitpeer: %s\n", usageMessage(cmd, err))
 	return 1
 }
 
@@ -87,7 +87,10 @@ Tenant, Identity) into per-cluster paths of that repo, so every hand-off of
 Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       buildVersion(),
+		// An unknown command within two edits of one is suggested
+		// (cobra's default, said here as it is relied on).
+		SuggestionsMinimumDistance: 2,
+		Version:                    buildVersion(),
 	}
 	// A template: text/template syntax in a version string is printed as is.
 	root.SetVersionTemplate(strings.ReplaceAll(versionText(), "{{", `{{"{{"}}`))
@@ -99,6 +102,7 @@ Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
 		newReconcileCmd(),
 		newVerifyCmd(),
 		newStatusCmd(),
+		newWaitCmd(),
 		newPlanCmd(),
 		newDemoCmd(),
 		newSchemaCmd(),

@@ -100,15 +100,19 @@ func TestPeeringByHandWithTheCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status: %d", code)
 	}
-	var peerings []struct {
-		Consumer, Provider, Step string
-		Ready                    bool
+	var list struct {
+		APIVersion, Kind string
+		Items            []struct {
+			Consumer, Provider, Step string
+			Ready                    bool
+		}
 	}
-	if err := json.Unmarshal([]byte(out), &peerings); err != nil {
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("status json: %v\n%s", err, out)
 	}
-	if len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
-		t.Fatalf("status: %+v", peerings)
+	if peerings := list.Items; list.APIVersion != "gitpeer.io/v1alpha1" || list.Kind != "PeeringStatusList" ||
+		len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
+		t.Fatalf("status: %+v", list)
 	}
 	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready  true   -") {
 		t.Fatalf("status table: %d\n%s", code, out)

@@ -71,10 +71,11 @@ func TestEveryReaderReadsTheCommittedBytes(t *testing.T) {
 	}
 
 	code, out, stderr = gitpeer(t, "verify", "-o", "json", work)
-	var findings []verify.Finding
-	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+	var list struct{ Items []verify.Finding }
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("verify: %d %v\n%s%s", code, err, out, stderr)
 	}
+	findings := list.Items
 	var lines []string
 	for _, f := range findings {
 		// The CRLF checkout would be an UnsignedChange in every writer's
@@ -142,10 +143,11 @@ func TestVerifyNamesWhatChangesWhatACheckoutSees(t *testing.T) {
 	git(t, work, "commit", "-qm", "helpers")
 
 	code, out, stderr := gitpeer(t, "verify", "-o", "json", work)
-	var findings []verify.Finding
-	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+	var list struct{ Items []verify.Finding }
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("verify: %d %v\n%s%s", code, err, out, stderr)
 	}
+	findings := list.Items
 	for _, want := range [][2]string{
 		{".sourceignore", verify.ReasonSourceIgnore},
 		{"clusters/alpha/.sourceignore", verify.ReasonSourceIgnore},

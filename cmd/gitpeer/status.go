@@ -2,16 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/daemon"
 	"github.com/gitpeer/gitpeer/peerstatus"
@@ -28,9 +25,10 @@ func newStatusCmd() *cobra.Command {
 		output, branch, gitCredentials, page string
 		ref                                  string
 		exitCode                             bool
+		sel                                  peeringSelector
 	)
 	cmd := &cobra.Command{
-		Use:   "status [DIR | URL]",
+		Use:   "status [DIR | URL] [--cluster ID] [--peering CONSUMER/PROVIDER]",
 		Short: "Show each peering's handshake step and conditions",
 		Long: `status reads the spec and every cluster's signed status.yaml and prints,
 for each peering, the furthest step of its handshake (Pending, NonceSent,
@@ -47,10 +45,16 @@ directory (--branch, default main), whose tip is read from Git objects:
 an https://, ssh:// or file:// URL, or a local bare repository, with
 --git-credentials DIR as reconcile takes it.
 
+--cluster ID shows only the peerings ID takes part in (as consumer or
+provider), --peering CONSUMER/PROVIDER only that one; a cluster or a
+peering the spec lacks is an error (exit 2), not an empty list.
+
 -o table (default): one row per peering, and under it the reason of each
-slice not Accepted. -o json or yaml: every peering with its state (Ready,
-Reconciling, Stalled), step, conditions and slices. -o mermaid: a Mermaid
-flowchart, clusters and peerings coloured by state.
+slice not Accepted. -o json or yaml: a PeeringStatusList (apiVersion
+gitpeer.io/v1alpha1, kind PeeringStatusList, items), as kubectl prints a
+list, each item a peering with its state (Ready, Reconciling, Stalled),
+step, conditions and slices: jq '.items[]' iterates them. -o mermaid: a
+Mermaid flowchart, clusters and peerings coloured by state.
 
 --write FILE also keeps FILE (e.g. STATUS.md) as a Markdown page with the
 graph and the table, rewritten only when the status changed (it holds no
@@ -62,13 +66,14 @@ is followed by its last pass, from <checkout>.status.json: e.g. "failed
 ...": a pass that lost every push to other writers, which the repo cannot
 show.
 
-Exit status: 0; with --exit-code, 1 while any peering is not Ready (as
-git diff --exit-code; kubectl get and flux get exit 0 whatever the state,
-and so does status without it); 2 when status could not read the repo.`,
+Exit status: 0; with --exit-code, 1 while any peering shown is not Ready
+(as git diff --exit-code; kubectl get and flux get exit 0 whatever the
+state, and so does status without it); 2 when status could not read the
+repo. To wait until peerings are Ready, gitpeer wait.`,
 		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(statusFormats, output) {
-				return withCode(2, fmt.Errorf("-o: %q is not one of %s", output, strings.Join(statusFormats, ", ")))
+			if err := checkFormat(output, statusFormats); err != nil {
+				return withCode(2, err)
 			}
 			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref)
 			if err != nil {
@@ -79,12 +84,16 @@ and so does status without it); 2 when status could not read the repo.`,
 			if err != nil {
 				return withCode(2, err)
 			}
+			if err := sel.check(spec); err != nil {
+				return withCode(2, err)
+			}
 			tree := src.Tree
-			peerings, err := peerstatus.Collect(tree, spec)
+			all, err := peerstatus.Collect(tree, spec)
 			if err != nil {
 				return withCode(2, err)
 			}
-			clusters := peerstatus.Clusters(tree, spec, peerings)
+			peerings := sel.peerings(all)
+			clusters := sel.clusters(peerstatus.Clusters(tree, spec, all), peerings)
 			if err := printStatus(cmd, output, clusters, peerings); err != nil {
 				return withCode(2, err)
 			}
@@ -119,7 +128,9 @@ and so does status without it); 2 when status could not read the repo.`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
 	f := cmd.Flags()
 	f.StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(statusFormats, ", "))
-	f.BoolVar(&exitCode, "exit-code", false, "exit 1 while any peering is not Ready")
+	f.BoolVar(&exitCode, "exit-code", false, "exit 1 while any peering shown is not Ready")
+	f.StringVar(&sel.cluster, "cluster", "", "show only the peerings this cluster ID takes part in")
+	f.StringVar(&sel.peering, "peering", "", "show only this peering, CONSUMER/PROVIDER")
 	f.StringVar(&page, "write", "", "also write a Markdown page (graph and table) to this file, when it changed")
 	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
 	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
@@ -131,17 +142,8 @@ and so does status without it); 2 when status could not read the repo.`,
 func printStatus(cmd *cobra.Command, output string, clusters []peerstatus.Cluster, peerings []peerstatus.Peering) error {
 	w := cmd.OutOrStdout()
 	switch output {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(peerings)
-	case "yaml":
-		b, err := yaml.Marshal(peerings)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
+	case "json", "yaml":
+		return writeList(w, output, kindPeeringStatusList, peerings)
 	case "mermaid":
 		return peerstatus.WriteMermaid(w, clusters, peerings)
 	}

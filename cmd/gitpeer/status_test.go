@@ -61,11 +61,14 @@ func TestStatusOfARepositoryURL(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // where clones go
 	for _, target := range []string{remote, "file://" + remote} {
 		code, out, stderr := gitpeer(t, "status", target, "-o", "json", "--exit-code")
-		var peerings []struct {
-			Ready bool
-			State string
+		var list struct {
+			Items []struct {
+				Ready bool
+				State string
+			}
 		}
-		if err := json.Unmarshal([]byte(out), &peerings); code != 0 || err != nil || len(peerings) != 1 || !peerings[0].Ready || peerings[0].State != "Ready" {
+		err := json.Unmarshal([]byte(out), &list)
+		if peerings := list.Items; code != 0 || err != nil || len(peerings) != 1 || !peerings[0].Ready || peerings[0].State != "Ready" {
 			t.Fatalf("status %s: exit %d %v\n%s%s", target, code, err, out, stderr)
 		}
 	}
@@ -186,5 +189,71 @@ func TestStatusOfADaemonsCheckoutShowsItsLastPass(t *testing.T) {
 	_, out, _ = gitpeer(t, "status", checkout)
 	if got, want := strings.TrimPrefix(out, table), "\nreconciler alpha, last pass: committed at 2026-11-23 10:02:04Z, commit 0123456789ab\n"; got != want {
 		t.Errorf("after a landed pass:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestStatusOfOneCluster: --cluster shows the peerings a cluster takes part
+// in, as consumer or as provider, in every format (the graph: it and its
+// peers), --peering one peering; a cluster or peering the spec lacks is an
+// error, not an empty list.
+func TestStatusOfOneCluster(t *testing.T) {
+	input := filepath.Join("testdata", "status", "midway", "input")
+	rows := func(out string) []string {
+		var got []string
+		for _, line := range strings.Split(out, "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 2 && !strings.Contains(f[0], ":") {
+				got = append(got, f[0]+"/"+f[1])
+			}
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "gamma"}, "alpha/gamma delta/gamma"},
+		{[]string{"--cluster", "alpha"}, "alpha/beta alpha/gamma"},
+		{[]string{"--cluster", "delta"}, "delta/gamma"},
+		{[]string{"--peering", "alpha/gamma"}, "alpha/gamma"},
+		{[]string{"--cluster", "gamma", "--peering", "delta/gamma"}, "delta/gamma"},
+		{[]string{"--cluster", "beta", "--peering", "delta/gamma"}, ""},
+	} {
+		code, out, stderr := gitpeer(t, append([]string{"status", input}, tc.args...)...)
+		if got := strings.Join(rows(out), " "); code != 0 || got != tc.want {
+			t.Errorf("status %v: exit %d, rows %q, want %q\n%s%s", tc.args, code, got, tc.want, out, stderr)
+		}
+		code, out, stderr = gitpeer(t, append([]string{"status", input, "-o", "json"}, tc.args...)...)
+		var list struct {
+			Kind  string
+			Items []struct{ Consumer, Provider string }
+		}
+		if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || list.Kind != "PeeringStatusList" || list.Items == nil {
+			t.Fatalf("status %v -o json: exit %d %v\n%s%s", tc.args, code, err, out, stderr)
+		}
+		var got []string
+		for _, p := range list.Items {
+			got = append(got, p.Consumer+"/"+p.Provider)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("status %v -o json: items %v, want %q", tc.args, got, tc.want)
+		}
+	}
+	_, graph, _ := gitpeer(t, "status", input, "--cluster", "delta", "-o", "mermaid")
+	if !strings.Contains(graph, `c0["delta"]`) || !strings.Contains(graph, `c1["gamma"]`) || strings.Contains(graph, `"alpha"`) || strings.Contains(graph, `"beta"`) {
+		t.Errorf("--cluster delta -o mermaid, want delta and gamma only:\n%s", graph)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "epsilon"}, `--cluster: "epsilon" is not a cluster of the spec (its clusters: alpha, delta, beta, gamma)`},
+		{[]string{"--peering", "gamma/alpha"}, `--peering: "gamma/alpha" is not a peering of the spec (its peerings, consumer/provider: alpha/beta, alpha/gamma, delta/gamma)`},
+	} {
+		if code, out, stderr := gitpeer(t, append([]string{"status", input}, tc.args...)...); code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("status %v: exit %d\n%s%s\nwant exit 2 and %q", tc.args, code, out, stderr, tc.want)
+		}
+	}
+	if code, _, _ := gitpeer(t, "status", input, "--cluster", "gamma", "--exit-code"); code != 1 {
+		t.Errorf("--exit-code with --cluster gamma, whose peerings are not Ready: exit %d", code)
 	}
 }

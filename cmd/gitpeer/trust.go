@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,12 +18,12 @@ var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 func newTrustCmd() *cobra.Command {
 	var (
-		cluster, peer, fingerprint string
-		list                       bool
-		bf                         backendFlags
+		cluster, peer, fingerprint, output string
+		list                               bool
+		bf                                 backendFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "trust --cluster ID (--peer ID [--fingerprint sha256:…] | --list) (--state-dir DIR | --backend kubernetes)",
+		Use:   "trust --cluster ID (--peer ID [--fingerprint sha256:…] | --list [-o text|json|yaml]) (--state-dir DIR | --backend kubernetes)",
 		Short: "Re-pin a peer's key (after it changed without a rotation statement), or list the pins",
 		Long: `Each cluster pins, in its backend and never in the repo, the key of every peer
 (and a provider's CA and API server) when the peering is first approved. A
@@ -43,11 +44,23 @@ Editing the spec's fingerprint never overrides a pin.
 
 A pin that an earlier version stored out of its bounds (a huge or malformed
 API server or CA) is reported damaged (--list, and PinDamaged on the peering):
-nothing of that peer is trusted until it is re-pinned the same way.`,
+nothing of that peer is trusted until it is re-pinned the same way.
+
+--list prints one line per peer: its ID, pinned fingerprint, API server
+and state, tab-separated; -o json or yaml a PinList (apiVersion
+gitpeer.io/v1alpha1, kind PinList, items), each item {peer, fingerprint,
+apiServer, state: Pinned, Repin (at the next pass) or Damaged, damaged:
+what is damaged}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !list && peer == "" {
 				return fmt.Errorf("give --peer ID (or --list)")
+			}
+			if err := checkFormat(output, listFormats); err != nil {
+				return err
+			}
+			if !list && cmd.Flags().Changed("output") {
+				return fmt.Errorf("-o applies to --list")
 			}
 			if peer != "" {
 				if err := layout.CheckClusterID(peer); err != nil {
@@ -76,16 +89,24 @@ nothing of that peer is trusted until it is re-pinned the same way.`,
 					ids = append(ids, id)
 				}
 				sort.Strings(ids)
+				items := make([]pinItem, 0, len(ids))
 				for _, id := range ids {
 					p := store.Peers[id]
+					item := pinItem{Peer: id, Fingerprint: p.Fingerprint, APIServer: p.APIServer, State: pinPinned}
 					state := "pinned"
 					switch {
 					case p.Repin:
-						state = "re-pin at the next pass"
+						state, item.State = "re-pin at the next pass", pinRepin
 					case p.Damaged != "":
-						state = "damaged, not trusted until re-pinned: " + p.Damaged
+						state, item.State, item.Damaged = "damaged, not trusted until re-pinned: "+p.Damaged, pinDamaged, p.Damaged
 					}
-					fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
+					items = append(items, item)
+					if output == "text" {
+						fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
+					}
+				}
+				if output != "text" {
+					return writeList(out, output, kindPinList, items)
 				}
 				return nil
 			}
@@ -108,10 +129,41 @@ nothing of that peer is trusted until it is re-pinned the same way.`,
 	f.StringVar(&peer, "peer", "", "the peer to trust anew")
 	f.StringVar(&fingerprint, "fingerprint", "", "the peer's new key fingerprint, sha256:<hex>, as its admin gave it to you")
 	f.BoolVar(&list, "list", false, "print the pins: peer, fingerprint, API server, state")
+	f.StringVarP(&output, "output", "o", "text", "output format of --list: "+strings.Join(listFormats, ", "))
 	bf.register(f, false)
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }
+
+// listFormats are the values of -o of trust --list and version.
+var listFormats = []string{"text", "json", "yaml"}
+
+// pinItem is one peer's pins as trust --list -o json|yaml prints them: no
+// key nor CA (the fingerprint names the key), nor the bookkeeping of
+// sequences and nonces.
+type pinItem struct {
+	// Peer is the peer's cluster ID.
+	Peer string `json:"peer"`
+	// Fingerprint is "sha256:<hex>" of its pinned key, "" when none is.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// APIServer is its pinned API server URL, "" when none is.
+	APIServer string `json:"apiServer,omitempty"`
+	// State is pinPinned, pinRepin or pinDamaged.
+	State string `json:"state"`
+	// Damaged says which pinned value is damaged, with State pinDamaged.
+	Damaged string `json:"damaged,omitempty"`
+}
+
+// States of a pinItem.
+const (
+	// pinPinned: the pins hold.
+	pinPinned = "Pinned"
+	// pinRepin: gitpeer trust asked the next pass to pin the peer anew.
+	pinRepin = "Repin"
+	// pinDamaged: a pinned value was out of its bounds; nothing of the
+	// peer is trusted until it is re-pinned.
+	pinDamaged = "Damaged"
+)
 
 func orNone(s string) string {
 	if s == "" {

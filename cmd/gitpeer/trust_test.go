@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // reconcileAll runs each cluster's reconciler once, in order.
@@ -167,4 +171,60 @@ func TestTrustListShowsADamagedPin(t *testing.T) {
 	if code, out, _ := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--list"); code != 0 || !strings.Contains(out, "re-pin at the next pass") {
 		t.Fatalf("trust --list after a re-pin request: %d %q", code, out)
 	}
+}
+
+// TestTrustListAsAList: trust --list -o json and -o yaml print a PinList
+// (apiVersion, kind, items), each item a peer with its fingerprint, API
+// server and state (Pinned, Repin, Damaged and what is damaged).
+func TestTrustListAsAList(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "beta")
+	if code, _, stderr := gitpeer(t, "init", "--cluster", "beta", "--api-server", "https://beta.example:6443", "--state-dir", state); code != 0 {
+		t.Fatalf("init: %d %s", code, stderr)
+	}
+	fp := "sha256:" + strings.Repeat("ab", 32)
+	store := "apiVersion: gitpeer.io/v1alpha1\nkind: PinStore\nclusterID: beta\npeers:\n" +
+		"  alpha:\n    apiServer: ftp://alpha.example\n" +
+		"  gamma:\n    fingerprint: " + fp + "\n    apiServer: https://gamma.example:6443\n"
+	if err := os.WriteFile(filepath.Join(state, "pins.yaml"), []byte(store), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list := func(format string) pinList {
+		t.Helper()
+		code, out, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--list", "-o", format)
+		var l pinList
+		var err error
+		if format == "json" {
+			err = json.Unmarshal([]byte(out), &l)
+		} else {
+			err = yaml.UnmarshalStrict([]byte(out), &l)
+		}
+		if code != 0 || err != nil || l.APIVersion != "gitpeer.io/v1alpha1" || l.Kind != "PinList" {
+			t.Fatalf("trust --list -o %s: exit %d %v\n%s%s", format, code, err, out, stderr)
+		}
+		return l
+	}
+	want := []pinItem{{Peer: "alpha", State: "Damaged", Damaged: `apiServer: "ftp://alpha.example" is not an https URL: damaged pin`}, {Peer: "gamma", Fingerprint: fp, APIServer: "https://gamma.example:6443", State: "Pinned"}}
+	for _, format := range []string{"json", "yaml"} {
+		if got := list(format).Items; !reflect.DeepEqual(got, want) {
+			t.Errorf("-o %s: items %+v, want %+v", format, got, want)
+		}
+	}
+	if code, _, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--peer", "alpha"); code != 0 {
+		t.Fatalf("trust --peer: %d %s", code, stderr)
+	}
+	if got := list("json").Items; len(got) != 2 || got[0].State != "Repin" {
+		t.Errorf("after trust --peer alpha: %+v, want alpha in state Repin", got)
+	}
+	if code, _, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--peer", "alpha", "-o", "json"); code != 1 || !strings.Contains(stderr, "-o applies to --list") {
+		t.Errorf("trust --peer -o json: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := gitpeer(t, "trust", "--cluster", "beta", "--state-dir", state, "--list", "-o", "table"); code != 1 || !strings.Contains(stderr, `-o: "table" is not one of text, json, yaml`) {
+		t.Errorf("trust --list -o table: exit %d %s", code, stderr)
+	}
+}
+
+type pinList struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Items      []pinItem `json:"items"`
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,14 +71,15 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused.
 
 Output: one line per finding (file: field: message (Reason, commit)), or with
--o json a list of {file, field, reason, message, commit}. Exit status: 0 when
+-o json or yaml a FindingList (apiVersion gitpeer.io/v1alpha1, kind
+FindingList, items), each item {file, field, reason, message, commit}. Exit status: 0 when
 every check holds, 1 when something was found, 2 when verify could not check
 (bad flag or spec, a spec over its limits, unreadable repository, unknown
 --base or --ref).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return errUsage(fmt.Errorf("-o: %q is not one of text, json", output))
+			if err := checkFormat(output, listFormats); err != nil {
+				return errUsage(err)
 			}
 			dir := dirArg(args)
 			lim, err := specLimits(cmd)
@@ -112,13 +113,11 @@ every check holds, 1 when something was found, 2 when verify could not check
 			if err != nil {
 				return errUsage(err)
 			}
-			if output == "json" {
+			if output != "text" {
 				if findings == nil {
 					findings = []verify.Finding{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(findings); err != nil {
+				if err := writeList(cmd.OutOrStdout(), output, kindFindingList, findings); err != nil {
 					return errUsage(err)
 				}
 			} else {
@@ -136,7 +135,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return errUsage(err) })
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(listFormats, ", "))
 	cmd.Flags().BoolVar(&history, "history", false, "also scan every blob of every commit for private material")
 	cmd.Flags().StringVar(&base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base)")
 	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")

@@ -34,8 +34,12 @@ func TestVerifyExitsZeroOnASignedRepo(t *testing.T) {
 		t.Fatalf("verify: %d\n%s%s", code, out, stderr)
 	}
 	code, out, _ = gitpeer(t, "verify", "-o", "json", "--history", work)
-	if code != 0 || strings.TrimSpace(out) != "[]" {
-		t.Fatalf("verify -o json --history: %d\n%s", code, out)
+	if want := "{\n  \"apiVersion\": \"gitpeer.io/v1alpha1\",\n  \"kind\": \"FindingList\",\n  \"items\": []\n}\n"; code != 0 || out != want {
+		t.Fatalf("verify -o json --history: %d\n%s\nwant:\n%s", code, out, want)
+	}
+	code, out, _ = gitpeer(t, "verify", "-o", "yaml", work)
+	if want := "apiVersion: gitpeer.io/v1alpha1\nitems: []\nkind: FindingList\n"; code != 0 || out != want {
+		t.Fatalf("verify -o yaml: %d\n%s\nwant:\n%s", code, out, want)
 	}
 }
 
@@ -49,11 +53,14 @@ func TestVerifyJSONNamesEachFindingWithItsCommit(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("verify -o json: exit %d\n%s", code, out)
 	}
-	var raw []map[string]any
-	if err := json.Unmarshal([]byte(out), &raw); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
+	var rawList struct {
+		APIVersion, Kind string
+		Items            []map[string]any
 	}
-	for _, f := range raw {
+	if err := json.Unmarshal([]byte(out), &rawList); err != nil || rawList.APIVersion != "gitpeer.io/v1alpha1" || rawList.Kind != "FindingList" {
+		t.Fatalf("not a FindingList: %v\n%s", err, out)
+	}
+	for _, f := range rawList.Items {
 		if len(f) != 5 {
 			t.Errorf("finding %v: want exactly file, field, reason, message, commit", f)
 		}
@@ -63,12 +70,14 @@ func TestVerifyJSONNamesEachFindingWithItsCommit(t *testing.T) {
 			}
 		}
 	}
-	var findings []struct{ File, Field, Reason, Message, Commit string }
-	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+	var list struct {
+		Items []struct{ File, Field, Reason, Message, Commit string }
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	for _, f := range findings {
+	for _, f := range list.Items {
 		switch {
 		case f.File == "clusters/alpha/kustomization.yaml" && f.Reason == "UnsignedChange" && f.Commit == commit:
 			want["history"] = true
@@ -92,7 +101,7 @@ func TestVerifyExitsTwoWhenItCannotCheck(t *testing.T) {
 		args []string
 		says string
 	}{
-		{"an unknown output format", []string{"verify", "-o", "xml", work}, `-o: "xml" is not one of text, json`},
+		{"an unknown output format", []string{"verify", "-o", "xml", work}, `-o: "xml" is not one of text, json, yaml`},
 		{"an unknown flag", []string{"verify", "--nope", work}, "unknown flag: --nope"},
 		{"an unknown --base", []string{"verify", "--base", "no-such-branch", work}, "--base no-such-branch"},
 		{"no spec", []string{"verify", t.TempDir()}, "peering"},

@@ -16,10 +16,10 @@ var version = "dev"
 
 // versionModules are the dependencies whose versions decide what gitpeer
 // writes and speaks: go-git (the Git protocol and repository format) and
-// Liqo (the API objects of the handshake).
-var versionModules = []struct{ name, path string }{
-	{"go-git", "github.com/go-git/go-git/v5"},
-	{"liqo", "github.com/liqotech/liqo"},
+// Liqo (the API objects of the handshake); key is their field in -o json.
+var versionModules = []struct{ name, key, path string }{
+	{"go-git", "goGit", "github.com/go-git/go-git/v5"},
+	{"liqo", "liqo", "github.com/liqotech/liqo"},
 }
 
 // buildVersion is version, or the main module's version from the build
@@ -34,13 +34,9 @@ func buildVersion() string {
 	return version
 }
 
-// versionText is what `gitpeer version` and `gitpeer --version` print: one
-// "name: version" line each for gitpeer, Go and versionModules, from
+// moduleVersions are the versions of versionModules, in their order, from
 // runtime/debug.ReadBuildInfo ("unknown" for a module the build info lacks).
-func versionText() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "gitpeer: %s\n", buildVersion())
-	fmt.Fprintf(&b, "go: %s\n", runtime.Version())
+func moduleVersions() []string {
 	deps := map[string]string{}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range bi.Deps {
@@ -50,24 +46,58 @@ func versionText() string {
 			deps[m.Path] = m.Version
 		}
 	}
-	for _, m := range versionModules {
-		v := deps[m.path]
-		if v == "" {
-			v = "unknown"
+	out := make([]string, len(versionModules))
+	for i, m := range versionModules {
+		if out[i] = deps[m.path]; out[i] == "" {
+			out[i] = "unknown"
 		}
-		fmt.Fprintf(&b, "%s: %s\n", m.name, v)
+	}
+	return out
+}
+
+// versionText is what `gitpeer version` and `gitpeer --version` print: one
+// "name: version" line each for gitpeer, Go and versionModules.
+func versionText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "gitpeer: %s\n", buildVersion())
+	fmt.Fprintf(&b, "go: %s\n", runtime.Version())
+	for i, v := range moduleVersions() {
+		fmt.Fprintf(&b, "%s: %s\n", versionModules[i].name, v)
 	}
 	return b.String()
 }
 
+// versionObject is what `gitpeer version -o json|yaml` prints, the same
+// versions as versionText as one object: {"gitpeer", "go", "goGit",
+// "liqo"} (an object, as kubectl version -o json prints one, not a list).
+func versionObject() map[string]string {
+	out := map[string]string{"gitpeer": buildVersion(), "go": runtime.Version()}
+	for i, v := range moduleVersions() {
+		out[versionModules[i].key] = v
+	}
+	return out
+}
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version [-o text|json|yaml]",
 		Short: "Print the versions of gitpeer, Go, go-git and Liqo",
-		Args:  cobra.NoArgs,
+		Long: `version prints the versions of gitpeer, of Go and of the go-git and Liqo
+modules it was built with: one "name: version" line each, or with -o json
+or yaml one object {gitpeer, go, goGit, liqo}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(output, listFormats); err != nil {
+				return err
+			}
+			if output != "text" {
+				return writeObject(cmd.OutOrStdout(), output, versionObject())
+			}
 			_, err := fmt.Fprint(cmd.OutOrStdout(), versionText())
 			return err
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(listFormats, ", "))
+	return cmd
 }

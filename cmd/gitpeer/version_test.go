@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestVersion(t *testing.T) {
@@ -38,5 +42,33 @@ func TestVersionSetAtBuildTime(t *testing.T) {
 	version = "v1.2.3-4-gabcdef0-dirty"
 	if got := strings.SplitN(versionText(), "\n", 2)[0]; got != "gitpeer: v1.2.3-4-gabcdef0-dirty" {
 		t.Errorf("first line %q", got)
+	}
+}
+
+// TestVersionAsJSONAndYAML: -o json and -o yaml print the versions of the
+// text as one object, for scripts; another format is refused.
+func TestVersionAsJSONAndYAML(t *testing.T) {
+	_, text, _ := gitpeer(t, "version")
+	want := map[string]string{}
+	keys := map[string]string{"gitpeer": "gitpeer", "go": "go", "go-git": "goGit", "liqo": "liqo"}
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		name, v, _ := strings.Cut(line, ": ")
+		want[keys[name]] = v
+	}
+	for _, format := range []string{"json", "yaml"} {
+		code, out, stderr := gitpeer(t, "version", "-o", format)
+		got := map[string]string{}
+		var err error
+		if format == "json" {
+			err = json.Unmarshal([]byte(out), &got)
+		} else {
+			err = yaml.UnmarshalStrict([]byte(out), &got)
+		}
+		if code != 0 || err != nil || len(got) != 4 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("version -o %s: exit %d %v\n%s%s\nwant %v", format, code, err, out, stderr, want)
+		}
+	}
+	if code, _, stderr := gitpeer(t, "version", "-o", "xml"); code != 1 || !strings.Contains(stderr, `-o: "xml" is not one of text, json, yaml`) {
+		t.Errorf("version -o xml: exit %d %s", code, stderr)
 	}
 }
