@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInitGuardsAgainstOrdinaryMistakes: init refuses a --repo that is not a
+// working tree, says when it keeps an old API server (and how to change
+// it), and says when it is about to publish a new key over a published one.
+func TestInitGuardsAgainstOrdinaryMistakes(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	state := filepath.Join(root, "state", "alpha")
+	initArgs := func(repo string, extra ...string) []string {
+		return append([]string{"init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443", "--state-dir", state, "--repo", repo}, extra...)
+	}
+
+	plain := filepath.Join(root, "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, repo, want string }{
+		{"a plain directory", plain, "--repo " + plain + " is not the root of a Git working tree (no .git there): init writes clusters/<id>/ into a clone of the peering repo"},
+		{"a bare repository", remote, "--repo " + remote + " is a bare repository (no working tree): init writes clusters/<id>/ into a working tree for you to commit; clone it (git clone " + remote + " peering)"},
+		{"a URL", "ssh://git@git.example.com/platform/peering.git", "is a URL: init writes files into a working tree for you to commit; clone the peering repo"},
+		{"an scp-like address", "git@git.example.com:platform/peering.git", "is a URL"},
+		{"a subdirectory of a clone", filepath.Join(work, "clusters"), "is not the root of a Git working tree"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := gitpeer(t, initArgs(tc.repo)...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("init --repo %s: exit %d, want an error saying %q:\n%s", tc.repo, code, tc.want, stderr)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(plain); len(entries) != 0 {
+		t.Errorf("init wrote into a directory it refused: %v", entries)
+	}
+
+	// Another --api-server on existing state: kept, and said, with the command that changes it.
+	args := initArgs(work)
+	args[4] = "https://alpha.new.example:6443"
+	code, _, stderr := gitpeer(t, args...)
+	if code != 0 || !strings.Contains(stderr, "warning: the state for alpha keeps its API server https://alpha.example:6443; --api-server https://alpha.new.example:6443 is ignored") ||
+		!strings.Contains(stderr, "run gitpeer rotate-key --api-server https://alpha.new.example:6443") {
+		t.Errorf("init does not say it keeps the old API server: %d\n%s", code, stderr)
+	}
+	if code, _, stderr := gitpeer(t, initArgs(work)...); code != 0 || strings.Contains(stderr, "warning:") {
+		t.Errorf("init with the same API server warns: %d\n%s", code, stderr)
+	}
+
+	// Another backend's key over a published cluster.yaml: said before it is committed.
+	other := filepath.Join(root, "state", "other")
+	code, _, stderr = gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443", "--state-dir", other, "--repo", work)
+	if code != 0 || !strings.Contains(stderr, "warning: clusters/alpha/cluster.yaml published key sha256:") ||
+		!strings.Contains(stderr, "every peer refuses it (KeyChanged) until its admin re-pins it") ||
+		!strings.Contains(stderr, "do not commit it: git -C "+work+" checkout -- clusters/alpha") {
+		t.Errorf("init does not warn that it replaces a published key: %d\n%s", code, stderr)
+	}
+}
