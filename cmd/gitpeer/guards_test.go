@@ -60,3 +60,18 @@ func TestInitGuardsAgainstOrdinaryMistakes(t *testing.T) {
 		t.Errorf("init does not warn that it replaces a published key: %d\n%s", code, stderr)
 	}
 }
+
+// TestAnSSHURLWithoutCredentialsSaysWhatToPass: with no --git-credentials
+// and no ssh agent, the error names the flag and the files it needs, not
+// go-git's "SSH agent requested but SSH_AUTH_SOCK not-specified".
+func TestAnSSHURLWithoutCredentialsSaysWhatToPass(t *testing.T) {
+	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Setenv("HOME", t.TempDir())
+	url := "ssh://git@127.0.0.1:1/platform/peering.git"
+	code, _, stderr := gitpeer(t, "status", url)
+	want := url + " is an SSH URL and no --git-credentials were given (nor is an ssh agent running): pass --git-credentials DIR, DIR holding the keys of Flux's Git Secret: " +
+		"the private key of a deploy key with write access as DIR/identity and 127.0.0.1:1's host key as DIR/known_hosts (ssh-keyscan -p 1 127.0.0.1 > DIR/known_hosts"
+	if code == 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "SSH_AUTH_SOCK not-specified") {
+		t.Errorf("exit %d, want an error saying\n%s\ngot:\n%s", code, want, stderr)
+	}
+}
