@@ -75,3 +75,27 @@ func TestAnSSHURLWithoutCredentialsSaysWhatToPass(t *testing.T) {
 		t.Errorf("exit %d, want an error saying\n%s\ngot:\n%s", code, want, stderr)
 	}
 }
+
+// TestAnUnknownFileInTheCredentialsDirectoryIsNamed: a key stored under a
+// name gitpeer does not read is named in a warning, with the names it reads.
+func TestAnUnknownFileInTheCredentialsDirectoryIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"id_ed25519", "known_hosts", "identity.pub", "..data"} {
+		write(t, filepath.Join(dir, name), "x\n")
+	}
+	root, remote, _ := peeringRepo(t, spec)
+	want := "warning: --git-credentials " + dir + ": ignoring id_ed25519: gitpeer reads only the keys of Flux's Git Secret: identity, password, known_hosts, username, bearerToken, ca.crt (identity.pub is ignored)"
+	// status of a URL (a file:// one: the credentials apply to none, but are read as for any).
+	_, _, stderr := gitpeer(t, "status", "file://"+remote, "--git-credentials", dir)
+	if !strings.Contains(stderr, want) {
+		t.Errorf("status does not name the unknown file:\n%s\nwant %q", stderr, want)
+	}
+	_, _, stderr = gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", "file://"+remote, "--git-credentials", dir,
+		"--state-dir", filepath.Join(root, "state", "alpha"))
+	if !strings.Contains(stderr, want) {
+		t.Errorf("reconcile does not name the unknown file:\n%s\nwant %q", stderr, want)
+	}
+	if strings.Contains(stderr, "..data") || strings.Contains(stderr, "ignoring identity.pub") {
+		t.Errorf("a mounted Secret's ..data or Flux's identity.pub is named:\n%s", stderr)
+	}
+}

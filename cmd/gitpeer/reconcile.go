@@ -107,6 +107,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if err != nil {
 				return fmt.Errorf("--repo, --git-credentials: %w", err)
 			}
+			warnUnknownCredentials(cmd.ErrOrStderr(), creds)
 			opener, err := pr.opener(review, creds)
 			if err != nil {
 				return err

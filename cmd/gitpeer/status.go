@@ -70,7 +70,7 @@ and so does status without it); 2 when status could not read the repo.`,
 			if !slices.Contains(statusFormats, output) {
 				return withCode(2, fmt.Errorf("-o: %q is not one of %s", output, strings.Join(statusFormats, ", ")))
 			}
-			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref)
+			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref, cmd.ErrOrStderr())
 			if err != nil {
 				return withCode(2, err)
 			}
