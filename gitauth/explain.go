@@ -109,6 +109,9 @@ func (s *Source) Explain(err error) error {
 		return wrap(ErrAuthRefused, "authentication refused by %s: check that %s is the private key of a deploy key "+
 			"of the repository with write access, and the login user in the URL", host, s.file(IdentityFile))
 
+	case errors.Is(err, transport.ErrRepositoryNotFound) && s.ep.Protocol == "file":
+		return wrap(ErrRepoNotFound, "no Git repository at %s (a local path): check --repo; it takes the peering repo's URL, or the path of a bare repository on this machine",
+			s.ep.Path)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		where := "the credentials in " + s.dir
 		if s.dir == "" {

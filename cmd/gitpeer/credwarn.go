@@ -21,3 +21,30 @@ func warnUnknownCredentials(w io.Writer, creds *gitauth.Source) {
 	fmt.Fprintf(w, "warning: --git-credentials %s: ignoring %s: gitpeer reads only the keys of Flux's Git Secret: %s (identity.pub is ignored); rename the file if it is one of those\n",
 		creds.Dir(), strings.Join(unknown, ", "), strings.Join(gitauth.Files(), ", "))
 }
+
+// checkRemote refuses a reconcile --repo that is a checkout (a directory
+// with a working tree): the reconciler clones --repo and pushes to it, and
+// Git refuses a push to the branch a checkout has checked out, after the
+// pass did its work. The error names the checkout's origin, which is what
+// --repo wants.
+func checkRemote(repo string) error {
+	if repo == "" || strings.Contains(repo, "://") || !isCheckout(repo) {
+		return nil
+	}
+	hint := "pass the URL it was cloned from, or the path of a bare repository (git clone --bare " + repo + " peering.git)"
+	if origin := originURL(repo); origin != "" {
+		hint = "pass the URL it was cloned from: --repo " + origin
+	}
+	return fmt.Errorf("--repo %s is a checkout (a working tree): reconcile clones --repo into its own checkout and pushes to it, "+
+		"and Git refuses pushes to a checked-out branch; %s", repo, hint)
+}
+
+// checkNotURL refuses, for verb (validate, verify), a DIR that is a URL:
+// they read a local clone, with its history.
+func checkNotURL(verb, dir string) error {
+	if !strings.Contains(dir, "://") && !scpLike(dir) {
+		return nil
+	}
+	return fmt.Errorf("%s reads a local clone, not a URL (it checks the commits of its history, as CI does on a checkout): "+
+		"git clone %s peering && gitpeer %s peering", verb, dir, verb)
+}

@@ -99,3 +99,34 @@ func TestAnUnknownFileInTheCredentialsDirectoryIsNamed(t *testing.T) {
 		t.Errorf("a mounted Secret's ..data or Flux's identity.pub is named:\n%s", stderr)
 	}
 }
+
+// TestWrongRepoArgumentsSayWhatToPass: reconcile --repo at a checkout or
+// at a path with no repository, and validate or verify of a URL, each say
+// what the flag or argument takes.
+func TestWrongRepoArgumentsSayWhatToPass(t *testing.T) {
+	root, remote, work := peeringRepo(t, spec)
+	state := filepath.Join(root, "state", "alpha")
+	missing := filepath.Join(root, "nope.git")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"reconcile --repo at a checkout", []string{"reconcile", "--once", "--cluster", "alpha", "--state-dir", state, "--repo", work}, 1,
+			"--repo " + work + " is a checkout (a working tree): reconcile clones --repo into its own checkout and pushes to it, and Git refuses pushes to a checked-out branch; pass the URL it was cloned from: --repo " + remote},
+		{"reconcile --repo at no repository", []string{"reconcile", "--once", "--cluster", "alpha", "--state-dir", state, "--repo", missing}, 1,
+			"no Git repository at " + missing + " (a local path): check --repo; it takes the peering repo's URL, or the path of a bare repository on this machine"},
+		{"verify of a URL", []string{"verify", "https://git.example.com/platform/peering.git"}, 2,
+			"verify reads a local clone, not a URL (it checks the commits of its history, as CI does on a checkout): git clone https://git.example.com/platform/peering.git peering && gitpeer verify peering"},
+		{"validate of an scp-like address", []string{"validate", "git@git.example.com:platform/peering.git"}, 1,
+			"validate reads a local clone, not a URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := gitpeer(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), want it to say\n%s\ngot:\n%s%s", code, tc.code, tc.want, out, stderr)
+			}
+		})
+	}
+}

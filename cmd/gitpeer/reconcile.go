@@ -91,6 +91,9 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if err != nil {
 				return fmt.Errorf("--signing-format: %w", err)
 			}
+			if err := checkRemote(repoURL); err != nil {
+				return err
+			}
 			var review *reviewFlow
 			if cmd.Flags().Changed("push-branch") {
 				b, err := expandPushBranch(pushBranch, cluster, branch)

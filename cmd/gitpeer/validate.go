@@ -59,6 +59,9 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNotURL("validate", dirArg(args)); err != nil {
+				return err
+			}
 			src, err := openLocal(dirArg(args), ref)
 			if err != nil {
 				return err

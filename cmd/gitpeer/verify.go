@@ -85,6 +85,9 @@ every check holds, 1 when something was found, 2 when verify could not check
 				return errUsage(fmt.Errorf("-o: %q is not one of text, json", output))
 			}
 			dir := dirArg(args)
+			if err := checkNotURL("verify", dir); err != nil {
+				return errUsage(err)
+			}
 			lim, err := specLimits(cmd)
 			if err != nil {
 				return errUsage(err)
