@@ -130,3 +130,28 @@ func TestWrongRepoArgumentsSayWhatToPass(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusSaysWhatToDoForAMissingTokenAndAnUnpublishedCluster: a peering
+// with policy token and no token on the consumer, and one with a cluster
+// that never ran init, each say in status what the admins do.
+func TestStatusSaysWhatToDoForAMissingTokenAndAnUnpublishedCluster(t *testing.T) {
+	root, remote, work := peeringRepo(t, `clusters: [{id: "alpha"}, {id: "beta"}, {id: "gamma"}]
+peerings: [{consumer: "alpha", provider: "beta", policy: "token"}, {consumer: "gamma", provider: "beta"}]
+`)
+	// beta's admin generated the token; alpha's never stored it.
+	if code, _, stderr := gitpeer(t, "token", "generate", "--cluster", "beta", "--peer", "alpha", "--state-dir", filepath.Join(root, "state", "beta")); code != 0 {
+		t.Fatal(stderr)
+	}
+	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
+	git(t, work, "pull", "-q", "--ff-only")
+	code, out, stderr := gitpeer(t, "status", work, "-o", "json")
+	for _, want := range []string{
+		"the peering's policy is token but this cluster holds no token for beta, so the Tenant carries no proof and beta refuses it (EmptyRefused): beta's admin runs gitpeer token generate --cluster beta --peer alpha and this cluster's admin stores it with gitpeer token set --cluster alpha --peer beta",
+		"no token proof: alpha holds no token for beta; its admin stores the one beta's admin generated (gitpeer token generate --cluster beta --peer alpha) with gitpeer token set --cluster alpha --peer beta",
+		"waiting for gamma to publish clusters/gamma/cluster.yaml: its admin runs gitpeer init --cluster gamma --repo CLONE on it and merges the commit",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not say %q:\n%d\n%s%s", want, code, out, stderr)
+		}
+	}
+}
