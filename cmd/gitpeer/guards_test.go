@@ -155,3 +155,19 @@ peerings: [{consumer: "alpha", provider: "beta", policy: "token"}, {consumer: "g
 		}
 	}
 }
+
+// TestTrustListTakesTheClusterFromTheStateDir: the state dir knows whose
+// pins it keeps; --cluster, when given, must agree with it.
+func TestTrustListTakesTheClusterFromTheStateDir(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
+	state := filepath.Join(root, "state", "alpha")
+	code, out, stderr := gitpeer(t, "trust", "--list", "--state-dir", state)
+	if code != 0 || !strings.HasPrefix(out, "beta\tsha256:") || !strings.Contains(out, "\tpinned\n") {
+		t.Errorf("trust --list without --cluster: %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = gitpeer(t, "trust", "--list", "--cluster", "beta", "--state-dir", state)
+	if code == 0 || !strings.Contains(stderr, `--cluster is "beta" but state dir `+state+` holds cluster "alpha"`) {
+		t.Errorf("trust --list with another cluster's ID: %d\n%s", code, stderr)
+	}
+}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitauth"
 )
 
@@ -47,4 +49,25 @@ func checkNotURL(verb, dir string) error {
 	}
 	return fmt.Errorf("%s reads a local clone, not a URL (it checks the commits of its history, as CI does on a checkout): "+
 		"git clone %s peering && gitpeer %s peering", verb, dir, verb)
+}
+
+// inferCluster is the cluster whose state the backend flags point at: the
+// state dir's cluster ID (file), or Liqo's cluster ID (kubernetes), for a
+// command whose --cluster only checks what the backend already knows.
+func (f *backendFlags) inferCluster(ctx context.Context) (string, error) {
+	if err := f.check(); err != nil {
+		return "", err
+	}
+	if f.kind == backendKubernetes {
+		b, err := f.open(ctx, "")
+		if err != nil {
+			return "", err
+		}
+		return b.ClusterID(), nil
+	}
+	b, err := file.Open(f.stateDir)
+	if err != nil {
+		return "", err
+	}
+	return b.ClusterID(), nil
 }
