@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitpeer/gitpeer/gitsync"
 )
 
 // TestInitGuardsAgainstOrdinaryMistakes: init refuses a --repo that is not a
@@ -169,5 +173,28 @@ func TestTrustListTakesTheClusterFromTheStateDir(t *testing.T) {
 	code, _, stderr = gitpeer(t, "trust", "--list", "--cluster", "beta", "--state-dir", state)
 	if code == 0 || !strings.Contains(stderr, `--cluster is "beta" but state dir `+state+` holds cluster "alpha"`) {
 		t.Errorf("trust --list with another cluster's ID: %d\n%s", code, stderr)
+	}
+}
+
+// TestWaitBehindADaemonIsBoundedAndNamesTheHolder: --wait gives up after
+// --wait-timeout, naming the process that holds the checkout and what to do.
+func TestWaitBehindADaemonIsBoundedAndNamesTheHolder(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	state := filepath.Join(root, "state", "alpha")
+	held, err := gitsync.LockCheckout(context.Background(), filepath.Join(state, "checkout"), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	code, _, stderr := gitpeer(t, "reconcile", "--once", "--wait", "--wait-timeout", "200ms", "--cluster", "alpha", "--repo", remote, "--state-dir", state)
+	holder := fmt.Sprintf("checkout %s is in use by process %d (started ", filepath.Join(state, "checkout"), os.Getpid())
+	for _, want := range []string{
+		"gitpeer: waiting: " + holder,
+		"giving up after 200ms (--wait-timeout): a reconcile daemon holds its checkout for as long as it runs",
+		", still after 200ms (--wait-timeout): if it is a reconcile daemon (--watch, or the Deployment), it holds the checkout for its whole life; stop it, or give this run a checkout of its own (--checkout DIR)",
+	} {
+		if code == 0 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d; stderr does not say %q:\n%s", code, want, stderr)
+		}
 	}
 }
