@@ -144,6 +144,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if condition != authv1beta1.TenantConditionActive {
 		msg += fmt.Sprintf("; tenant %s", condition)
 	}
+	msg += cappedLifetimeNote(identity.Spec.AuthParams.SignedCRT, p.terms.certificateLifetime, consumer)
 	msg += note
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider, NotAfter: notAfter})
 	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
