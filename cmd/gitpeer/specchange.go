@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -239,14 +240,14 @@ func specAtBase(cmd *cobra.Command, dir, base string) (*schema.Spec, error) {
 	if base == "" {
 		return nil, nil
 	}
+	if repo, err := gitsync.IsRepository(dir); err != nil || !repo {
+		return nil, fmt.Errorf("--base %s: %s is not a Git repository (a checkout's root or a bare repository): there is no base to compare with", base, dir)
+	}
 	src, err := openLocal(dir, base)
 	if err != nil {
-		return nil, fmt.Errorf("--base: %w", err)
+		return nil, fmt.Errorf("--base %s: %w", base, err)
 	}
 	defer src.Close()
-	if src.Commit == "" {
-		return nil, fmt.Errorf("--base %s: %s is not a Git repository (a checkout's root or a bare repository)", base, dir)
-	}
 	lim, err := specLimits(cmd)
 	if err != nil {
 		return nil, err

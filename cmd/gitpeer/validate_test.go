@@ -197,3 +197,17 @@ func TestClosestClusterID(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateBaseNeedsARepository(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "peering.cue"), spec)
+	code, out, stderr := gitpeer(t, "validate", "--base", "main", dir)
+	if code == 0 || !strings.Contains(stderr, "--base main: "+dir+" is not a Git repository (a checkout's root or a bare repository): there is no base to compare with") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+	_, _, work := peeringRepo(t, spec)
+	code, out, stderr = gitpeer(t, "validate", "--base", "no-such-ref", work)
+	if code == 0 || !strings.Contains(stderr, "--base no-such-ref: ") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+}
