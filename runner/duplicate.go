@@ -8,8 +8,9 @@ import (
 )
 
 // ErrDuplicateReconciler is wrapped by the error of every pass of a Runner
-// that has seen, on the shared branch, a commit signed with its cluster's
-// key that it did not push after it had pushed one itself: a second
+// that has seen, on the shared branch, two commits signed with its
+// cluster's key that it did not push, after it had pushed one itself (one
+// alone may be its own push that failed on its side but landed): a second
 // reconciler of the same cluster is writing (a copied state dir, a second
 // Deployment, a leftover `gitpeer reconcile --watch` elsewhere). Two
 // writers of one cluster overwrite each other's nonces and artifacts on
@@ -24,17 +25,23 @@ var ErrDuplicateReconciler = errors.New("a second reconciler of this cluster is 
 // is a predecessor's (a restarted process, a killed one whose push landed
 // late): only after a push of its own can a commit it did not make be a
 // second live writer, since the branch then moved on from what it pushed.
+//
+// One such commit is not enough: a push of this Runner's own that failed
+// on its side (a timeout) may still have landed, and is then a commit it
+// does not know. A second reconciler writes again at its next pass, so a
+// second unknown commit, in the same pass or a later one, is the evidence.
 type selfWrites struct {
-	mu   sync.Mutex
-	ours map[string]bool // commits this Runner pushed
-	seen string          // the tip last checked, once ours is not empty
-	dup  error           // sticky: set once a second writer is seen
+	mu      sync.Mutex
+	ours    map[string]bool // commits this Runner pushed
+	seen    string          // the tip last checked, once ours is not empty
+	unknown []string        // commits by the key it did not push, short hashes
+	dup     error           // sticky: set once a second writer is seen
 }
 
 // check looks at the commits from the tip last checked to tip (hex hashes)
 // that signed reports (Repo.SignedBySelf) and returns the error wrapping
-// ErrDuplicateReconciler when one of them is not this Runner's, or was
-// seen before. branch and cluster are for the message.
+// ErrDuplicateReconciler once two commits by the cluster's key that this
+// Runner did not push have been seen since its first push. branch and cluster are for the message.
 func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip string) ([]string, bool)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -50,15 +57,15 @@ func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip s
 	if !ok {
 		return nil // history rewritten, or too far: nothing is shown
 	}
-	var foreign []string
 	for _, c := range commits {
 		if !s.ours[c] {
-			foreign = append(foreign, c[:min(12, len(c))])
+			s.unknown = append(s.unknown, c[:min(12, len(c))])
 		}
 	}
-	if len(foreign) == 0 {
+	if len(s.unknown) < 2 {
 		return nil
 	}
+	foreign := s.unknown
 	s.dup = fmt.Errorf("%w: commit(s) %s on %s are signed with cluster %s's key but were not made by this reconciler, "+
 		"which had pushed since: two reconcilers run for %s (a copied state dir, a second Deployment or Helm release, "+
 		"a `gitpeer reconcile --watch` left running elsewhere) and each undoes the other's handshake; "+

@@ -15,9 +15,9 @@ import (
 
 // TestASecondReconcilerOfTheClusterIsNamed runs two reconcilers of alpha,
 // the second on a copy of the first's state dir (same key), against one
-// bare repo: once the first has pushed, a commit by alpha's key that it did
-// not make fails its passes with ErrDuplicateReconciler, naming the commit
-// and what to do, and it pushes nothing more (no livelock).
+// bare repo: once the first has pushed, a second commit by alpha's key
+// that it did not make fails its passes with ErrDuplicateReconciler, naming
+// the commits and what to do, and it pushes nothing more (no livelock).
 func TestASecondReconcilerOfTheClusterIsNamed(t *testing.T) {
 	r, tip := newRunner(t)
 	ctx := context.Background()
@@ -102,13 +102,26 @@ func TestASecondReconcilerOfTheClusterIsNamed(t *testing.T) {
 		t.Fatalf("the copy's first pass: %v", err)
 	}
 
+	// One commit it did not make may be its own push that failed on its
+	// side but landed: the first reconciler goes on.
 	change("epsilon")
+	if res, err := first.Pass(ctx); err != nil || res.Commit == "" {
+		t.Fatalf("one unknown commit stopped the first reconciler: %v", err)
+	}
+	// The copy writes again: that is a second writer.
+	change("eta")
+	res3, err := second.Pass(ctx)
+	if err != nil || res3.Commit == "" {
+		t.Fatalf("the copy's second pass: %v", err)
+	}
+
+	change("theta")
 	before := tip()
 	_, err = first.Pass(ctx)
 	if !errors.Is(err, ErrDuplicateReconciler) {
 		t.Fatalf("the first reconciler does not name the second: %v", err)
 	}
-	for _, want := range []string{res2.Commit[:12], "signed with cluster alpha's key but were not made by this reconciler",
+	for _, want := range []string{res2.Commit[:12], res3.Commit[:12], "signed with cluster alpha's key but were not made by this reconciler",
 		"stop every reconciler of alpha but one, then restart that one"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
