@@ -167,7 +167,7 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 			if err == nil {
 				t.Fatal("alpha's pass accepted a cluster.yaml with another key")
 			}
-			assertContains(t, "alpha's error", err.Error(), alphaCluster, "not this cluster's key")
+			assertContains(t, "alpha's error", err.Error(), alphaCluster, "of the backend this reconciler runs with", "check that --context/--kubeconfig (kubernetes backend) or --state-dir (file backend) are alpha's")
 			if got := w.ref(layout.AppliedBranch("alpha")); got != applied {
 				t.Fatal("alpha's applied branch moved")
 			}
@@ -221,7 +221,7 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			id := liqo.ControlPlaneIdentity("alpha", "beta", authv1beta1.AuthParams{APIServer: info.APIServer, CA: evil.CABundle(), SignedCRT: crt})
 			a.write(identityFile, encode(t, id))
 			a.resign(evil.Signer(), "beta", "clusters/alpha/inbox/beta")
-		}, "not this cluster's key"},
+		}, "is not the key sha256:"},
 		{"CA", func(t *testing.T, w *world, a *writer) {
 			evil := impostor(t, "beta", "https://beta.gitpeer.test:6443")
 			ci, err := layout.ParseClusterInfo(betaCluster, "beta", a.read(betaCluster))
@@ -231,7 +231,7 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			ci.CA = string(evil.CABundle())
 			data, _ := ci.Encode()
 			a.write(betaCluster, data)
-		}, "ca: is not the CA of this cluster's backend"},
+		}, "ca: is not the CA of the backend this reconciler runs with"},
 		{"API server", func(t *testing.T, w *world, a *writer) {
 			a.edit(betaCluster, "https://beta.gitpeer.test:6443", "https://evil.example:6443")
 		}, `apiServer: "https://evil.example:6443" is not signed by beta`},
@@ -266,6 +266,15 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 				t.Fatalf("beta's pass vouched for a cluster.yaml whose %s it did not publish", tc.name)
 			}
 			assertContains(t, "beta's error", err.Error(), betaCluster, tc.betaSays)
+			// The likely cause of a key or CA that is not the backend's is
+			// a reconciler pointed at another cluster's state: the advice
+			// is to check that, never to republish from this backend.
+			if strings.Contains(err.Error(), "of the backend this reconciler runs with") {
+				assertContains(t, "beta's error", err.Error(), "check that --context/--kubeconfig (kubernetes backend) or --state-dir (file backend) are beta's", "gitpeer rotate-key")
+				if strings.Contains(err.Error(), "republish with gitpeer init") {
+					t.Errorf("beta's error suggests overwriting its cluster.yaml from this backend: %v", err)
+				}
+			}
 			w.nothingSigned(before)
 			if got := w.ref(layout.AppliedBranch("beta")); got != applied {
 				t.Fatal("beta's applied branch moved")

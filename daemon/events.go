@@ -26,6 +26,10 @@ const (
 	// ReasonPassFailed: a pass failed for another reason (the spec, the
 	// cluster's own state, Git); the message is the error.
 	ReasonPassFailed = meta.ReconciliationFailedReason
+	// ReasonDuplicateReconciler: a second reconciler of this cluster is
+	// writing (runner.ErrDuplicateReconciler): this one stopped writing;
+	// stop all but one and restart it.
+	ReasonDuplicateReconciler = "DuplicateReconciler"
 	// ReasonPassSucceeded: the first good pass after failed ones.
 	ReasonPassSucceeded = meta.ReconciliationSucceededReason
 )
@@ -99,6 +103,9 @@ func (t *tracker) observe(res *runner.Result, err error) []Event {
 		reason := ReasonPassFailed
 		if errors.Is(err, gitsync.ErrPushConflict) {
 			reason = ReasonPushRejected
+		}
+		if errors.Is(err, runner.ErrDuplicateReconciler) {
+			reason = ReasonDuplicateReconciler
 		}
 		return []Event{{Type: corev1.EventTypeWarning, Reason: reason, Message: truncate(msg)}}
 	}

@@ -180,6 +180,9 @@ func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runne
 			d.failingSince = start
 		}
 		ps.Reason, ps.Message, ps.FailingSince = ReasonPassFailed, truncate(err.Error()), d.failingSince.UTC()
+		if errors.Is(err, runner.ErrDuplicateReconciler) {
+			ps.Reason = ReasonDuplicateReconciler
+		}
 	} else {
 		d.failingSince, d.lastSuccess = time.Time{}, end
 	}

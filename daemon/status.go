@@ -22,7 +22,8 @@ type PassStatus struct {
 	// Result is the pass's outcome, a Result* (committed, unchanged,
 	// failed, ...).
 	Result string `json:"result"`
-	// Reason is ReasonPushRejected or ReasonPassFailed for a failed pass,
+	// Reason is ReasonPushRejected, ReasonDuplicateReconciler or
+	// ReasonPassFailed for a failed pass,
 	// "" for a good one.
 	Reason string `json:"reason,omitempty"`
 	// Message is a failed pass's error.

@@ -26,6 +26,9 @@ var (
 	// ErrPushDeclined: the host's hooks declined the push (a protected
 	// branch, a policy).
 	ErrPushDeclined = errors.New("push declined by the host")
+	// ErrNoCredentials: an ssh:// remote with no --git-credentials, where
+	// go-git's fallback (the ssh agent, ~/.ssh/known_hosts) is missing.
+	ErrNoCredentials = errors.New("no credentials")
 	// ErrUntrustedCertificate: the HTTPS host's certificate is not signed by
 	// a trusted CA or does not name the host.
 	ErrUntrustedCertificate = errors.New("untrusted certificate")
@@ -79,6 +82,16 @@ func (s *Source) Explain(err error) error {
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
 	switch {
+	case s.dir == "" && s.ep.Protocol == "ssh" && (strings.Contains(msg, "SSH_AUTH_SOCK") || strings.Contains(msg, "SSH agent")):
+		return wrap(ErrNoCredentials, "%s is an SSH URL and no --git-credentials were given (nor is an ssh agent running): "+
+			"pass --git-credentials DIR, DIR holding the keys of Flux's Git Secret: the private key of a deploy key with write access as DIR/%s "+
+			"and %s's host key as DIR/%s (ssh-keyscan%s %s > DIR/%s, then compare the fingerprint with the one the host publishes)",
+			s.url, IdentityFile, host, KnownHostsFile, s.keyscanPort(), s.ep.Host, KnownHostsFile)
+	case s.dir == "" && s.ep.Protocol == "ssh" && strings.Contains(msg, "known_hosts"):
+		return wrap(ErrNoCredentials, "%s is an SSH URL and no --git-credentials were given, and there is no known_hosts to check %s's host key with: "+
+			"pass --git-credentials DIR with the deploy key as DIR/%s and the host's key as DIR/%s (ssh-keyscan%s %s > DIR/%s, "+
+			"then compare the fingerprint with the one the host publishes)",
+			s.url, host, IdentityFile, KnownHostsFile, s.keyscanPort(), s.ep.Host, KnownHostsFile)
 	case errors.As(err, &hk):
 		return &Error{Cause: ErrHostKeyMismatch, Msg: hk.Error(), Err: err}
 
@@ -96,6 +109,9 @@ func (s *Source) Explain(err error) error {
 		return wrap(ErrAuthRefused, "authentication refused by %s: check that %s is the private key of a deploy key "+
 			"of the repository with write access, and the login user in the URL", host, s.file(IdentityFile))
 
+	case errors.Is(err, transport.ErrRepositoryNotFound) && s.ep.Protocol == "file":
+		return wrap(ErrRepoNotFound, "no Git repository at %s (a local path): check --repo; it takes the peering repo's URL, or the path of a bare repository on this machine",
+			s.ep.Path)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		where := "the credentials in " + s.dir
 		if s.dir == "" {

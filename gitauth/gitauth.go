@@ -30,6 +30,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,6 +280,38 @@ func (s *Source) read() (map[string][]byte, error) {
 	}
 	return data, nil
 }
+
+// UnknownFiles lists the regular files of the credentials directory that
+// are none of the keys it reads (the keys of Flux's Git Secret, see
+// Files): a misnamed key (id_ed25519, known-hosts, token) would otherwise
+// be ignored without a word. Flux's identity.pub and the ..data entries of
+// a mounted Secret are not listed. Nil without a directory, or when it
+// cannot be read (Transport says why).
+func (s *Source) UnknownFiles() []string {
+	if s.dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{"identity.pub": true}
+	for _, name := range files {
+		known[name] = true
+	}
+	var unknown []string
+	for _, e := range entries {
+		if known[e.Name()] || strings.HasPrefix(e.Name(), "..") || e.IsDir() {
+			continue
+		}
+		unknown = append(unknown, e.Name())
+	}
+	return unknown
+}
+
+// Files are the names the credentials directory is read for, the keys of
+// Flux's Git Secret, in the order documentation lists them.
+func Files() []string { return slices.Clone(files) }
 
 // remember keeps the secret values of the last read for Explain to redact.
 func (s *Source) remember(data map[string][]byte) {

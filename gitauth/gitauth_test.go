@@ -262,6 +262,10 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sshWithout, err := New("", "ssh://git@git.example.com/org/peering.git")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		src   *Source
@@ -281,6 +285,10 @@ func TestExplain(t *testing.T) {
 			ErrAuthRefused, "authentication refused by git.example.com"},
 		{"a secret echoed by the host is hidden", withDir, errors.New("bad password hunter2-hunter2"), nil, "bad password ***"},
 		{"an unknown error is kept", withDir, errors.New("disk full"), nil, "disk full"},
+		{"ssh without credentials nor agent", sshWithout, errors.New(`error creating SSH agent: "SSH agent requested but SSH_AUTH_SOCK not-specified"`), ErrNoCredentials,
+			"ssh://git@git.example.com/org/peering.git is an SSH URL and no --git-credentials were given (nor is an ssh agent running): pass --git-credentials DIR"},
+		{"ssh without credentials nor known_hosts", sshWithout, errors.New("knownhosts: open /home/x/.ssh/known_hosts: no such file or directory"), ErrNoCredentials,
+			"no --git-credentials were given, and there is no known_hosts to check git.example.com's host key with: pass --git-credentials DIR with the deploy key as DIR/identity and the host's key as DIR/known_hosts (ssh-keyscan git.example.com > DIR/known_hosts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.src.Explain(tc.err)

@@ -51,6 +51,11 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return err
 	}
+	if pr.AcceptPolicy() == schema.PolicyToken && tenant.Annotations[artifact.AnnotationTokenProof] == "" {
+		note += fmt.Sprintf("; the peering's policy is token but this cluster holds no token for %s, so the Tenant carries no proof and %s refuses it (EmptyRefused): "+
+			"%s's admin runs gitpeer token generate --cluster %s --peer %s and this cluster's admin stores it with gitpeer token set --cluster %s --peer %s",
+			provider, provider, provider, provider, p.self, p.self, provider)
+	}
 	if err := p.put(layout.InboxPath(provider, p.self, layout.TenantFile), tenant); err != nil {
 		return err
 	}

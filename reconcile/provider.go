@@ -144,6 +144,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if condition != authv1beta1.TenantConditionActive {
 		msg += fmt.Sprintf("; tenant %s", condition)
 	}
+	msg += cappedLifetimeNote(identity.Spec.AuthParams.SignedCRT, p.terms.certificateLifetime, consumer)
 	msg += note
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider, NotAfter: notAfter})
 	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
@@ -279,7 +280,8 @@ func (p *pass) checkToken(ctx context.Context, file string, t *authv1beta1.Tenan
 	if reason := artifact.CheckTokenProof(t.Annotations[artifact.AnnotationTokenProof], token, n.Value); reason != "" {
 		what := "wrong token proof"
 		if reason == artifact.ReasonTokenEmptyRefused {
-			what = "no token proof"
+			what = fmt.Sprintf("no token proof: %s holds no token for %s; its admin stores the one %s's admin generated (gitpeer token generate --cluster %s --peer %s) with gitpeer token set --cluster %s --peer %s",
+				consumer, p.self, p.self, p.self, consumer, consumer, p.self)
 		}
 		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: reason, Err: fmt.Errorf("%s (%s)", what, artifact.AnnotationTokenProof)}
 	}

@@ -205,12 +205,23 @@ func matchBackend(me *layout.ClusterInfo, b backend.Backend) error {
 		return err
 	}
 	if fp != own {
-		return fmt.Errorf("%s: publicKey: %s is not this cluster's key %s (republish with gitpeer init)", file, fp, own)
+		return fmt.Errorf("%s: publicKey: %s is not the key %s of the backend this reconciler runs with: %s", file, fp, own, wrongBackend(me.ClusterID))
 	}
 	if !artifact.SameCertificates([]byte(me.CA), b.CABundle()) {
-		return fmt.Errorf("%s: ca: is not the CA of this cluster's backend (republish with gitpeer init)", file)
+		return fmt.Errorf("%s: ca: is not the CA of the backend this reconciler runs with: %s", file, wrongBackend(me.ClusterID))
 	}
 	return nil
+}
+
+// wrongBackend is what to do when cluster id's published cluster.yaml is
+// not its backend's. The likely cause is a reconciler pointed at another
+// cluster's state (a kube context, a state dir), and the fix then is the
+// pointer: republishing from this backend (gitpeer init) would put that
+// other cluster's key under id, so it is never the first advice.
+func wrongBackend(id string) string {
+	return fmt.Sprintf("check that --context/--kubeconfig (kubernetes backend) or --state-dir (file backend) are %s's; "+
+		"if %s's key really changed, publish the new one with gitpeer rotate-key, signed by the old key "+
+		"(never gitpeer init from a backend that is not %s's: it would publish another cluster's key as %s's)", id, id, id, id)
 }
 
 // ownInfoSigned refuses to act on a cluster.yaml this cluster did not sign:

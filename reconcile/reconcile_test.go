@@ -41,6 +41,10 @@ type countingBackend struct {
 	signed int
 	// refuse, when set, is asked first: a signer that refuses a CSR.
 	refuse func(csrPEM []byte) error
+	// cap, when set, is the longest lifetime the signer issues, as
+	// kube-controller-manager's --cluster-signing-duration caps
+	// certificates.k8s.io requests.
+	cap time.Duration
 }
 
 // Token forwards to the file backend: the wrapper must not hide it.
@@ -59,6 +63,9 @@ func (c *countingBackend) SignCSR(ctx context.Context, csr []byte, d time.Durati
 		}
 	}
 	c.signed++
+	if c.cap > 0 && d > c.cap {
+		d = c.cap
+	}
 	return c.Backend.SignCSR(ctx, csr, d)
 }
 

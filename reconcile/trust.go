@@ -90,7 +90,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	ci, err := layout.ReadClusterInfo(p.raw, peer)
 	switch {
 	case errors.Is(err, layout.ErrNotPublished):
-		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s", peer, file)
+		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s: its admin runs gitpeer init --cluster %s --repo CLONE on it and merges the commit (see gitpeer validate)", peer, file, peer)
 		return nil, false
 	case err != nil:
 		stall(st, layout.StepPending, ReasonInvalidClusterInfo, "%v", err)

@@ -43,6 +43,7 @@ type Runner struct {
 	specs     specCache
 	cacheOnce sync.Once
 	cache     *reconcile.Cache // checks on unchanged input, kept across passes
+	self      selfWrites       // its own commits, to tell a second writer
 }
 
 // Result is what one pass did.
@@ -85,6 +86,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if r.Fetched != nil {
 			r.Fetched()
 		}
+		// Before anything is computed (a nonce issued, pins saved): a
+		// second writer of this cluster is named, not fought.
+		if err := r.self.check(r.Repo.Head(), r.Repo.Branch(), r.Backend.ClusterID(), r.Repo.SignedBySelf); err != nil {
+			return nil, err
+		}
 		spec, err := r.loadSpec(ctx, tree)
 		if err != nil {
 			return nil, err
@@ -118,6 +124,9 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			// to a change of any of it is not re-applied over that.
 			Owns: func(p string) bool { return layout.Writable(self, p) }}, nil
 	})
+	// Even when the Sync failed after its push (the applied branch): the
+	// commit is this Runner's.
+	r.self.pushed(gres.Commit)
 	if err != nil {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}

@@ -135,6 +135,8 @@ type Backend struct {
 	caBundle  []byte
 	apiServer string
 	created   bool // Init wrote something
+	// createdNS is the Liqo namespace when this Backend created it.
+	createdNS string
 }
 
 // ErrNotInitialized means the cluster holds no gitpeer state (no cluster keys
@@ -476,6 +478,11 @@ func (b *Backend) createOnce(ctx context.Context, s *corev1.Secret) (*corev1.Sec
 	return got, nil
 }
 
+// CreatedNamespace is the Liqo namespace when Init created it (Liqo was
+// not installed there: gitpeer put its keys Secret in a namespace of its
+// own making), else "".
+func (b *Backend) CreatedNamespace() string { return b.createdNS }
+
 // ensureNamespace creates ns unless a namespace of that name exists.
 func (b *Backend) ensureNamespace(ctx context.Context, ns *corev1.Namespace) error {
 	_, err := b.core.Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
@@ -485,8 +492,12 @@ func (b *Backend) ensureNamespace(ctx context.Context, ns *corev1.Namespace) err
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get namespace %s: %w", ns.Name, err)
 	}
-	if _, err := b.core.Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err = b.core.Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns.Name, err)
+	}
+	if err == nil && ns.Name == b.ns() {
+		b.createdNS = ns.Name
 	}
 	b.created = true
 	return nil

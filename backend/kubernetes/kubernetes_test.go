@@ -112,6 +112,12 @@ func TestInitCreatesKeysInLiqosFormat(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "liqo", metav1.GetOptions{}); err != nil {
 		t.Fatalf("liqo namespace not created: %v", err)
 	}
+	if got := b.CreatedNamespace(); got != "liqo" {
+		t.Errorf("CreatedNamespace() = %q, want liqo: init must be able to say it made Liqo's namespace", got)
+	}
+	if again, created := initBackend(t, cs, testOptions(ca)); created || again.CreatedNamespace() != "" {
+		t.Errorf("a second init reports something created (namespace %q)", again.CreatedNamespace())
+	}
 	s := getSecret(t, cs, "liqo", "authentication-keys")
 	if len(s.Labels) != 0 || len(s.Annotations) != 0 || len(s.Data) != 2 {
 		t.Fatalf("keys secret is not Liqo's shape (no labels, privateKey and publicKey): %+v", s.ObjectMeta)

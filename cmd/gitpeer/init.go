@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -79,6 +82,11 @@ under <id>.asc instead of the SSH key.`,
 			if err != nil {
 				return fmt.Errorf("--signing-format: %w", err)
 			}
+			if repo != "" {
+				if err := checkWorkTree(repo); err != nil {
+					return err
+				}
+			}
 			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
 			if err != nil {
 				return err
@@ -92,6 +100,13 @@ under <id>.asc instead of the SSH key.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "created state for %s (%s backend)\n", cluster, bf.kind)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s (%s backend)\n", cluster, bf.kind)
+			}
+			if ns, ok := b.(interface{ CreatedNamespace() string }); ok && ns.CreatedNamespace() != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "created namespace %s for Liqo's authentication-keys Secret: Liqo is not installed there; install Liqo into that namespace (it keeps the key gitpeer created), or delete the namespace and pass --liqo-namespace if Liqo lives elsewhere\n", ns.CreatedNamespace())
+			}
+			if !created && apiServer != "" && info.APIServer != apiServer {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the state for %s keeps its API server %s; --api-server %s is ignored (init never changes a cluster's identity). To change it, run gitpeer rotate-key --api-server %s, which signs the change with the cluster key\n",
+					cluster, info.APIServer, apiServer, apiServer)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "public key fingerprint: %s\n", info.Fingerprint)
 			if repoURL == "" && repo != "" {
@@ -132,6 +147,7 @@ under <id>.asc instead of the SSH key.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s, on stdout (apply on %s; it applies only commits its reconciler signed):\n", cluster, cluster)
 				_, _ = cmd.OutOrStdout().Write(flux)
 			}()
+			warnReplacedKey(cmd, repo, info)
 			files, err := layout.PublishFiles(layout.NewTree(repo), info)
 			if err != nil {
 				return err
@@ -151,4 +167,53 @@ under <id>.asc instead of the SSH key.`,
 	f.StringVar(&gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
 	bf.register(f, true)
 	return cmd
+}
+
+// checkWorkTree refuses an init --repo that is not the root of a Git
+// working tree: init writes clusters/<id>/ there for a commit, and a bare
+// repository, a URL or a plain directory would take the files nowhere
+// anyone commits from.
+func checkWorkTree(repo string) error {
+	if strings.Contains(repo, "://") || scpLike(repo) {
+		return fmt.Errorf("--repo %s is a URL: init writes files into a working tree for you to commit; clone the peering repo (git clone %s peering) and pass --repo peering", repo, repo)
+	}
+	st, err := os.Stat(repo)
+	if err != nil {
+		return fmt.Errorf("--repo: %w: clone the peering repo (git clone URL DIR) and pass --repo DIR", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--repo %s is not a directory: pass the root of a clone of the peering repo", repo)
+	}
+	if isCheckout(repo) {
+		return nil
+	}
+	if bare, _ := gitsync.IsRepository(repo); bare {
+		return fmt.Errorf("--repo %s is a bare repository (no working tree): init writes clusters/<id>/ into a working tree for you to commit; clone it (git clone %s peering) and pass --repo peering", repo, repo)
+	}
+	return fmt.Errorf("--repo %s is not the root of a Git working tree (no .git there): init writes clusters/<id>/ into a clone of the peering repo for you to commit and propose; pass the clone's root, or git init it first", repo)
+}
+
+// scpLike reports whether s is an scp-like Git address (user@host:path):
+// a colon before any slash, and not a Windows drive letter.
+func scpLike(s string) bool {
+	colon := strings.Index(s, ":")
+	slash := strings.Index(s, "/")
+	return colon > 1 && (slash < 0 || colon < slash)
+}
+
+// warnReplacedKey says, on cmd's stderr, when clusters/<id>/cluster.yaml in
+// the working tree repo publishes a key other than info's: the write gives
+// the cluster a new identity that every peer refuses (KeyChanged) until its
+// admin re-pins it, and from the wrong backend (a kube context, a state
+// dir) it publishes another cluster's key under this ID.
+func warnReplacedKey(cmd *cobra.Command, repo string, info *layout.ClusterInfo) {
+	old, err := layout.ReadClusterInfo(layout.NewTree(repo), info.ClusterID)
+	if err != nil || old.Fingerprint == info.Fingerprint {
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s published key %s; this writes %s, a new identity for %s: every peer refuses it (KeyChanged) until its admin re-pins it with gitpeer trust. "+
+		"If this backend is not %s's (check --context/--kubeconfig or --state-dir), do not commit it: git -C %s checkout -- %s. "+
+		"To change %s's key keeping its peerings, use gitpeer rotate-key instead\n",
+		layout.ClusterPath(info.ClusterID, layout.ClusterFile), old.Fingerprint, info.Fingerprint, info.ClusterID, info.ClusterID,
+		repo, layout.ClusterPath(info.ClusterID), info.ClusterID)
 }

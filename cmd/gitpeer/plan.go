@@ -115,7 +115,7 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster strin
 	if err != nil {
 		return fmt.Errorf("cluster %s: pins: %w", cluster, err)
 	}
-	src, err := openSource(ctx, target, branch, credentials, ref)
+	src, err := openSource(ctx, target, branch, credentials, ref, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func newReconcileCmd() *cobra.Command {
 		pr                                 prFlags
 		df                                 daemonFlags
 		once, clusterRoles, watch, wait    bool
+		waitTimeout                        time.Duration
 		interval, lifetime, pushTimeout    time.Duration
 	)
 	cmd := &cobra.Command{
@@ -91,6 +92,9 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if err != nil {
 				return fmt.Errorf("--signing-format: %w", err)
 			}
+			if err := checkRemote(repoURL); err != nil {
+				return err
+			}
 			var review *reviewFlow
 			if cmd.Flags().Changed("push-branch") {
 				b, err := expandPushBranch(pushBranch, cluster, branch)
@@ -107,6 +111,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if err != nil {
 				return fmt.Errorf("--repo, --git-credentials: %w", err)
 			}
+			warnUnknownCredentials(cmd.ErrOrStderr(), creds)
 			opener, err := pr.opener(review, creds)
 			if err != nil {
 				return err
@@ -121,7 +126,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			if checkout == "" {
 				checkout = bf.defaultCheckout(cluster)
 			}
-			lock, err := lockCheckout(cmd.Context(), checkout, wait, cmd.ErrOrStderr())
+			lock, err := lockCheckout(cmd.Context(), checkout, wait, waitTimeout, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -167,6 +172,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "sign commits with the cluster key as ssh (Flux) or openpgp (Argo CD), git's gpg.format words")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
+	f.DurationVar(&waitTimeout, "wait-timeout", defaultWaitTimeout, "with --wait, how long to wait for the checkout before failing (a daemon holds it as long as it runs)")
 	f.BoolVar(&once, "once", false, "run one pass and exit")
 	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
 	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
@@ -206,17 +212,35 @@ func checkCertificateLifetime(d time.Duration) error {
 }
 
 // lockCheckout takes the checkout's lock for this process's lifetime, or
-// says who holds it; with wait it waits, saying so once on log.
-func lockCheckout(ctx context.Context, checkout string, wait bool, log io.Writer) (*gitsync.CheckoutLock, error) {
+// says who holds it; with wait it waits, saying so once on log, at most
+// timeout: a daemon holds its checkout for as long as it runs, so an
+// unbounded wait behind one never ends.
+func lockCheckout(ctx context.Context, checkout string, wait bool, timeout time.Duration, log io.Writer) (*gitsync.CheckoutLock, error) {
+	if wait && timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var holder *gitsync.LockedError
 	lock, err := gitsync.LockCheckout(ctx, checkout, wait, func(held *gitsync.LockedError) {
-		fmt.Fprintf(log, "gitpeer: waiting: %v\n", held)
+		holder = held
+		fmt.Fprintf(log, "gitpeer: waiting: %v; giving up after %s (--wait-timeout): a reconcile daemon holds its checkout for as long as it runs\n", held, timeout)
 	})
 	var held *gitsync.LockedError
-	if errors.As(err, &held) && !wait {
+	switch {
+	case errors.As(err, &held) && !wait:
 		return nil, fmt.Errorf("%w; use --wait to wait", err)
+	case holder != nil && errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%v, still after %s (--wait-timeout): if it is a reconcile daemon (--watch, or the Deployment), it holds the checkout for its whole life; "+
+			"stop it, or give this run a checkout of its own (--checkout DIR)", holder, timeout)
 	}
 	return lock, err
 }
+
+// defaultWaitTimeout bounds reconcile --wait: longer than a pass takes
+// (which is what a --once run holds the checkout for), shorter than
+// anyone waits for a daemon to stop by itself.
+const defaultWaitTimeout = 10 * time.Minute
 
 // reviewFlow is a --push-branch: where proposals go, for which branch, and
 // the repo they are compared in; pr opens their pull request

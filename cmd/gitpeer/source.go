@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -127,7 +128,10 @@ func openLocal(dir, rev string) (*repoSource, error) {
 //     credentials as reconcile does (gitauth), and the tip's commit is read
 //     from Git objects; nothing is ever pushed. rev must be "": --branch
 //     picks what is read.
-func openSource(ctx context.Context, target, branch, credentials, rev string) (*repoSource, error) {
+//
+// Warnings (files of the credentials directory it does not read) go to
+// stderr.
+func openSource(ctx context.Context, target, branch, credentials, rev string, stderr io.Writer) (*repoSource, error) {
 	if isCheckout(target) || hasSpec(target) {
 		if credentials != "" {
 			return nil, fmt.Errorf("--git-credentials applies to a repository URL, and %s is a checkout", target)
@@ -145,6 +149,7 @@ func openSource(ctx context.Context, target, branch, credentials, rev string) (*
 	if err != nil {
 		return nil, fmt.Errorf("--git-credentials: %w", err) // err names the URL, redacted
 	}
+	warnUnknownCredentials(stderr, creds)
 	tmp, err := os.MkdirTemp("", "gitpeer-clone-")
 	if err != nil {
 		return nil, err

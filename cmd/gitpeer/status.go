@@ -75,7 +75,7 @@ repo. To wait until peerings are Ready, gitpeer wait.`,
 			if err := checkFormat(output, statusFormats); err != nil {
 				return withCode(2, err)
 			}
-			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref)
+			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref, cmd.ErrOrStderr())
 			if err != nil {
 				return withCode(2, err)
 			}

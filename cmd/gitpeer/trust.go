@@ -23,7 +23,7 @@ func newTrustCmd() *cobra.Command {
 		bf                                 backendFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "trust --cluster ID (--peer ID [--fingerprint sha256:…] | --list [-o text|json|yaml]) (--state-dir DIR | --backend kubernetes)",
+		Use:   "trust [--cluster ID] (--peer ID [--fingerprint sha256:…] | --list [-o text|json|yaml]) (--state-dir DIR | --backend kubernetes)",
 		Short: "Re-pin a peer's key (after it changed without a rotation statement), or list the pins",
 		Long: `Each cluster pins, in its backend and never in the repo, the key of every peer
 (and a provider's CA and API server) when the peering is first approved. A
@@ -69,6 +69,14 @@ what is damaged}.`,
 			}
 			if fingerprint != "" && !fingerprintRE.MatchString(fingerprint) {
 				return fmt.Errorf("--fingerprint: %q is not sha256:<64 hex digits> (cluster.yaml's fingerprint field)", fingerprint)
+			}
+			var err error
+			if cluster == "" {
+				// The state dir, or Liqo's cluster ID ConfigMap, says
+				// whose pins these are: --cluster only checks it.
+				if cluster, err = bf.inferCluster(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
@@ -125,13 +133,12 @@ what is damaged}.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
+	f.StringVar(&cluster, "cluster", "", "this cluster's ID (default: the one of --state-dir, or Liqo's cluster ID)")
 	f.StringVar(&peer, "peer", "", "the peer to trust anew")
 	f.StringVar(&fingerprint, "fingerprint", "", "the peer's new key fingerprint, sha256:<hex>, as its admin gave it to you")
 	f.BoolVar(&list, "list", false, "print the pins: peer, fingerprint, API server, state")
 	f.StringVarP(&output, "output", "o", "text", "output format of --list: "+strings.Join(listFormats, ", "))
 	bf.register(f, false)
-	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }
 

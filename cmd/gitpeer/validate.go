@@ -15,7 +15,7 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
-	var ref string
+	var ref, base string
 	cmd := &cobra.Command{
 		Use:   "validate [DIR]",
 		Short: "Check the peering spec of a repo against the schema, the providers' classes and the published keys",
@@ -36,6 +36,21 @@ It then checks what the reconcilers would refuse later, against the repo:
     cluster.yaml publishes (when published): a pinned provider would
     refuse its Tenant.
 
+And it names what the spec does to live peerings, comparing it with the
+spec at --base REF (a pull request's base) when given, else with what the
+published clusters' status.yaml files report (a peering past Pending is
+live):
+
+  - a cluster ID with no clusters/<id>/cluster.yaml that is close to a
+    published cluster (or one the base declared) the spec no longer
+    declares: a misspelling or a rename, which would revoke that
+    cluster's peerings. A problem, with "did you mean";
+  - a live peering the spec no longer declares: its provider revokes it.
+    Deliberate, so not a problem, but a WARNING on stderr listing each
+    one, and "revokes N live peering(s)" on the summary line;
+  - a cluster whose cluster.yaml is not published yet: a note on stderr
+    (its peerings wait for 'gitpeer init' on it).
+
 Each problem is printed as file:line:col: path: message (the position of
 the value in the spec when it is written out literally). Exit status: 0
 valid, 1 problems found.
@@ -44,6 +59,9 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNotURL("validate", dirArg(args)); err != nil {
+				return err
+			}
 			src, err := openLocal(dirArg(args), ref)
 			if err != nil {
 				return err
@@ -57,6 +75,13 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 			if err != nil {
 				return err
 			}
+			baseSpec, err := specAtBase(cmd, dirArg(args), base)
+			if err != nil {
+				return err
+			}
+			changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
+			problems = append(problems, changes.Problems...)
+			printSpecChanges(cmd, changes)
 			if len(problems) > 0 {
 				for _, p := range problems {
 					fmt.Fprintln(cmd.OutOrStdout(), p.String())
@@ -67,11 +92,16 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 			if src.Commit != "" {
 				at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)\n", file, at, len(spec.Clusters), len(spec.Peerings))
+			revokes := ""
+			if n := len(changes.Revoked); n > 0 {
+				revokes = fmt.Sprintf(", revokes %d live peering(s): see the WARNING", n)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)%s\n", file, at, len(spec.Clusters), len(spec.Peerings), revokes)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
+	cmd.Flags().StringVar(&base, "base", "", "compare with the spec at this revision (a pull request's base) to name the peerings the change revokes; default: what clusters/*/status.yaml report live")
 	addSpecLimitFlags(cmd)
 	return cmd
 }

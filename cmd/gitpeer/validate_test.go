@@ -101,3 +101,113 @@ func TestValidateChecksFingerprintsAgainstClusterYAML(t *testing.T) {
 		t.Fatalf("a malformed cluster.yaml: exit %d\n%s\nwant %s", code, out, want)
 	}
 }
+
+// TestValidateNamesWhatASpecChangeDoesToLivePeerings is the Friday
+// afternoon edit: a misspelled cluster ID, a removed peering, a cluster not
+// published yet, each named by validate and by verify --base.
+func TestValidateNamesWhatASpecChangeDoesToLivePeerings(t *testing.T) {
+	_, _, work := peeringRepo(t, spec)
+	commit := func(specSrc, msg string) {
+		t.Helper()
+		write(t, filepath.Join(work, "peering.cue"), specSrc)
+		git(t, work, "add", "-A")
+		git(t, work, "commit", "-m", msg)
+	}
+
+	// A misspelling of a published cluster: an error, with did-you-mean.
+	commit(`clusters: [{id: "alpah"}, {id: "beta"}]
+peerings: [{consumer: "alpah", provider: "beta"}]
+`, "typo")
+	code, out, stderr := gitpeer(t, "validate", work)
+	if code != 1 || !strings.Contains(out, `clusters[0].id: alpah has no clusters/alpah/cluster.yaml; did you mean alpha, whose clusters/alpha/cluster.yaml is published and which the spec no longer declares?`) ||
+		!strings.Contains(out, "removes alpha's peerings") {
+		t.Errorf("validate does not name the misspelling: %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~1", work)
+	if code != 1 || !strings.Contains(out, "did you mean alpha") || !strings.Contains(out, "(MisspelledCluster)") {
+		t.Errorf("verify --base does not name the misspelling: %d\n%s%s", code, out, stderr)
+	}
+	// Against the base the rename also revokes alpha → beta: said.
+	if !strings.Contains(stderr, "WARNING: this spec REVOKES 1 live peering(s)") || !strings.Contains(stderr, "  - alpha → beta (in the spec at HEAD~1)") {
+		t.Errorf("verify --base does not warn of the revocation:\n%s", stderr)
+	}
+	git(t, work, "reset", "--hard", "HEAD~1")
+
+	// A removed peering: deliberate, so exit 0, but loud.
+	commit(`clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: []
+`, "unpeer")
+	code, out, stderr = gitpeer(t, "validate", "--base", "HEAD~1", work)
+	if code != 0 || !strings.Contains(out, "valid (2 clusters, 0 peerings), revokes 1 live peering(s): see the WARNING") ||
+		!strings.Contains(stderr, "WARNING: this spec REVOKES 1 live peering(s): each provider drains the consumer's Tenant") ||
+		!strings.Contains(stderr, "  - alpha → beta (in the spec at HEAD~1)") {
+		t.Errorf("validate --base does not name the revocation: %d\n%s%s", code, out, stderr)
+	}
+	// Without --base, what the clusters report live is the reference.
+	code, out, stderr = gitpeer(t, "validate", work)
+	if code != 0 || strings.Contains(out+stderr, "REVOKES") {
+		t.Errorf("validate warns of a revocation with nothing live: %d\n%s%s", code, out, stderr)
+	}
+	write(t, filepath.Join(work, "clusters/beta/status.yaml"), `apiVersion: gitpeer.io/v1alpha1
+kind: ClusterStatus
+clusterID: beta
+peerings:
+- consumer: alpha
+  provider: beta
+  role: provider
+  step: Ready
+`)
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-m", "status")
+	code, out, stderr = gitpeer(t, "validate", work)
+	if code != 0 || !strings.Contains(out, "revokes 1 live peering(s)") || !strings.Contains(stderr, "  - alpha → beta (Ready in clusters/beta/status.yaml)") {
+		t.Errorf("validate does not compare with the live status: %d\n%s%s", code, out, stderr)
+	}
+	code, _, stderr = gitpeer(t, "verify", "--base", "HEAD~2", work)
+	if !strings.Contains(stderr, "  - alpha → beta (in the spec at HEAD~2)") {
+		t.Errorf("verify --base does not warn of the revocation: %d\n%s", code, stderr)
+	}
+
+	// A cluster not published yet: a note, not an error.
+	commit(`clusters: [{id: "alpha"}, {id: "beta"}, {id: "gamma-west"}]
+peerings: [{consumer: "alpha", provider: "beta"}, {consumer: "gamma-west", provider: "beta"}]
+`, "gamma")
+	code, out, stderr = gitpeer(t, "validate", work)
+	if code != 0 || !strings.Contains(stderr, "note: gamma-west has no clusters/gamma-west/cluster.yaml published yet: its peerings wait until `gitpeer init --cluster gamma-west` runs on that cluster") {
+		t.Errorf("validate does not name the unpublished cluster: %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(stderr, "REVOKES") {
+		t.Errorf("validate warns of a revocation the spec does not make:\n%s", stderr)
+	}
+}
+
+func TestClosestClusterID(t *testing.T) {
+	published := map[string]bool{"alpha": true, "prod-eu-1": true, "a": true}
+	for id, want := range map[string]string{
+		"alpah":     "alpha",
+		"alhpa":     "alpha",
+		"prod-eu-2": "prod-eu-1",
+		"prod-us-2": "",
+		"b":         "",
+		"alpha":     "",
+		"gamma":     "",
+	} {
+		if got := closest(id, published); got != want {
+			t.Errorf("closest(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestValidateBaseNeedsARepository(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "peering.cue"), spec)
+	code, out, stderr := gitpeer(t, "validate", "--base", "main", dir)
+	if code == 0 || !strings.Contains(stderr, "--base main: "+dir+" is not a Git repository (a checkout's root or a bare repository): there is no base to compare with") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+	_, _, work := peeringRepo(t, spec)
+	code, out, stderr = gitpeer(t, "validate", "--base", "no-such-ref", work)
+	if code == 0 || !strings.Contains(stderr, "--base no-such-ref: ") {
+		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+}

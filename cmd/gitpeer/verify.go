@@ -64,7 +64,11 @@ reconcilers make, and checks the repo as Flux would apply it:
 ` + committedTreeHelp + ` The commits judged are those reachable from
 --ref.
 
---base REF judges only the commits that REF lacks (a pull request's);
+--base REF judges only the commits that REF lacks (a pull request's), and
+compares the spec with the one at REF as validate --base does: a new
+cluster ID close to one the change drops is a MisspelledCluster finding; the
+live peerings the change removes are printed on stderr as a WARNING (they
+are revoked; not a finding, since a removal may be meant).
 --history also scans every blob of every commit for private material.
 
 A spec whose evaluation takes longer than --spec-timeout or more memory than
@@ -82,6 +86,9 @@ every check holds, 1 when something was found, 2 when verify could not check
 				return errUsage(err)
 			}
 			dir := dirArg(args)
+			if err := checkNotURL("verify", dir); err != nil {
+				return errUsage(err)
+			}
 			lim, err := specLimits(cmd)
 			if err != nil {
 				return errUsage(err)
@@ -112,6 +119,17 @@ every check holds, 1 when something was found, 2 when verify could not check
 			})
 			if err != nil {
 				return errUsage(err)
+			}
+			if base != "" {
+				baseSpec, err := specAtBase(cmd, dir, base)
+				if err != nil {
+					return errUsage(err)
+				}
+				changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
+				for _, p := range changes.Problems {
+					findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: ReasonMisspelledCluster, Message: p.Message})
+				}
+				fmt.Fprint(cmd.ErrOrStderr(), revocationWarning(changes.Revoked))
 			}
 			if output != "text" {
 				if findings == nil {

@@ -76,7 +76,7 @@ first read fails (no such repository, branch or spec, a bad flag).`,
 			// read reads the repo once: the selected peerings, or an
 			// error; the spec is read anew each time, as status would.
 			read := func() ([]peerstatus.Peering, error) {
-				src, err := openSource(cmd.Context(), target, branch, gitCredentials, ref)
+				src, err := openSource(cmd.Context(), target, branch, gitCredentials, ref, cmd.ErrOrStderr())
 				if err != nil {
 					return nil, err
 				}

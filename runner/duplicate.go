@@ -1,0 +1,90 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// ErrDuplicateReconciler is wrapped by the error of every pass of a Runner
+// that has seen, on the shared branch, two commits signed with its
+// cluster's key that it did not push, after it had pushed one itself (one
+// alone may be its own push that failed on its side but landed): a second
+// reconciler of the same cluster is writing (a copied state dir, a second
+// Deployment, a leftover `gitpeer reconcile --watch` elsewhere). Two
+// writers of one cluster overwrite each other's nonces and artifacts on
+// every pass, and no handshake completes; so the Runner stops writing and
+// each pass fails with this, until the process is restarted. The daemon
+// reports it with reason DuplicateReconciler.
+var ErrDuplicateReconciler = errors.New("a second reconciler of this cluster is writing")
+
+// selfWrites is what a Runner knows of its own commits on the shared
+// branch, to tell another writer with its key (ErrDuplicateReconciler).
+// A commit by the cluster's key that lands before this Runner's first push
+// is a predecessor's (a restarted process, a killed one whose push landed
+// late): only after a push of its own can a commit it did not make be a
+// second live writer, since the branch then moved on from what it pushed.
+//
+// One such commit is not enough: a push of this Runner's own that failed
+// on its side (a timeout) may still have landed, and is then a commit it
+// does not know. A second reconciler writes again at its next pass, so a
+// second unknown commit, in the same pass or a later one, is the evidence.
+type selfWrites struct {
+	mu      sync.Mutex
+	ours    map[string]bool // commits this Runner pushed
+	seen    string          // the tip last checked, once ours is not empty
+	unknown []string        // commits by the key it did not push, short hashes
+	dup     error           // sticky: set once a second writer is seen
+}
+
+// check looks at the commits from the tip last checked to tip (hex hashes)
+// that signed reports (Repo.SignedBySelf) and returns the error wrapping
+// ErrDuplicateReconciler once two commits by the cluster's key that this
+// Runner did not push have been seen since its first push. branch and cluster are for the message.
+func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip string) ([]string, bool)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dup != nil {
+		return s.dup
+	}
+	if len(s.ours) == 0 || tip == "" {
+		return nil
+	}
+	since := s.seen
+	s.seen = tip
+	commits, ok := signed(since, tip)
+	if !ok {
+		return nil // history rewritten, or too far: nothing is shown
+	}
+	for _, c := range commits {
+		if !s.ours[c] {
+			s.unknown = append(s.unknown, c[:min(12, len(c))])
+		}
+	}
+	if len(s.unknown) < 2 {
+		return nil
+	}
+	foreign := s.unknown
+	s.dup = fmt.Errorf("%w: commit(s) %s on %s are signed with cluster %s's key but were not made by this reconciler, "+
+		"which had pushed since: two reconcilers run for %s (a copied state dir, a second Deployment or Helm release, "+
+		"a `gitpeer reconcile --watch` left running elsewhere) and each undoes the other's handshake; "+
+		"stop every reconciler of %s but one, then restart that one (this one makes no further commits until restarted)",
+		ErrDuplicateReconciler, strings.Join(foreign, ", "), branch, cluster, cluster, cluster)
+	return s.dup
+}
+
+// pushed records a commit this Runner pushed, which the branch then
+// points at.
+func (s *selfWrites) pushed(commit string) {
+	if commit == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ours == nil {
+		s.ours = map[string]bool{}
+	}
+	s.ours[commit] = true
+	s.seen = commit
+}
