@@ -694,8 +694,10 @@ func TestFluxComponentIsWhatGitpeerInitPrints(t *testing.T) {
 	bin := buildGitpeer(t)
 	tmp := t.TempDir()
 	const id, url, gitSecret = "alpha", "ssh://git@github.com/example-org/peering.git", "gitpeer-alpha-auth"
-	if err := os.Mkdir(filepath.Join(tmp, "repo"), 0o755); err != nil {
-		t.Fatal(err)
+	// init writes into the root of a clone's working tree, and refuses
+	// anything else.
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(tmp, "repo")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
 	}
 	init := exec.Command(bin, "init", "--cluster", id, "--api-server", "https://alpha.example:6443",
 		"--state-dir", filepath.Join(tmp, "state"), "--repo", filepath.Join(tmp, "repo"),

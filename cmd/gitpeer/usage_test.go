@@ -28,7 +28,7 @@ func TestMistakesPointAtHelp(t *testing.T) {
 			"gitpeer: unknown flag: --histroy\n\nDid you mean this?\n\t--history\n\nRun 'gitpeer verify --help' for usage.\n"},
 		{[]string{"wait", "--timeout", "soon"}, 2,
 			"gitpeer: invalid argument \"soon\" for \"--timeout\" flag: time: invalid duration \"soon\"\nRun 'gitpeer wait --help' for usage.\n"},
-		{[]string{"trust", "--list"}, 1, "gitpeer: required flag(s) \"cluster\" not set\nRun 'gitpeer trust --help' for usage.\n"},
+		{[]string{"token", "set", "--peer", "beta"}, 1, "gitpeer: required flag(s) \"cluster\" not set\nRun 'gitpeer token set --help' for usage.\n"},
 		{[]string{"version", "extra"}, 1, "gitpeer: unknown command \"extra\" for \"gitpeer version\"\nRun 'gitpeer version --help' for usage.\n"},
 		{[]string{"token", "set", "--per", "beta"}, 1,
 			"gitpeer: unknown flag: --per\n\nDid you mean this?\n\t--peer\n\nRun 'gitpeer token set --help' for usage.\n"},
