@@ -2,7 +2,6 @@ package gitsync
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"strings"
@@ -137,8 +136,7 @@ func (r *Repo) signedByUs(h plumbing.Hash) bool {
 	if f := r.opts.SignatureFormat; f != "" && commitsig.FormatOf(c.PGPSignature) != f {
 		return false
 	}
-	_, err = commitsig.Verify(c, map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey})
-	return err == nil
+	return r.signedBySelf(c)
 }
 
 // sealMessage is the message of a seal commit of cluster for scope: the

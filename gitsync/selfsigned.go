@@ -1,12 +1,6 @@
 package gitsync
 
-import (
-	"crypto"
-
-	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/gitpeer/gitpeer/commitsig"
-)
+import "github.com/go-git/go-git/v5/plumbing"
 
 // SignedBySelf lists the commits from since (excluded) to tip, along first
 // parents, whose signature verifies with Options.AppliedKey (as
@@ -22,7 +16,6 @@ func (r *Repo) SignedBySelf(since, tip string) (signed []string, ok bool) {
 		return nil, false
 	}
 	from, to := plumbing.NewHash(since), plumbing.NewHash(tip)
-	keys := map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey}
 	for h, n := to, 0; h != from; n++ {
 		if n >= maxCounted {
 			return nil, false
@@ -31,7 +24,7 @@ func (r *Repo) SignedBySelf(since, tip string) (signed []string, ok bool) {
 		if err != nil {
 			return nil, false
 		}
-		if _, err := commitsig.Verify(c, keys); err == nil {
+		if r.signedBySelf(c) {
 			signed = append(signed, h.String())
 		}
 		if c.NumParents() == 0 {

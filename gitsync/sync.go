@@ -2,13 +2,13 @@ package gitsync
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,7 +22,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/layout"
@@ -396,10 +395,10 @@ func (r *Repo) checkForeign(ctx context.Context, ch *Change, base, tip plumbing.
 	if err != nil {
 		return fmt.Errorf("compare %s with %s: %w", short(base), short(tip), err)
 	}
-	touches := ch.touches()
+	owned := ch.owned()
 	var hit []string
 	for _, name := range changed {
-		if touches(name) || ch.Owns != nil && ch.Owns(name) {
+		if owned(name) {
 			hit = append(hit, name)
 		}
 	}
@@ -430,27 +429,29 @@ func (r *Repo) ownWrites(ctx context.Context, ch *Change, base, tip plumbing.Has
 	if r.opts.AppliedKey == nil {
 		return false
 	}
-	touches := ch.touches()
-	keys := map[string]crypto.PublicKey{r.opts.ClusterID: r.opts.AppliedKey}
+	owned := ch.owned()
 	for h, n := tip, 0; h != base; n++ {
 		c, err := r.repo.CommitObject(h)
 		if err != nil || c.NumParents() != 1 || n >= maxCounted {
 			return false
 		}
-		if _, err := commitsig.Verify(c, keys); err != nil {
+		if !r.signedBySelf(c) {
 			changed, err := r.changedPaths(ctx, c.ParentHashes[0], h)
-			if err != nil {
+			if err != nil || slices.ContainsFunc(changed, owned) {
 				return false
-			}
-			for _, name := range changed {
-				if touches(name) || ch.Owns != nil && ch.Owns(name) {
-					return false
-				}
 			}
 		}
 		h = c.ParentHashes[0]
 	}
 	return true
+}
+
+// owned reports the paths a Change owns: those it touches, and those
+// Change.Owns claims. A commit by someone else that changed one of them
+// is a foreign write (checkForeign, ownWrites).
+func (ch *Change) owned() func(string) bool {
+	touches := ch.touches()
+	return func(name string) bool { return touches(name) || ch.Owns != nil && ch.Owns(name) }
 }
 
 // touches reports the paths a Change always owns: the paths it writes, the files
