@@ -70,11 +70,7 @@ func (r *Repo) writeTree(p *plan, root plumbing.Hash) (plumbing.Hash, error) {
 	if err == nil && empty {
 		// Empty directories are dropped, but a commit always has a root
 		// tree: Git's empty tree, as git rm -r . && git commit makes.
-		o := r.repo.Storer.NewEncodedObject()
-		if err := (&object.Tree{}).Encode(o); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		return ob.storeObject(o)
+		return ob.writeTreeObject(&object.Tree{})
 	}
 	return h, err
 }
@@ -161,11 +157,7 @@ func (ob objectWriter) rebuild(dir string, h plumbing.Hash, c *change) (plumbing
 		return e.Name
 	}
 	sort.Slice(t.Entries, func(i, j int) bool { return key(t.Entries[i]) < key(t.Entries[j]) })
-	o := ob.s.NewEncodedObject()
-	if err := t.Encode(o); err != nil {
-		return plumbing.ZeroHash, false, err
-	}
-	nh, err := ob.storeObject(o)
+	nh, err := ob.writeTreeObject(t)
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("write tree of %s: %w", dirName(dir), err)
 	}
