@@ -119,14 +119,11 @@ func (p *pass) reportUnexpected(status *layout.ClusterStatus) {
 // its part (artifact.InboxArtifact): a reconciler writes artifacts into
 // inboxes, nothing else.
 func (p *pass) checkOutbox(f string) error {
-	to, from, rest, ok := layout.Split(f)
-	if !ok || from != p.self {
+	if p.outboxArtifact(f) {
 		return nil
 	}
-	if !artifact.InboxArtifact(rest, p.recipient(to)) {
-		return fmt.Errorf("internal: pass wants to write %s, which is not an artifact %s sends as %s", f, p.self, p.recipient(to).Part(to))
-	}
-	return nil
+	to, _, _, _ := layout.Split(f)
+	return fmt.Errorf("internal: pass wants to write %s, which is not an artifact %s sends as %s", f, p.self, p.recipient(to).Part(to))
 }
 
 // outboxArtifact reports whether f, a file this cluster signed, may be

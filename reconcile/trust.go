@@ -283,10 +283,16 @@ func (p *pass) seal() error {
 		}
 		p.signed(dir, file, seq, data)
 	}
-	if err := p.tombstones(byDir); err != nil {
+	// The same directories for both: tombstones signs only some of them,
+	// and adds none.
+	outboxes, err := p.ownInboxDirs()
+	if err != nil {
 		return err
 	}
-	if err := p.recordPublished(); err != nil {
+	if err := p.tombstones(outboxes, byDir); err != nil {
+		return err
+	}
+	if err := p.recordPublished(outboxes); err != nil {
 		return err
 	}
 	p.seeFormerPeers()

@@ -182,11 +182,7 @@ func (p *pass) restoreHeld() {
 // once the peering is approved again and until the pass writes there. A
 // directory in the inbox of a cluster the spec no longer declares gets
 // none, and is deleted: that is how tombstones end.
-func (p *pass) tombstones(written map[string]map[string][]byte) error {
-	dirs, err := p.ownInboxDirs()
-	if err != nil {
-		return err
-	}
+func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) error {
 	now := uint64(max(p.in.Now.Unix(), 1))
 	for _, dir := range dirs {
 		owner := strings.Split(dir, "/")[1]
@@ -260,16 +256,12 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 	return dirs, nil
 }
 
-// recordPublished records, for each of this cluster's own directories, the
+// recordPublished records, for clusters/<self> and each of this cluster's
+// inbox directories dirs (ownInboxDirs), the
 // sequence of its manifest the repo holds, when this cluster signed it:
 // the floor below which a later pass carries nothing over (ownRolledBack).
-func (p *pass) recordPublished() error {
-	dirs, err := p.ownInboxDirs()
-	if err != nil {
-		return err
-	}
-	dirs = append(dirs, layout.ClusterPath(p.self))
-	for _, dir := range dirs {
+func (p *pass) recordPublished(dirs []string) error {
+	for _, dir := range append(dirs, layout.ClusterPath(p.self)) {
 		if m, ok := p.ownManifest(dir); ok {
 			p.pins.SeePublished(dir, m.Sequence)
 		}
