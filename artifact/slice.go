@@ -153,6 +153,19 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 	return ans, nil
 }
 
+// SliceAccepted reports whether a slice answer accepts the slice: both its
+// Authentication and its Resources conditions are Accepted, as Liqo's
+// remote ResourceSlice controller sets them on a grant.
+func SliceAccepted(rs *authv1beta1.ResourceSlice) bool {
+	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
+		c := SliceCondition(rs, t)
+		if c == nil || c.Status != authv1beta1.ResourceSliceConditionAccepted {
+			return false
+		}
+	}
+	return true
+}
+
 // SliceCondition returns the condition of type t of a slice, or nil.
 func SliceCondition(rs *authv1beta1.ResourceSlice, t authv1beta1.ResourceSliceConditionType) *authv1beta1.ResourceSliceCondition {
 	for i := range rs.Status.Conditions {

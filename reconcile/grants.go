@@ -10,6 +10,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
+	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
@@ -99,7 +100,7 @@ func sortedKeys(m map[string]keptAnswer) []string {
 // otherwise the answer becomes a denial naming the reason, so a slice
 // removed from the spec is not granted on because its request was hidden.
 func (p *pass) keepAnswer(name string, k keptAnswer, listed *policy.Listed, condition authv1beta1.TenantCondition, budget *policy.Budget) (layout.SliceStatus, error) {
-	if accepted(k.prev) {
+	if artifact.SliceAccepted(k.prev) {
 		d := policy.Grant(p.terms.classes, condition, listed, policy.Request{Name: name, Class: string(k.prev.Spec.Class),
 			Resources: k.prev.Spec.Resources, WasAccepted: true}, budget)
 		if !d.Accepted {

@@ -441,7 +441,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 	}
 	// An acceptance in an older outbox of ours, restored from history, is
 	// not a decision we stand by (a cordon since).
-	wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && accepted(prev) && !p.outboxRolledBack(consumer)
+	wasAccepted := prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) && artifact.SliceAccepted(prev) && !p.outboxRolledBack(consumer)
 	d := policy.Grant(p.terms.classes, condition, listed, policy.Request{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources, WasAccepted: wasAccepted}, budget)
 	ans := req.DeepCopy()
 	ans.Status.Conditions = p.sliceConditions(prev,
@@ -530,16 +530,6 @@ func (p *pass) previousAnswer(file string) *authv1beta1.ResourceSlice {
 		return nil
 	}
 	return rs
-}
-
-func accepted(rs *authv1beta1.ResourceSlice) bool {
-	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
-		c := artifact.SliceCondition(rs, t)
-		if c == nil || c.Status != authv1beta1.ResourceSliceConditionAccepted {
-			return false
-		}
-	}
-	return true
 }
 
 func sliceCond(t authv1beta1.ResourceSliceConditionType, ok bool, reason, message string) authv1beta1.ResourceSliceCondition {

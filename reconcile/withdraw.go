@@ -13,6 +13,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -89,7 +90,7 @@ func (p *pass) outboxRolledBack(peer string) bool {
 // Anything else there is a decision this cluster withdrew since, which a
 // repo writer put back.
 func (p *pass) grantableNow(consumer, name string, prev *authv1beta1.ResourceSlice) bool {
-	if !accepted(prev) {
+	if !artifact.SliceAccepted(prev) {
 		return true
 	}
 	_, asProvider := p.in.Spec.PeeringsOf(p.self)

@@ -125,7 +125,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 			continue
 		}
 		rs, err := artifact.DecodeSlice(file, data)
-		if err != nil || !acceptedAnswer(rs) {
+		if err != nil || !artifact.SliceAccepted(rs) {
 			continue // a denial grants nothing; the answer checks name the rest
 		}
 		granted = append(granted, grant{name: name, file: file, rs: rs})
@@ -192,17 +192,6 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		}
 	}
 	return out
-}
-
-// acceptedAnswer reports whether both of an answer's conditions are Accepted.
-func acceptedAnswer(rs *authv1beta1.ResourceSlice) bool {
-	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
-		c := artifact.SliceCondition(rs, t)
-		if c == nil || c.Status != authv1beta1.ResourceSliceConditionAccepted {
-			return false
-		}
-	}
-	return true
 }
 
 // loadBaseSpec is the spec at revision base of the repository at dir (one
