@@ -78,7 +78,7 @@ type peeringSelector struct {
 // spec lacks, listing the spec's ones, so that a typo is not read as
 // "nothing to show" (or, for wait, as a condition met by nothing).
 func (s peeringSelector) check(spec *schema.Spec) error {
-	if s.cluster != "" && !slices.ContainsFunc(spec.Clusters, func(c schema.Cluster) bool { return c.ID == s.cluster }) {
+	if _, ok := spec.Cluster(s.cluster); s.cluster != "" && !ok {
 		ids := make([]string, 0, len(spec.Clusters))
 		for _, c := range spec.Clusters {
 			ids = append(ids, c.ID)
@@ -92,7 +92,7 @@ func (s peeringSelector) check(spec *schema.Spec) error {
 	if !ok || consumer == "" || provider == "" || strings.Contains(provider, "/") {
 		return fmt.Errorf("--peering: %q is not CONSUMER/PROVIDER (two cluster IDs, e.g. alpha/beta)", s.peering)
 	}
-	if !slices.ContainsFunc(spec.Peerings, func(p schema.Peering) bool { return p.Consumer == consumer && p.Provider == provider }) {
+	if !spec.HasPeering(consumer, provider) {
 		names := make([]string, 0, len(spec.Peerings))
 		for _, p := range spec.Peerings {
 			names = append(names, p.Consumer+"/"+p.Provider)
