@@ -55,8 +55,9 @@ type Options struct {
 	// signature that cannot be read, is a BadCommitSignature.
 	SignatureVerifier SignatureVerifier
 
-	// baseSpec is the spec at Base, which Check reads (see grants).
-	baseSpec *schema.Spec
+	// BaseSpec is the spec at Base (see grants), when the caller has read
+	// it already (bounded, as the CLI reads specs); nil: Check reads it.
+	BaseSpec *schema.Spec
 }
 
 func (o Options) now() time.Time {
@@ -87,7 +88,7 @@ func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 // history scan that follows to reuse.
 func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) []Finding {
 	v := newVerifier(tree, spec, opts.now())
-	v.baseSpec = opts.baseSpec
+	v.baseSpec = opts.BaseSpec
 	v.guard = cache
 	v.run()
 	v.privateMaterial()
@@ -147,8 +148,8 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	// The tree's files are inspected for private material once: the
 	// history scan finds their answers in the cache.
 	cache := guard.NewCache()
-	if repo && opts.Base != "" {
-		opts.baseSpec = loadBaseSpec(dir, opts.Base)
+	if repo && opts.Base != "" && opts.BaseSpec == nil {
+		opts.BaseSpec = loadBaseSpec(dir, opts.Base)
 	}
 	findings := checkTree(tree, spec, opts, cache)
 	if !repo {

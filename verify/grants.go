@@ -7,12 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/internal/gitrepo"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/policy"
@@ -195,42 +193,22 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 }
 
 // loadBaseSpec is the spec at revision base of the repository at dir (one
-// of schema.SpecFiles at the root of its tree), nil when there is none or
-// it does not parse: grants then judges by HEAD's spec alone.
+// of schema.SpecFiles at the root of its tree, read from Git objects as
+// every reader reads), nil when there is none or it does not parse: grants
+// then judges by HEAD's spec alone.
 func loadBaseSpec(dir, base string) *schema.Spec {
-	repo, done, err := gitrepo.Open(dir)
+	ct, err := gitsync.OpenCommitTree(dir, base)
 	if err != nil {
 		return nil
 	}
-	defer done()
-	return specAt(repo, base)
-}
-
-func specAt(repo *git.Repository, base string) *schema.Spec {
-	h, err := repo.ResolveRevision(plumbing.Revision(base))
+	defer ct.Close()
+	file, data, err := schema.FindSpec(ct.TreeFS, "")
 	if err != nil {
 		return nil
 	}
-	c, err := repo.CommitObject(*h)
+	spec, err := schema.Parse(file, data)
 	if err != nil {
 		return nil
 	}
-	var found *schema.Spec
-	for _, name := range schema.SpecFiles {
-		f, err := c.File(name)
-		if err != nil {
-			continue
-		}
-		if found != nil || f.Size > 1<<20 {
-			return nil // two spec files, or one over schema.Parse's 1 MiB
-		}
-		data, err := f.Contents()
-		if err != nil {
-			return nil
-		}
-		if found, err = schema.Parse(name, []byte(data)); err != nil {
-			return nil
-		}
-	}
-	return found
+	return spec
 }

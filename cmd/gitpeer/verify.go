@@ -110,21 +110,22 @@ every check holds, 1 when something was found, 2 when verify could not check
 			if err != nil {
 				return errUsage(err)
 			}
+			baseSpec, err := specAtBase(cmd, dir, base)
+			if err != nil {
+				return errUsage(err)
+			}
 			findings, err := verify.Check(dir, spec, verify.Options{
 				Now:              time.Now(),
 				RequireManifests: requireManifests,
 				History:          history,
 				Base:             base,
+				BaseSpec:         baseSpec,
 				Ref:              src.Commit, // the commit the spec was read from
 			})
 			if err != nil {
 				return errUsage(err)
 			}
 			if base != "" {
-				baseSpec, err := specAtBase(cmd, dir, base)
-				if err != nil {
-					return errUsage(err)
-				}
 				changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
 				for _, p := range changes.Problems {
 					findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: ReasonMisspelledCluster, Message: p.Message})
