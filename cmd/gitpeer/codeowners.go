@@ -50,7 +50,7 @@ for the change to be committed.`,
 			if filepath.IsAbs(file) || !filepath.IsLocal(file) {
 				return fmt.Errorf("--file: %q is not a path inside the repo", file)
 			}
-			src, err := openLocal(dir, ref)
+			src, err := openLocal(dir, ref, "--ref")
 			if err != nil {
 				return err
 			}

@@ -137,7 +137,7 @@ argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
 				return fmt.Errorf("--format: %w", err)
 			}
 			dir := dirArg(args)
-			src, err := openLocal(dir, ref)
+			src, err := openLocal(dir, ref, "--ref")
 			if err != nil {
 				return err
 			}

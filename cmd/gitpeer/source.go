@@ -84,7 +84,8 @@ func shortCommit(h string) string {
 	return h
 }
 
-// openLocal opens dir, the [DIR] of a reader, at rev ("" for HEAD):
+// openLocal opens dir, the [DIR] of a reader, at rev ("" for HEAD), which
+// errors name as given by flag (--ref, --base):
 //
 //   - a Git repository (a checkout's root, a linked worktree, a bare
 //     repository) is read at rev from its Git objects: what was committed,
@@ -93,14 +94,14 @@ func shortCommit(h string) string {
 //   - any other directory (not under Git, or inside a checkout without
 //     being its root: no reconciler reads such a spec) is read as it
 //     stands, and rev must be "".
-func openLocal(dir, rev string) (*repoSource, error) {
+func openLocal(dir, rev, flag string) (*repoSource, error) {
 	repo, err := gitsync.IsRepository(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !repo {
 		if rev != "" {
-			return nil, fmt.Errorf("--ref %s: %s is not a Git repository (a checkout's root or a bare repository)", rev, dir)
+			return nil, fmt.Errorf("%s %s: %s is not a Git repository (a checkout's root or a bare repository)", flag, rev, dir)
 		}
 		return &repoSource{Dir: dir, Tree: layout.NewTree(dir)}, nil
 	}
@@ -109,7 +110,7 @@ func openLocal(dir, rev string) (*repoSource, error) {
 	case errors.Is(err, gitsync.ErrNoCommit):
 		return nil, fmt.Errorf("%s: HEAD names no commit yet: gitpeer reads the committed tree, as the reconcilers do; commit the spec first", dir)
 	case err != nil && rev != "":
-		return nil, fmt.Errorf("--ref: %w", err) // err names the revision
+		return nil, fmt.Errorf("%s %s: %w", flag, rev, err)
 	case err != nil:
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func openSource(ctx context.Context, target, branch, credentials, rev string, st
 		if credentials != "" {
 			return nil, fmt.Errorf("--git-credentials applies to a repository URL, and %s is a checkout", target)
 		}
-		return openLocal(target, rev)
+		return openLocal(target, rev, "--ref")
 	}
 	if !looksLikeRepo(target) {
 		return nil, fmt.Errorf("%s: no peering spec (want one of %s) and not a Git repository or URL",

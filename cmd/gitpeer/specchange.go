@@ -243,9 +243,9 @@ func specAtBase(cmd *cobra.Command, dir, base string) (*schema.Spec, error) {
 	if repo, err := gitsync.IsRepository(dir); err != nil || !repo {
 		return nil, fmt.Errorf("--base %s: %s is not a Git repository (a checkout's root or a bare repository): there is no base to compare with", base, dir)
 	}
-	src, err := openLocal(dir, base)
+	src, err := openLocal(dir, base, "--base")
 	if err != nil {
-		return nil, fmt.Errorf("--base %s: %w", base, err)
+		return nil, err
 	}
 	defer src.Close()
 	lim, err := specLimits(cmd)

@@ -62,7 +62,7 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 			if err := checkNotURL("validate", dirArg(args)); err != nil {
 				return err
 			}
-			src, err := openLocal(dirArg(args), ref)
+			src, err := openLocal(dirArg(args), ref, "--ref")
 			if err != nil {
 				return err
 			}

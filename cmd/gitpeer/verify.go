@@ -93,7 +93,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 			if err != nil {
 				return errUsage(err)
 			}
-			src, err := openLocal(dir, ref)
+			src, err := openLocal(dir, ref, "--ref")
 			if err != nil {
 				return errUsage(err)
 			}
