@@ -37,6 +37,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	certv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -703,8 +704,16 @@ func issued(csr *certv1.CertificateSigningRequest) ([]byte, bool, error) {
 // liqo.io/remote-tenant-namespace = spec.namespace, key "kubeconfig" =
 // liqo.Kubeconfig with the privateKey of authentication-keys, byte for byte
 // as Liqo builds it. An existing Secret is updated only when one of those
-// differs; other labels, annotations, keys and owner references (Liqo's
-// controller may own it) are kept. It returns "secret/<namespace>/<name>".
+// differs; other labels, annotations, keys and owner references are kept. It
+// returns "secret/<namespace>/<name>".
+//
+// Once Liqo's identity controller runs, the Secret is Liqo's alone: it sets
+// itself as the Secret's controller (an ownerReference to the Identity with
+// controller: true) and rewrites the kubeconfig whenever its renewer changes
+// the Identity's certificate. Writing gitpeer's certificate back would make
+// two writers take turns (and restart Liqo's reflectors at every turn), so a
+// Secret controlled by an Identity is left as it is and the returned place
+// says so (docs/liqo.md, "One writer per field").
 func (b *Backend) StoreKubeconfig(ctx context.Context, identity *authv1beta1.Identity) (string, error) {
 	if identity == nil {
 		return "", errors.New("store kubeconfig: nil identity")
@@ -757,6 +766,9 @@ func (b *Backend) StoreKubeconfig(ctx context.Context, identity *authv1beta1.Ide
 	case err != nil:
 		return "", fmt.Errorf("get %s: %w", where, err)
 	}
+	if liqoControlled(cur) {
+		return where + " (kept by Liqo's identity controller)", nil
+	}
 	changed := mergeInto(&cur.Labels, labels)
 	changed = mergeInto(&cur.Annotations, annotations) || changed
 	if !bytes.Equal(cur.Data[liqo.KubeconfigSecretKey], data) {
@@ -778,15 +790,42 @@ func (b *Backend) StoreKubeconfig(ctx context.Context, identity *authv1beta1.Ide
 // RemoveKubeconfig implements backend.KubeconfigRemover: it deletes the
 // Secret StoreKubeconfig writes for providerID's ControlPlane Identity
 // (kubeconfig-controlplane-<provider> in liqo-tenant-<provider>). A missing
-// Secret is not an error; the tenant namespace is left in place.
+// Secret is not an error; the tenant namespace is left in place. A Secret
+// Liqo's identity controller controls is left to the garbage collector,
+// which deletes it with its Identity once the GitOps engine prunes that:
+// deleting it first would only have Liqo write it again.
 func (b *Backend) RemoveKubeconfig(ctx context.Context, providerID string) error {
 	ns := liqo.TenantNamespace(providerID)
 	name := liqo.KubeconfigSecretName(liqo.ControlPlaneIdentityName(providerID))
-	err := b.core.Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	secrets := b.core.Secrets(ns)
+	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get secret/%s/%s: %w", ns, name, err)
+	case liqoControlled(cur):
+		return nil
+	}
+	// The precondition keeps a Secret Liqo took over since the Get.
+	err = secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete secret/%s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// liqoControlled reports whether Liqo's identity controller controls s: its
+// controller ownerReference is an Identity of authentication.liqo.io, as
+// controllerutil.SetControllerReference writes it in the controller's
+// ensureKubeconfigSecret (Liqo v1.0 to v1.2).
+func liqoControlled(s *corev1.Secret) bool {
+	ref := metav1.GetControllerOfNoCopy(s)
+	if ref == nil || ref.Kind != authv1beta1.IdentityKind {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == authv1beta1.GroupVersion.Group
 }
 
 // mergeInto sets want's entries in *m and reports whether anything changed.

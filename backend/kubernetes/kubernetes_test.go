@@ -630,8 +630,8 @@ func TestStoreKubeconfigWritesLiqosSecret(t *testing.T) {
 		t.Fatalf("unchanged kubeconfig written again: %v", w)
 	}
 
-	// Liqo's controller took ownership and added its own marks; a renewed
-	// certificate updates the kubeconfig and keeps them.
+	// Someone added an owner (not a controller) and marks of their own; a
+	// renewed certificate updates the kubeconfig and keeps them.
 	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "authentication.liqo.io/v1beta1", Kind: "Identity", Name: id.Name, UID: "u1"}}
 	s.Labels["other"] = "kept"
 	if _, err := cs.CoreV1().Secrets(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
@@ -654,6 +654,66 @@ func TestStoreKubeconfigWritesLiqosSecret(t *testing.T) {
 	want, _ = liqo.Kubeconfig(renewed, b.keyPEM)
 	if !bytes.Equal(s.Data["kubeconfig"], want) || s.Labels["other"] != "kept" || len(s.OwnerReferences) != 1 || s.Labels["liqo.io/identity-type"] != "ControlPlane" {
 		t.Fatalf("after update: %+v", s.ObjectMeta)
+	}
+}
+
+// TestLiqosIdentityControllerIsTheKubeconfigsOnlyWriter: once Liqo's identity
+// controller controls the Secret (controllerutil.SetControllerReference to
+// the Identity) and wrote the certificate its renewer obtained, gitpeer
+// neither writes its own certificate back nor deletes the Secret at
+// revocation: one writer, no turns.
+func TestLiqosIdentityControllerIsTheKubeconfigsOnlyWriter(t *testing.T) {
+	ca := testCA(t)
+	cs := newClientset()
+	b, _ := initBackend(t, cs, testOptions(ca))
+	id := testIdentity(t, ca, b)
+	if _, err := b.StoreKubeconfig(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	// Liqo's renewer obtained a certificate of its own; its identity
+	// controller wrote it and took control of the Secret.
+	liqos := id.DeepCopy()
+	csrPEM, _ := handshake.ControlPlaneCSR(b.Signer(), "alpha")
+	liqos.Spec.AuthParams.SignedCRT, _ = ca.SignCSR(csrPEM, testNow.Add(2*time.Minute), time.Hour)
+	liqoKubeconfig, _ := liqo.Kubeconfig(liqos, b.keyPEM)
+	s := getSecret(t, cs, "liqo-tenant-beta", "kubeconfig-controlplane-beta")
+	yes := true
+	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "authentication.liqo.io/v1beta1", Kind: "Identity", Name: id.Name, UID: "u1", Controller: &yes, BlockOwnerDeletion: &yes}}
+	s.Data["kubeconfig"] = liqoKubeconfig
+	if _, err := cs.CoreV1().Secrets(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cs.ClearActions()
+	where, err := b.StoreKubeconfig(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if where != "secret/liqo-tenant-beta/kubeconfig-controlplane-beta (kept by Liqo's identity controller)" {
+		t.Errorf("where = %q", where)
+	}
+	if err := b.RemoveKubeconfig(context.Background(), "beta"); err != nil {
+		t.Fatal(err)
+	}
+	if w := writes(cs, "secrets"); len(w) != 0 {
+		t.Fatalf("gitpeer wrote a Secret Liqo controls: %v", w)
+	}
+	if got := getSecret(t, cs, "liqo-tenant-beta", "kubeconfig-controlplane-beta"); !bytes.Equal(got.Data["kubeconfig"], liqoKubeconfig) {
+		t.Fatal("Liqo's kubeconfig was replaced")
+	}
+
+	// Another kind's controller is not Liqo's identity controller.
+	s = getSecret(t, cs, "liqo-tenant-beta", "kubeconfig-controlplane-beta")
+	s.OwnerReferences[0].Kind = "ConfigMap"
+	s.OwnerReferences[0].APIVersion = "v1"
+	if _, err := cs.CoreV1().Secrets(s.Namespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if where, err := b.StoreKubeconfig(context.Background(), id); err != nil || strings.Contains(where, "Liqo") {
+		t.Fatalf("where %q, %v", where, err)
+	}
+	if got := getSecret(t, cs, "liqo-tenant-beta", "kubeconfig-controlplane-beta"); bytes.Equal(got.Data["kubeconfig"], liqoKubeconfig) {
+		t.Fatal("a Secret no Identity controls kept a kubeconfig gitpeer did not write")
 	}
 }
 
