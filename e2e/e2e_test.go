@@ -102,7 +102,9 @@ clusters: [
 ]
 
 peerings: [
-	{consumer: "alpha", provider: "beta"},
+	{consumer: "alpha", provider: "beta", slices: [
+		{name: "e2e-probe", resources: {cpu: "1", memory: "1Gi"}},
+	]},
 ]
 `
 
@@ -213,12 +215,12 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 		}
 	})
 
-	check(t, "with it alpha may create a ResourceSlice in liqo-tenant-alpha on beta", func(t *testing.T) {
+	check(t, "with it alpha may create the ResourceSlice the spec grants in liqo-tenant-alpha on beta", func(t *testing.T) {
 		kubeconfig := consumerKubeconfig(ctx, t)
-		// RBAC changes reach the authorizer within ~100ms on an idle
-		// machine: poll until they have.
+		// RBAC and admission policy changes reach the API server within
+		// ~100ms-1s on an idle machine: poll until they have.
 		err := eventually(ctx, readyTimeout, 200*time.Millisecond, func() error {
-			_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe"), "create", "-f", "-")
+			_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe", "1"), "create", "-f", "-")
 			if err != nil && strings.Contains(err.Error(), "AlreadyExists") {
 				return nil
 			}
@@ -226,6 +228,35 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// What Liqo's crd-replicator would create for `liqoctl create
+	// resourceslice` run on alpha: beta's API server admits none of it.
+	check(t, "beta's API server refuses, even to alpha's identity, any ResourceSlice the spec does not grant", func(t *testing.T) {
+		kubeconfig := consumerKubeconfig(ctx, t)
+		for _, tc := range []struct {
+			what string
+			obj  []byte
+			verb []string
+			want string
+		}{
+			{"a slice the spec does not list", resourceSlice("e2e-ungranted", "1"), []string{"create"},
+				"ResourceSlice e2e-ungranted is not granted to alpha by the reviewed peering spec (granted: e2e-probe)"},
+			{"the granted slice with more cpu", resourceSlice("e2e-probe", "32"), []string{"apply", "--server-side", "--force-conflicts"},
+				"ResourceSlice e2e-probe must request exactly what the reviewed peering spec grants alpha: class default, cpu 1, memory 1Gi"},
+		} {
+			out, err := s.kubeAs(ctx, kubeconfig, tc.obj, append(tc.verb, "--dry-run=server", "-f", "-")...)
+			switch {
+			case err == nil:
+				t.Errorf("%s: admitted\n%s", tc.what, out)
+			case !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "gitpeer-resourceslices-alpha"):
+				t.Errorf("%s: want the policy's refusal %q, got: %v", tc.what, tc.want, err)
+			}
+		}
+		// The same quantity written another way is the same grant.
+		if out, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe", "1000m"), "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-"); err != nil {
+			t.Errorf("cpu 1000m for a grant of cpu 1: %v\n%s", err, out)
 		}
 	})
 
@@ -290,7 +321,7 @@ func TestTwoRealClustersPeerThroughAGitRepoOverHTTP(t *testing.T) {
 		check(t, "alpha's kubeconfig may then no longer create ResourceSlices on beta", func(t *testing.T) {
 			kubeconfig := consumerKubeconfig(ctx, t)
 			err := eventually(ctx, readyTimeout, 200*time.Millisecond, func() error {
-				_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe-after-revocation"), "create", "--dry-run=server", "-f", "-")
+				_, err := s.kubeAs(ctx, kubeconfig, resourceSlice("e2e-probe-after-revocation", "1"), "create", "--dry-run=server", "-f", "-")
 				if err == nil {
 					return fmt.Errorf("creating a ResourceSlice in %s on beta is still allowed", providerTenantNS)
 				}
@@ -407,8 +438,9 @@ func consumerKubeconfig(ctx context.Context, t *testing.T) string {
 }
 
 // resourceSlice is a ResourceSlice alpha asks beta for, as Liqo's consumer
-// replicates it into its tenant namespace on the provider.
-func resourceSlice(name string) []byte {
+// replicates it into its tenant namespace on the provider, with cpu cores
+// and 1Gi of memory.
+func resourceSlice(name, cpu string) []byte {
 	return []byte(fmt.Sprintf(`apiVersion: authentication.liqo.io/v1beta1
 kind: ResourceSlice
 metadata:
@@ -423,9 +455,9 @@ spec:
   consumerClusterID: %s
   providerClusterID: %s
   resources:
-    cpu: "1"
+    cpu: %q
     memory: 1Gi
-`, name, providerTenantNS, consumerID, consumerID, consumerID, providerID))
+`, name, providerTenantNS, consumerID, consumerID, consumerID, providerID, cpu))
 }
 
 // assertForbidden runs kubectl with kubeconfig and wants RBAC's denial,

@@ -532,7 +532,7 @@ type built struct {
 }
 
 // clusterScoped are the cluster-scoped kinds a build of manifests/ holds.
-var clusterScoped = []string{"Namespace", "ClusterRole", "ClusterRoleBinding"}
+var clusterScoped = []string{"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 func decodeBuild(t *testing.T, rm resmap.ResMap) *built {
 	t.Helper()

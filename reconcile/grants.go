@@ -10,6 +10,7 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
+	"github.com/gitpeer/gitpeer/admission"
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -99,7 +100,7 @@ func sortedKeys(m map[string]keptAnswer) []string {
 // class total holding (policy.Grant, as a request accepted before);
 // otherwise the answer becomes a denial naming the reason, so a slice
 // removed from the spec is not granted on because its request was hidden.
-func (p *pass) keepAnswer(name string, k keptAnswer, listed *policy.Listed, condition authv1beta1.TenantCondition, budget *policy.Budget) (layout.SliceStatus, error) {
+func (p *pass) keepAnswer(name string, k keptAnswer, listed *policy.Listed, condition authv1beta1.TenantCondition, budget *policy.Budget, grant func(admission.Grant)) (layout.SliceStatus, error) {
 	if artifact.SliceAccepted(k.prev) {
 		d := policy.Grant(p.terms.classes, condition, listed, policy.Request{Name: name, Class: string(k.prev.Spec.Class),
 			Resources: k.prev.Spec.Resources, WasAccepted: true}, budget)
@@ -117,6 +118,9 @@ func (p *pass) keepAnswer(name string, k keptAnswer, listed *policy.Listed, cond
 		}
 	}
 	p.out.Files[k.file] = k.data
+	if artifact.SliceAccepted(k.prev) {
+		grant(admission.Grant{Name: name, Class: string(k.prev.Spec.Class), Resources: k.prev.Spec.Resources})
+	}
 	s := sliceStatus(k.prev)
 	s.Message += "; decision kept: " + k.note
 	return s, nil

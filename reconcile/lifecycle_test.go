@@ -364,9 +364,14 @@ func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 		t.Fatalf("first revocation pass: tenant %v %v", tn, err)
 	}
 	for k := range w.tree {
-		if strings.Contains(k, "binding") {
+		if strings.Contains(k, "rolebinding") {
 			t.Errorf("first revocation pass leaves %s", k)
 		}
+	}
+	// While draining, the provider's API server admits no slice of alpha.
+	if vap := w.tree["clusters/beta/liqo/alpha/validatingadmissionpolicy-gitpeer-resourceslices-alpha.yaml"]; vap == nil ||
+		!strings.Contains(string(vap.Data), "object.metadata.name in []") {
+		t.Errorf("first revocation pass: the admission policy admits slices or is gone: %v", vap)
 	}
 	if ps := w.status("beta", "alpha", "beta"); ps == nil || ps.Step != layout.StepRevoking {
 		t.Errorf("provider status while revoking: %+v", ps)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -144,7 +145,7 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		}
 	}
 	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
-	var paths, tombstones []string
+	var paths, tombstones, admitted []string
 	for f := range plan.Writes {
 		paths = append(paths, f)
 	}
@@ -195,7 +196,19 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 				add("accept tenant of " + peer)
 			case strings.HasPrefix(base, "clusterrole-"):
 				add("render Liqo cluster roles")
+			case strings.HasPrefix(base, "validatingadmissionpolicy-"):
+				admitted = append(admitted, peer)
 			}
+		}
+	}
+	// The admission policy changes with the slices answered or the tenant
+	// accepted, which name it already; alone (a provider upgraded to a
+	// gitpeer that renders it) it is a step of its own.
+	for _, peer := range admitted {
+		if !slices.ContainsFunc(out, func(s string) bool {
+			return strings.HasSuffix(s, " of "+peer) && (strings.HasPrefix(s, "answer slice ") || strings.HasPrefix(s, "accept tenant "))
+		}) {
+			add("admit the granted slices of " + peer)
 		}
 	}
 	for _, f := range plan.Deletes {

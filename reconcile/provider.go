@@ -17,6 +17,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/admission"
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
@@ -126,7 +127,11 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 			return err
 		}
 	}
-	if err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, st); err != nil {
+	grants, err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, st)
+	if err != nil {
+		return err
+	}
+	if err := p.renderAdmission(consumer, grants); err != nil {
 		return err
 	}
 
@@ -351,12 +356,13 @@ func (p *pass) reusable(old, want authv1beta1.AuthParams, keyDER []byte, cn, org
 // (policy.Grant), the slices decided in the spec's order; anything else is
 // denied with a named reason. A request named as Liqo names no slice, or
 // one the signer does not sign, is that slice's status only: the pass goes
-// on for the other slices and peers.
-func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schema.Slice, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) error {
+// on for the other slices and peers. It returns the slices granted, with
+// the class and resources each was granted, for the admission policy.
+func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schema.Slice, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) ([]admission.Grant, error) {
 	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
 	entries, err := fs.ReadDir(p.in.Tree, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s: %w", dir, err)
+		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	var names []string
 	var refused []layout.SliceStatus
@@ -374,20 +380,22 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schem
 	sort.Strings(names)
 	kept, err := p.keepAnswers(consumer, names, keyDER)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec := specSlices(listed)
 	budget := policy.NewBudget(p.terms.classes)
 	decided := map[string]layout.SliceStatus{}
+	var grants []admission.Grant
+	grant := func(g admission.Grant) { grants = append(grants, g) }
 	for _, name := range spec.order(names, kept) {
 		var s layout.SliceStatus
 		if k, ok := kept[name]; ok {
-			s, err = p.keepAnswer(name, k, spec.listed[name], condition, budget)
+			s, err = p.keepAnswer(name, k, spec.listed[name], condition, budget, grant)
 		} else {
-			s, err = p.answerSlice(ctx, consumer, name, spec.listed[name], keyDER, condition, budget)
+			s, err = p.answerSlice(ctx, consumer, name, spec.listed[name], keyDER, condition, budget, grant)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		decided[name] = s
 	}
@@ -402,13 +410,25 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schem
 		}
 	}
 	st.status.Slices = append(st.status.Slices, refused...)
-	return nil
+	return grants, nil
+}
+
+// renderAdmission renders consumer's admission policy and binding
+// (package admission): this cluster's API server then admits, in the
+// consumer's tenant namespace, only the slices in grants, whoever creates
+// them (Liqo's crd-replicator included).
+func (p *pass) renderAdmission(consumer string, grants []admission.Grant) error {
+	name := admission.Name(consumer)
+	if err := p.render(consumer, "ValidatingAdmissionPolicy", name, admission.Policy(p.self, consumer, liqo.TenantNamespace(consumer), grants)); err != nil {
+		return err
+	}
+	return p.render(consumer, "ValidatingAdmissionPolicyBinding", name, admission.Binding(consumer))
 }
 
 // answerSlice decides consumer's request for slice name (listed: the
 // spec's slice of that name, nil when the spec lists none), writes the
 // answer and returns the slice's status.
-func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *policy.Listed, keyDER []byte, condition authv1beta1.TenantCondition, budget *policy.Budget) (layout.SliceStatus, error) {
+func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *policy.Listed, keyDER []byte, condition authv1beta1.TenantCondition, budget *policy.Budget, grant func(admission.Grant)) (layout.SliceStatus, error) {
 	file := path.Join(layout.ClusterPath(p.self, layout.InboxDir, consumer), artifact.SliceFile(name))
 	data, _, err := p.read(file)
 	if err != nil {
@@ -460,6 +480,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 		}
 		ans.Status.Resources = d.Granted
 		ans.Status.AuthParams = params
+		grant(admission.Grant{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources})
 	}
 	if err := p.put(answerFile, ans); err != nil {
 		return layout.SliceStatus{}, err

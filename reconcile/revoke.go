@@ -76,6 +76,10 @@ func (p *pass) drain(consumer string, prev *layout.ClusterStatus) (*layout.Peeri
 	if err := p.render(consumer, authv1beta1.TenantKind, consumer, drained); err != nil {
 		return nil, err
 	}
+	// A drained tenant gets no slice: the API server admits none.
+	if err := p.renderAdmission(consumer, nil); err != nil {
+		return nil, err
+	}
 	st := &peeringObject{status: &layout.PeeringStatus{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider}}
 	if old != nil {
 		st.status.Conditions = append(st.status.Conditions, old.Conditions...)

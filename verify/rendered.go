@@ -10,6 +10,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/gitpeer/gitpeer/admission"
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
@@ -148,6 +149,12 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 		}
 		add("RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(peer))
 		add("ClusterRoleBinding", liqo.ClusterWideBindingName(peer), liqo.ClusterWideBinding(peer))
+		// The admission policy admits exactly the slices self's answers
+		// grant peer, or none (a drained tenant).
+		name, ns := admission.Name(peer), liqo.TenantNamespace(peer)
+		add("ValidatingAdmissionPolicy", name, admission.Policy(self, peer, ns, v.admitted(self, peer)))
+		add("ValidatingAdmissionPolicy", name, admission.Policy(self, peer, ns, nil))
+		add("ValidatingAdmissionPolicyBinding", name, admission.Binding(peer))
 	}
 	if !v.hasPeering(self, peer) && !v.hasPeering(peer, self) {
 		v.leftovers(self, peer, add)
@@ -218,6 +225,31 @@ func (v *verifier) leftovers(self, peer string, add func(kind, name string, obj 
 			add("Secret", liqo.NonceSecretName, liqo.NonceSecret(peer, n))
 		}
 	}
+}
+
+// admitted lists the slices provider's answers in consumer's inbox accept,
+// each with the class and resources of the request it answers.
+func (v *verifier) admitted(provider, consumer string) []admission.Grant {
+	dir := layout.ClusterPath(consumer, layout.InboxDir, provider)
+	entries, err := fs.ReadDir(v.tree, dir)
+	if err != nil {
+		return nil
+	}
+	var out []admission.Grant
+	for _, e := range entries {
+		name, ok := artifact.SliceAnswerName(e.Name())
+		if !ok {
+			continue
+		}
+		data, ok := v.readQuiet(path.Join(dir, e.Name()))
+		if !ok {
+			continue
+		}
+		if ans, err := artifact.DecodeSlice("", data); err == nil && artifact.SliceAccepted(ans) {
+			out = append(out, admission.Grant{Name: name, Class: string(ans.Spec.Class), Resources: ans.Spec.Resources})
+		}
+	}
+	return out
 }
 
 // sliceRequests lists the slice names consumer requested of provider.

@@ -1,0 +1,220 @@
+// Package admission renders the admission policy by which a provider's own
+// API server holds Liqo to the reviewed spec: a ValidatingAdmissionPolicy
+// (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30) and its binding
+// per consumer, admitting in the consumer's tenant namespace only the
+// ResourceSlices the provider's reconciler granted, each with exactly the
+// class and resources granted.
+//
+// Why it exists: Liqo's crd-replicator creates, with the consumer's
+// control-plane identity, whatever ResourceSlice the consumer cluster holds
+// in the provider's tenant namespace, and Liqo's remoteresourceslice
+// controller signs and accepts any slice of the default class there
+// (pkg/liqo-controller-manager/authentication/remoteresourceslice-controller).
+// RBAC cannot narrow that: a create carries no object name to authorize. So
+// whoever administers a consumer cluster (`liqoctl create resourceslice`)
+// would get a certificate and a VirtualNode the spec never granted. With the
+// policy applied, such a slice never exists on the provider: no certificate,
+// no status, so no VirtualNode on the consumer either (docs/trust.md,
+// "The reviewed spec binds Liqo").
+//
+// The objects are pure functions of their arguments, byte-stable for the
+// same grants, so that a pass that changes nothing commits nothing.
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Names of what the policy matches and marks.
+const (
+	// NamePrefix starts the names of a consumer's policy and binding:
+	// "gitpeer-resourceslices-<consumer>".
+	NamePrefix = "gitpeer-resourceslices-"
+	// DefaultClass is the slice class Liqo reads "" as
+	// (authv1beta1.ResourceSliceClassDefault).
+	DefaultClass = "default"
+
+	labelManagedBy       = "app.kubernetes.io/managed-by"
+	labelRemoteClusterID = "liqo.io/remote-cluster-id"
+	// labelNamespaceName is the label the API server sets on every
+	// Namespace (Kubernetes ≥ 1.22): it selects the tenant namespace by name.
+	labelNamespaceName = "kubernetes.io/metadata.name"
+)
+
+// Grant is one ResourceSlice a provider admits for a consumer: its name (a
+// DNS-1123 label), its class ("" reads as DefaultClass) and its resources,
+// Kubernetes quantities by resource name, exactly as granted.
+type Grant struct {
+	Name      string
+	Class     string
+	Resources corev1.ResourceList
+}
+
+// Name is the name of consumer's policy and binding.
+func Name(consumer string) string { return NamePrefix + consumer }
+
+// Policy is the ValidatingAdmissionPolicy that admits, on CREATE and on any
+// UPDATE that changes the spec, a ResourceSlice in tenantNamespace only if
+// it is one of grants (by name) with the granted class and exactly the
+// granted resources (compared as quantities: "4000m" is "4"), and names
+// consumer as its consumer. Updates that leave the spec alone (Liqo's
+// finalizers, labels, status through its subresource) and deletions are
+// never matched, so a slice the spec no longer grants can still be cleaned
+// up. With no grants it refuses every slice. provider only names the
+// cluster in the refusal messages. The policy fails closed
+// (failurePolicy Fail).
+func Policy(provider, consumer, tenantNamespace string, grants []Grant) *admissionv1.ValidatingAdmissionPolicy {
+	grants = sorted(grants)
+	names := make([]string, len(grants))
+	for i, g := range grants {
+		names[i] = g.Name
+	}
+	granted := "none"
+	if len(names) > 0 {
+		granted = strings.Join(names, ", ")
+	}
+	fail := admissionv1.Fail
+	forbidden := metav1.StatusReasonForbidden
+	validations := []admissionv1.Validation{
+		{
+			Expression: fmt.Sprintf("object.metadata.name in %s", celList(names)),
+			MessageExpression: fmt.Sprintf(`"ResourceSlice " + object.metadata.name + %s`,
+				cel(fmt.Sprintf(" is not granted to %s by the reviewed peering spec (granted: %s): only what %s's gitpeer reconciler accepted may be created; see gitpeer status on %s", consumer, granted, provider, provider))),
+			Reason: &forbidden,
+		},
+		{
+			Expression: fmt.Sprintf("has(object.spec.consumerClusterID) && object.spec.consumerClusterID == %s", cel(consumer)),
+			Message:    fmt.Sprintf("a ResourceSlice in %s must name %s as spec.consumerClusterID", tenantNamespace, consumer),
+			Reason:     &forbidden,
+		},
+	}
+	for _, g := range grants {
+		validations = append(validations, admissionv1.Validation{
+			Expression: fmt.Sprintf("object.metadata.name != %s || (%s && %s)", cel(g.Name), classIs(g.Class), resourcesAre(g.Resources)),
+			Message:    fmt.Sprintf("ResourceSlice %s must request exactly what the reviewed peering spec grants %s: %s", g.Name, consumer, describe(g)),
+			Reason:     &forbidden,
+		})
+	}
+	return &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta(consumer),
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelNamespaceName: tenantNamespace}},
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule: admissionv1.Rule{
+						APIGroups:   []string{"authentication.liqo.io"},
+						APIVersions: []string{"*"},
+						Resources:   []string{"resourceslices"},
+					},
+				}}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "changes-the-spec",
+				Expression: `request.operation == "CREATE" || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec`,
+			}},
+			Validations: validations,
+		},
+	}
+}
+
+// Binding binds consumer's Policy cluster-wide (its match constraints
+// narrow it to the tenant namespace), denying what it refuses.
+func Binding(consumer string) *admissionv1.ValidatingAdmissionPolicyBinding {
+	return &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: meta(consumer),
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        Name(consumer),
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+}
+
+func meta(consumer string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:   Name(consumer),
+		Labels: map[string]string{labelManagedBy: "gitpeer", labelRemoteClusterID: consumer},
+	}
+}
+
+// sorted returns grants by name, without changing the caller's slice.
+func sorted(grants []Grant) []Grant {
+	out := append([]Grant(nil), grants...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// classIs tests the slice's class as Liqo reads it: absent or "" is
+// DefaultClass.
+func classIs(class string) string {
+	if class == "" {
+		class = DefaultClass
+	}
+	return fmt.Sprintf(`(has(object.spec.class) && object.spec.class != "" ? object.spec.class : %s) == %s`, cel(DefaultClass), cel(class))
+}
+
+// resourcesAre tests that the slice requests exactly want: the same
+// resource names, each an equal quantity. A value the quantity library
+// cannot parse is an evaluation error, which the policy's failurePolicy
+// turns into a refusal.
+func resourcesAre(want corev1.ResourceList) string {
+	if len(want) == 0 {
+		return "(!has(object.spec.resources) || size(object.spec.resources) == 0)"
+	}
+	terms := []string{"has(object.spec.resources)", fmt.Sprintf("size(object.spec.resources) == %d", len(want))}
+	for _, name := range resourceNames(want) {
+		q := want[corev1.ResourceName(name)]
+		terms = append(terms,
+			fmt.Sprintf("%s in object.spec.resources", cel(name)),
+			fmt.Sprintf("quantity(string(object.spec.resources[%s])).compareTo(quantity(%s)) == 0", cel(name), cel(q.String())))
+	}
+	return strings.Join(terms, " && ")
+}
+
+// describe says what g grants, for the refusal message.
+func describe(g Grant) string {
+	class := g.Class
+	if class == "" {
+		class = DefaultClass
+	}
+	parts := []string{"class " + class}
+	for _, name := range resourceNames(g.Resources) {
+		q := g.Resources[corev1.ResourceName(name)]
+		parts = append(parts, name+" "+q.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func resourceNames(rl corev1.ResourceList) []string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// cel is s as a CEL string literal. CEL's double-quoted strings take the
+// escapes strconv.Quote writes (\\, \", \n, \xHH, \uHHHH, \UHHHHHHHH), so
+// no value can end the literal early; names and quantities are validated
+// before they get here anyway.
+func cel(s string) string { return strconv.Quote(s) }
+
+// celList is names as a CEL list of string literals.
+func celList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = cel(n)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
