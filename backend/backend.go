@@ -85,3 +85,22 @@ type PinKeeper interface {
 	// SavePins replaces the stored pins atomically.
 	SavePins(ctx context.Context, s *pins.Store) error
 }
+
+// Stuck is an object of a peering that is being deleted and has not gone for
+// longer than a backend's bound: typically a tenant namespace held by Liqo's
+// finalizers while a Liqo controller is down.
+type Stuck struct {
+	// Object names it as kubectl does, e.g. "namespace/liqo-tenant-alpha".
+	Object string
+	// Since is when its deletion started.
+	Since time.Time
+	// Message says what holds it and what to do.
+	Message string
+}
+
+// StuckReporter is implemented by backends that can see the cluster: it
+// lists what a revocation left being deleted for too long at now, so that a
+// prune held by a finalizer is named instead of hanging unseen.
+type StuckReporter interface {
+	Stuck(ctx context.Context, now time.Time) ([]Stuck, error)
+}

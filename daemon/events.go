@@ -32,6 +32,11 @@ const (
 	ReasonDuplicateReconciler = "DuplicateReconciler"
 	// ReasonPassSucceeded: the first good pass after failed ones.
 	ReasonPassSucceeded = meta.ReconciliationSucceededReason
+	// ReasonRevocationStuck: what a revocation pruned is still being
+	// deleted minutes later (backend.StuckReporter), typically a tenant
+	// namespace held by Liqo's finalizers while Liqo's controller-manager
+	// is down; the message says what holds it and what to do.
+	ReasonRevocationStuck = "RevocationStuck"
 )
 
 // Annotations of a peering's events, for `kubectl get events -o yaml` and
@@ -90,6 +95,9 @@ type tracker struct {
 	// a Warning when it appears or names other files.
 	unexpected map[peeringKey]string
 	failure    string // the last pass's error, "" after a good pass
+	// stuck are the objects the last good pass reported stuck
+	// (runner.Result.Stuck): a Warning when one appears, once.
+	stuck map[string]bool
 }
 
 // observe returns the events of a pass's outcome, and remembers it.
@@ -114,7 +122,18 @@ func (t *tracker) observe(res *runner.Result, err error) []Event {
 		t.failure = ""
 		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: ReasonPassSucceeded, Message: "pass succeeded after failed passes"})
 	}
-	if res == nil || res.Output == nil || res.Output.Status == nil {
+	if res == nil {
+		return events
+	}
+	stuck := map[string]bool{}
+	for _, st := range res.Stuck {
+		stuck[st.Object] = true
+		if !t.stuck[st.Object] {
+			events = append(events, Event{Type: corev1.EventTypeWarning, Reason: ReasonRevocationStuck, Message: truncate(st.Object + ": " + st.Message)})
+		}
+	}
+	t.stuck = stuck
+	if res.Output == nil || res.Output.Status == nil {
 		return events
 	}
 	next := map[peeringKey]peeringState{}

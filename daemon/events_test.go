@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/runner"
 )
@@ -80,5 +82,37 @@ func TestLongMessagesAreCutOnARuneBoundary(t *testing.T) {
 	}
 	if truncate("short") != "short" {
 		t.Error("a short message was changed")
+	}
+}
+
+// A tenant namespace a revocation left terminating is a Warning once, when
+// it is first reported (its message, which counts the minutes, changes
+// every pass), and again only if it comes back after it went.
+func TestAStuckRevocationIsOneWarningUntilItClears(t *testing.T) {
+	var tr tracker
+	stuck := func(minutes ...int) *runner.Result {
+		res := withPeerings("")
+		for _, m := range minutes {
+			res.Stuck = append(res.Stuck, backend.Stuck{Object: "namespace/liqo-tenant-alpha",
+				Message: fmt.Sprintf("tenant namespace liqo-tenant-alpha has been terminating for %dm0s: tenant.liqo.io/finalizer", m)})
+		}
+		return res
+	}
+	for i, s := range []struct {
+		res  *runner.Result
+		want string
+	}{
+		{stuck(6), "Warning RevocationStuck namespace/liqo-tenant-alpha: tenant namespace liqo-tenant-alpha has been terminating for 6m0s: tenant.liqo.io/finalizer"},
+		{stuck(7), ""},
+		{stuck(), ""},
+		{stuck(12), "Warning RevocationStuck namespace/liqo-tenant-alpha: tenant namespace liqo-tenant-alpha has been terminating for 12m0s: tenant.liqo.io/finalizer"},
+	} {
+		var got []string
+		for _, e := range tr.observe(s.res, nil) {
+			got = append(got, e.Type+" "+e.Reason+" "+e.Message)
+		}
+		if strings.Join(got, "|") != s.want {
+			t.Errorf("pass %d: events %q, want %q", i, got, s.want)
+		}
 	}
 }

@@ -56,6 +56,9 @@ type Result struct {
 	Output *reconcile.Output
 	// Kubeconfigs are the files written for verified Identities, by provider.
 	Kubeconfigs map[string]string
+	// Stuck is what a revocation left being deleted for too long
+	// (backend.StuckReporter), or why that could not be checked.
+	Stuck []backend.Stuck
 }
 
 // Pass runs one pass. Errors name what failed: the spec (with its
@@ -148,6 +151,15 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 				return nil, fmt.Errorf("cluster %s: remove kubeconfig for %s: %w", r.Backend.ClusterID(), provider, err)
 			}
 		}
+	}
+	if sr, ok := r.Backend.(backend.StuckReporter); ok {
+		// What the cluster shows is reported, never a reason to fail a
+		// pass whose commit landed.
+		stuck, err := sr.Stuck(ctx, now())
+		if err != nil {
+			stuck = []backend.Stuck{{Object: "namespaces", Message: fmt.Sprintf("cannot check for tenant namespaces left terminating: %v", err)}}
+		}
+		res.Stuck = stuck
 	}
 	return res, nil
 }

@@ -93,6 +93,9 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	if err := b.RemoveKubeconfig(ctx, "beta"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := b.Stuck(ctx, testNow); err != nil {
+		t.Fatal(err)
+	}
 	for _, tok := range []string{"first", "second"} { // create, then update
 		if err := b.SetToken(ctx, "beta", []byte(tok)); err != nil {
 			t.Fatal(err)

@@ -294,6 +294,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 	for provider, where := range res.Kubeconfigs {
 		fmt.Fprintf(w, "  kubeconfig for %s: %s\n", provider, where)
 	}
+	for _, st := range res.Stuck {
+		fmt.Fprintf(w, "  warning: %s: %s\n", st.Object, st.Message)
+	}
 	if review != nil && review.pr != nil {
 		return review.pr.ensure(ctx, id, res, w)
 	}
