@@ -203,6 +203,89 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 	}
 }
 
+// TestDeployCommentsShowWorkingOverlays builds the overlay snippets that
+// the comments of manifests/deploy's kustomization.yaml and params.env show
+// (the indented lines after the line ending ":" that introduces them), with
+// alpha's params.env of docs/deploy.md: a snippet whose generator misses
+// the base's ConfigMap (kustomize matches it by name and namespace) fails
+// the build, and one that moves the Role out of Liqo's namespace fails it
+// too.
+func TestDeployCommentsShowWorkingOverlays(t *testing.T) {
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := fencedBlocks(doc, "# overlays/")["alpha/params.env"]
+	if params == "" {
+		t.Fatal("docs/deploy.md shows no overlays/alpha/params.env")
+	}
+	remote := regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests/deploy\?ref=\S+`)
+	for file, intro := range map[string]string{
+		"deploy/kustomization.yaml": "an overlay sets params and the image",
+		"deploy/params.env":         "in an overlay (docs/deploy.md), with",
+	} {
+		t.Run(file, func(t *testing.T) {
+			snippet := commentSnippet(t, file, intro)
+			if !strings.Contains(snippet, "configMapGenerator:") {
+				t.Fatalf("the snippet in %s sets no configMapGenerator:\n%s", file, snippet)
+			}
+			if !remote.MatchString(snippet) {
+				// params.env shows the generator alone.
+				snippet = "resources: [../../manifests/deploy]\n" + snippet
+			}
+			// The comments use the base remotely; the test builds this checkout's.
+			snippet = remote.ReplaceAllString(snippet, "../../manifests/deploy")
+			mem := filesys.MakeFsInMemory()
+			copyManifests(t, mem, "rbac", "deploy")
+			for name, content := range map[string]string{"kustomization.yaml": snippet, "params.env": params} {
+				if err := mem.WriteFile("/src/overlays/comment/"+name, []byte(content)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/src/overlays/comment")
+			if err != nil {
+				t.Fatalf("kustomize build of the overlay %s shows: %v\n%s", file, err, snippet)
+			}
+			objs := decodeBuild(t, rm)
+			checkDeployment(t, objs)
+			dep := objs.deployment(t)
+			for key, want := range docParams(params) {
+				if cm := objs.configMap(t, dep, key); cm.Data[key] != want {
+					t.Errorf("%s = %q in ConfigMap %s, want the overlay's %q", key, cm.Data[key], cm.Name, want)
+				}
+			}
+		})
+	}
+}
+
+// commentSnippet is the YAML a comment of manifests/<file> shows after the
+// comment line containing intro: the following comment lines indented by
+// at least three spaces, unindented by three.
+func commentSnippet(t *testing.T, file, intro string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case !found:
+			found = strings.HasPrefix(line, "#") && strings.Contains(line, intro)
+		case line == "#" && len(out) == 0:
+		case strings.HasPrefix(line, "#   "):
+			out = append(out, strings.TrimPrefix(line, "#   "))
+		default:
+			if len(out) > 0 {
+				return strings.Join(out, "\n") + "\n"
+			}
+		}
+	}
+	t.Fatalf("%s shows no overlay after a comment line with %q", file, intro)
+	return ""
+}
+
 // documentedOverlays check what each overlay of docs/deploy.md is shown to set.
 var documentedOverlays = map[string]func(*testing.T, *built){
 	"alpha": func(t *testing.T, objs *built) {},
