@@ -98,6 +98,21 @@ func originURL(dir string) string {
 	return parsed.String()
 }
 
+// fluxURL is the URL Flux's GitRepository takes for a Git remote u: u
+// itself, or for an scp-like user@host:path, which source-controller
+// refuses ("scheme not supported"; it takes ssh:// and https:// URLs
+// only), the ssh:// URL ssh://user@host/path. converted reports the
+// second case. The scp path is relative to the login's home directory, as
+// ssh:// paths are not: on GitHub, GitLab and Gitea both name the same
+// repository, on a plain SSH server only an absolute scp path does.
+func fluxURL(u string) (flux string, converted bool) {
+	if strings.Contains(u, "://") || !scpLike(u) {
+		return u, false
+	}
+	host, p, _ := strings.Cut(u, ":")
+	return "ssh://" + host + "/" + strings.TrimPrefix(p, "/"), true
+}
+
 func newAllowedSignersCmd() *cobra.Command {
 	var format, ref string
 	cmd := &cobra.Command{

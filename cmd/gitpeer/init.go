@@ -116,6 +116,10 @@ under <id>.asc instead of the SSH key.`,
 				repoURL = "ssh://git@git.example.com/platform/peering.git"
 				fmt.Fprintln(cmd.ErrOrStderr(), "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
 			}
+			if u, converted := fluxURL(repoURL); converted {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is an scp-like address, which Flux refuses: the printed GitRepository uses %s (the same repository on GitHub, GitLab and Gitea; on a plain SSH server, where the scp path is relative to the home directory, pass --repo-url ssh://HOST/ABSOLUTE/PATH)\n", repoURL, u)
+				repoURL = u
+			}
 			flux, verifyKey, err := fluxSource(cluster, b.Signer(), format, repoURL, gitSecret)
 			if err != nil {
 				return err
@@ -162,7 +166,7 @@ under <id>.asc instead of the SSH key.`,
 	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
 	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
 	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
-	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin)")
+	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin; an scp-like user@host:path is printed as ssh://user@host/path, as Flux takes no scp-like address)")
 	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "the format the reconciler will sign commits in, as git's gpg.format: ssh (Flux) or openpgp (Argo CD; Flux too): which key to print and publish")
 	f.StringVar(&gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
 	bf.register(f, true)
