@@ -28,28 +28,7 @@ func TestREADMEOutputAndMistakes(t *testing.T) {
 		t.Fatalf("want 2 sh blocks in the section, found %d", len(blocks))
 	}
 
-	// The walkthrough, as README's "The same flow by hand" runs it.
-	peer := t.TempDir()
-	git(t, peer, "init", "-q", "--bare", "--initial-branch=main", filepath.Join(peer, "peering.git"))
-	git(t, peer, "clone", "-q", filepath.Join(peer, "peering.git"), filepath.Join(peer, "work"))
-	spec, err := os.ReadFile("../../examples/two-clusters/peering.cue")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(peer, "work", "peering.cue"), string(spec))
-	for _, id := range []string{"alpha", "beta"} {
-		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443", "--state-dir", filepath.Join(peer, id), "--repo", filepath.Join(peer, "work")); code != 0 {
-			t.Fatalf("init %s: %s", id, stderr)
-		}
-	}
-	git(t, filepath.Join(peer, "work"), "add", "-A")
-	git(t, filepath.Join(peer, "work"), "commit", "-qm", "peer alpha with beta")
-	git(t, filepath.Join(peer, "work"), "push", "-q", "origin", "main")
-	for _, id := range []string{"beta", "alpha", "beta", "alpha"} {
-		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", filepath.Join(peer, "peering.git"), "--state-dir", filepath.Join(peer, id)); code != 0 {
-			t.Fatalf("reconcile %s: %s", id, stderr)
-		}
-	}
+	peer := readmeWalkthrough(t)
 	t.Setenv("TMPDIR", t.TempDir()) // where status and wait clone
 
 	// args are a README line's words after bin/gitpeer, $PEER expanded.
@@ -90,4 +69,79 @@ func TestREADMEOutputAndMistakes(t *testing.T) {
 			t.Errorf("%s: exit %d\n%s%s\nwant output containing %q", line, code, out, stderr, wantOut[i])
 		}
 	}
+}
+
+// readmeWalkthrough runs README's "The same flow by hand" and returns its
+// $PEER: peering.git, the clone work, and alpha's and beta's state dirs,
+// the peering Ready.
+func readmeWalkthrough(t *testing.T) string {
+	t.Helper()
+	peer := t.TempDir()
+	git(t, peer, "init", "-q", "--bare", "--initial-branch=main", filepath.Join(peer, "peering.git"))
+	git(t, peer, "clone", "-q", filepath.Join(peer, "peering.git"), filepath.Join(peer, "work"))
+	spec, err := os.ReadFile("../../examples/two-clusters/peering.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(peer, "work", "peering.cue"), string(spec))
+	for _, id := range []string{"alpha", "beta"} {
+		if code, _, stderr := gitpeer(t, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443", "--state-dir", filepath.Join(peer, id), "--repo", filepath.Join(peer, "work")); code != 0 {
+			t.Fatalf("init %s: %s", id, stderr)
+		}
+	}
+	git(t, filepath.Join(peer, "work"), "add", "-A")
+	git(t, filepath.Join(peer, "work"), "commit", "-qm", "peer alpha with beta")
+	git(t, filepath.Join(peer, "work"), "push", "-q", "origin", "main")
+	for _, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", id, "--repo", filepath.Join(peer, "peering.git"), "--state-dir", filepath.Join(peer, id)); code != 0 {
+			t.Fatalf("reconcile %s: %s", id, stderr)
+		}
+	}
+	return peer
+}
+
+// TestREADMEUnsignedFileInOwnTree checks what README's "Ownership" says of
+// a file committed unsigned into a cluster's own tree, after README's
+// walkthrough: gitpeer status never shows it, alpha's next pass removes it
+// with a commit saying so, and gitpeer verify names it (UnsignedChange)
+// before and after, with the commit that wrote it.
+func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const removed = "alpha: remove planted.yaml"
+	if !strings.Contains(string(data), "`"+removed+"`") {
+		t.Fatalf("README.md does not say a pass removes an unsigned file with the commit %q", removed)
+	}
+	peer := readmeWalkthrough(t)
+	work := filepath.Join(peer, "work")
+	git(t, work, "pull", "-q")
+	write(t, filepath.Join(work, "clusters", "alpha", "planted.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: planted, namespace: default}\n")
+	git(t, work, "add", "-A")
+	git(t, work, "commit", "-qm", "plant a ConfigMap in alpha's tree")
+	planted := strings.TrimSpace(git(t, work, "rev-parse", "--short=12", "HEAD"))
+	git(t, work, "push", "-q", "origin", "main")
+
+	check := func(when string) {
+		t.Helper()
+		if code, out, stderr := gitpeer(t, "status", work); code != 0 || strings.Contains(out+stderr, "planted") {
+			t.Errorf("status %s: exit %d, it names the planted file or fails:\n%s%s", when, code, out, stderr)
+		}
+		code, out, stderr := gitpeer(t, "verify", work)
+		want := "clusters/alpha/planted.yaml: not listed with this content in clusters/alpha/manifest.yaml, signed by alpha (UnsignedChange, commit " + planted + ")"
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("verify %s: exit %d, want 1 and %q:\n%s%s", when, code, want, out, stderr)
+		}
+	}
+	check("with the file planted")
+	code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", filepath.Join(peer, "peering.git"), "--state-dir", filepath.Join(peer, "alpha"))
+	if code != 0 || !strings.HasPrefix(out, removed+" (") {
+		t.Fatalf("alpha's next pass: exit %d, want a commit %q:\n%s%s", code, removed, out, stderr)
+	}
+	git(t, work, "pull", "-q")
+	if _, err := os.Stat(filepath.Join(work, "clusters", "alpha", "planted.yaml")); !os.IsNotExist(err) {
+		t.Errorf("clusters/alpha/planted.yaml is still on main after alpha's pass (%v)", err)
+	}
+	check("after alpha's pass removed it")
 }
