@@ -112,7 +112,7 @@ type Certificate struct {
 func Pass(ctx context.Context, in Input) (*Output, error) {
 	self := in.Backend.ClusterID()
 	if _, ok := in.Spec.Cluster(self); !ok {
-		return nil, fmt.Errorf("cluster %q is not declared in the spec", self)
+		return nil, fmt.Errorf("cluster %q is not declared in the spec: check the cluster ID (--cluster, or Liqo's), or add {id: %q} to the spec's clusters, with its peerings, and get that merged", self, self)
 	}
 	if in.CertificateLifetime == 0 {
 		in.CertificateLifetime = DefaultCertificateLifetime
@@ -125,6 +125,12 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	// refused for that peer alone, never read whole.
 	in.Tree = layout.Capped(in.Tree)
 	me, err := layout.ReadClusterInfo(in.Tree, self)
+	if errors.Is(err, layout.ErrNotPublished) {
+		// The spec may name a cluster before its init commit is merged:
+		// every pass fails until it is.
+		return nil, fmt.Errorf("own cluster info: %w yet: publish it with gitpeer init --cluster %s --repo CLONE (with this cluster's state dir or kube context), commit clusters/%s/ and get it merged",
+			err, self, self)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("own cluster info: %w", err)
 	}
