@@ -140,7 +140,7 @@ func openSource(ctx context.Context, target, branch, credentials, rev string, st
 		return openLocal(target, rev, "--ref")
 	}
 	if !looksLikeRepo(target) {
-		return nil, fmt.Errorf("%s: no peering spec (want one of %s) and not a Git repository or URL",
+		return nil, fmt.Errorf("%s: no peering spec (want one of %s) and not a Git repository or URL: pass a clone of the peering repo (git clone URL DIR), the repo's URL, or the path of a bare repository",
 			target, strings.Join(schema.SpecFiles, ", "))
 	}
 	if rev != "" {

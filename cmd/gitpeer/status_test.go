@@ -89,7 +89,7 @@ func TestStatusOfARepositoryURL(t *testing.T) {
 		want string
 	}{
 		{"credentials for a checkout", []string{"status", work, "--git-credentials", root}, "--git-credentials applies to a repository URL, and " + work + " is a checkout"},
-		{"neither a checkout nor a repository", []string{"status", root}, root + ": no peering spec (want one of peering.cue, peering.yaml, peering.yml) and not a Git repository or URL"},
+		{"neither a checkout nor a repository", []string{"status", root}, root + ": no peering spec (want one of peering.cue, peering.yaml, peering.yml) and not a Git repository or URL: pass a clone of the peering repo (git clone URL DIR), the repo's URL, or the path of a bare repository"},
 		{"a branch the repository lacks", []string{"status", remote, "--branch", "nope"}, `--branch: branch "nope" does not exist on ` + remote + " (its branches: main, "},
 		{"a branch without a spec", []string{"status", remote, "--branch", "nospec"}, "branch nospec has no peering spec"},
 		{"a repository URL with credentials in it", []string{"status", "https://user:secret@git.example/peering.git"}, "credentials"},
