@@ -227,7 +227,9 @@ func TestTwoReconcilersOnOneCheckout(t *testing.T) {
 
 	code, _, stderr := gitpeer(t, append(args, "--once")...)
 	want := fmt.Sprintf("checkout %s is in use by process %d (started ", filepath.Join(state, "checkout"), daemon.cmd.Process.Pid)
-	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "; use --wait to wait") {
+	// What to do: --wait for a --once run, never behind a daemon.
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "; use --wait to wait for a reconcile --once to finish (at most --wait-timeout, 10m0s); "+
+		"a reconcile daemon holds its checkout for its whole life: stop it, or give this run a checkout of its own (--checkout DIR)") {
 		t.Fatalf("a second reconcile: exit %d, stderr %q; want it to say %q", code, stderr, want)
 	}
 

@@ -229,7 +229,10 @@ func lockCheckout(ctx context.Context, checkout string, wait bool, timeout time.
 	var held *gitsync.LockedError
 	switch {
 	case errors.As(err, &held) && !wait:
-		return nil, fmt.Errorf("%w; use --wait to wait", err)
+		// Waiting suits a --once run, which ends after its pass; never a
+		// daemon, which the wait would only time out behind.
+		return nil, fmt.Errorf("%w; use --wait to wait for a reconcile --once to finish (at most --wait-timeout, %s); "+
+			"a reconcile daemon holds its checkout for its whole life: stop it, or give this run a checkout of its own (--checkout DIR)", err, defaultWaitTimeout)
 	case holder != nil && errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("%v, still after %s (--wait-timeout): if it is a reconcile daemon (--watch, or the Deployment), it holds the checkout for its whole life; "+
 			"stop it, or give this run a checkout of its own (--checkout DIR)", holder, timeout)
