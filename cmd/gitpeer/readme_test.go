@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -144,4 +145,33 @@ func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
 		t.Errorf("clusters/alpha/planted.yaml is still on main after alpha's pass (%v)", err)
 	}
 	check("after alpha's pass removed it")
+}
+
+// TestREADMETryItSaysWhatMakeDemoRuns: README's "Try it" says that make demo
+// runs make deps, which may install openssh-server as root, and how to run
+// the demo without it; make's dry run of demo shows that it does.
+func TestREADMETryItSaysWhatMakeDemoRuns(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tryIt, _ := strings.Cut(string(data), "\n## Try it\n")
+	tryIt, _, _ = strings.Cut(tryIt, "\n## ")
+	for _, want := range []string{"make deps", "installs `openssh-server`", "go run ./cmd/gitpeer demo", "CPU-minutes"} {
+		if !strings.Contains(tryIt, want) {
+			t.Errorf("README's Try it does not say %q", want)
+		}
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	out, err := exec.Command("make", "-n", "--no-print-directory", "-C", "../..", "demo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"apt-get install -y -qq openssh-server", "mod download", "demo"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("make demo does not run %q (what README says it runs):\n%s", want, out)
+		}
+	}
 }
