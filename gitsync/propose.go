@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"reflect"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
@@ -95,7 +95,11 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		if err != nil {
 			return res, plumbing.ZeroHash, err
 		}
+		if r.pending, err = r.pendingTree(cur, own); err != nil {
+			return res, plumbing.ZeroHash, err
+		}
 		commit, p, err := r.commitPass(ctx, pass, tip)
+		r.pending = nil
 		// The shared branch is only read: the clone goes back to its tip
 		// whatever the pass made.
 		r.rollback(tip)
@@ -145,6 +149,35 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			return res, plumbing.ZeroHash, err
 		}
 	}
+}
+
+// Pending is the tree of this cluster's own proposal, the head of the push
+// branch as fetched, while a pass of Sync or SyncTree runs with
+// Options.PushBranch and that head is a proposal this cluster made on a
+// commit of the shared branch (not merged yet); nil otherwise, and outside
+// a pass. It is for the pass alone (it is called from the pass function):
+// what the pass decides still comes from the shared branch (merged is
+// approved), but what it made before and would only make anew with other
+// bytes (a certificate it signed) it may take from here, so that the same
+// tip and the same inputs give the same proposal and its review stands.
+func (r *Repo) Pending() fs.FS {
+	if r.pending == nil {
+		return nil
+	}
+	return r.pending
+}
+
+// pendingTree is the tree of cur when it is this cluster's own unmerged
+// proposal (own), else nil.
+func (r *Repo) pendingTree(cur plumbing.Hash, own bool) (*TreeFS, error) {
+	if !own || cur.IsZero() {
+		return nil, nil
+	}
+	t, err := newTreeFS(r.repo.Storer, cur, r.decoded)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.pushRef(), err)
+	}
+	return t, nil
 }
 
 // pushLeased pushes spec only if the remote push branch is still cur (absent
@@ -259,17 +292,15 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 	}
 	// Every other file being the same, a manifest.yaml only lists their
 	// hashes: it differs in its sequence and signature, and in the hash of
-	// a status.yaml that differs in its dates.
+	// a file that differs in its dates alone (status.yaml, a slice answer's
+	// conditions).
 	for _, c := range changes {
 		if c.From.Name != c.To.Name {
 			return false
 		}
-		switch path.Base(c.To.Name) {
-		case manifest.FileName:
-		case layout.StatusFile:
-			if !sameUndated(ta, tb, c.To.Name) {
-				return false
-			}
+		switch name := c.To.Name; {
+		case path.Base(name) == manifest.FileName:
+		case strings.HasSuffix(name, ".yaml") && sameUndated(ta, tb, name):
 		default:
 			return false
 		}
@@ -279,8 +310,8 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 
 // sameUndated reports whether the YAML file holds the same document in both
 // trees once every lastTransitionTime is dropped: a pass on an unmerged
-// proposal dates its peerings' conditions anew, since the target branch
-// has not seen them yet.
+// proposal dates its conditions anew (a peering's in status.yaml, a slice
+// answer's), since the target branch has not seen them yet.
 func sameUndated(ta, tb *object.Tree, file string) bool {
 	var docs [2]any
 	for i, t := range []*object.Tree{ta, tb} {

@@ -3,6 +3,8 @@ package gitsync
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +218,50 @@ func TestProposeOptions(t *testing.T) {
 				t.Error("Open accepted it")
 			}
 		})
+	}
+}
+
+// TestProposePassSeesItsPendingProposal: a pass with a review branch reads
+// the shared branch, and may read back its own pending proposal through
+// Pending (a certificate it signed there); a pass that makes the same
+// change again, with other condition dates and manifest sequences only,
+// leaves the proposal's commit as it is.
+func TestProposePassSeesItsPendingProposal(t *testing.T) {
+	bare := newBare(t)
+	seedMain(t, bare)
+	alpha := openProposing(t, bare)
+	var seen []string
+	answer := func(date string, seq int) PassFunc {
+		return func(context.Context, string) (*Change, error) {
+			got := "none"
+			if p := alpha.Pending(); p != nil {
+				data, err := fs.ReadFile(p, "clusters/beta/inbox/alpha/answer.yaml")
+				if err != nil {
+					return nil, err
+				}
+				got = string(data)
+			}
+			seen = append(seen, got)
+			return &Change{Writes: map[string][]byte{
+				"clusters/beta/inbox/alpha/answer.yaml":   []byte("crt: abc\nconditions:\n- type: Ready\n  lastTransitionTime: \"" + date + "\"\n"),
+				"clusters/beta/inbox/alpha/manifest.yaml": []byte(fmt.Sprintf("sequence: %d\n", seq)),
+			}, Message: "alpha: answer\n"}, nil
+		}
+	}
+	first := mustSync(t, alpha, answer("2026-01-01T00:00:00Z", 1)).Proposed
+	before := objects(t, bare)
+	res := mustSync(t, alpha, answer("2026-01-01T00:00:09Z", 2))
+	if res.Proposed != first || res.Attempts != 0 || objects(t, bare) != before {
+		t.Errorf("a re-run with other dates and sequence = %+v, want the proposal %s left alone", res, first)
+	}
+	if len(seen) != 2 || seen[0] != "none" || !strings.Contains(seen[1], "crt: abc") {
+		t.Errorf("the passes saw as pending %q, want none, then the first proposal's answer", seen)
+	}
+	if alpha.Pending() != nil {
+		t.Error("Pending outside a pass is not nil")
+	}
+	// Another change is another proposal.
+	if res := mustSync(t, alpha, writes("alpha: other", map[string]string{"clusters/beta/inbox/alpha/answer.yaml": "crt: def\n"})); res.Proposed == first || res.Proposed == "" {
+		t.Errorf("a different change = %+v, want a new proposal", res)
 	}
 }

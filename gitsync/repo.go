@@ -248,6 +248,11 @@ type Repo struct {
 
 	headMu sync.Mutex
 	head   string
+
+	// pending is the tree of this cluster's own proposal on the push
+	// branch while a pass of Sync runs with Options.PushBranch (Pending);
+	// nil otherwise.
+	pending *TreeFS
 }
 
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then

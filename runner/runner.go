@@ -98,6 +98,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
+			Pending: r.Repo.Pending(),
 		})
 		if err != nil {
 			return nil, err

@@ -110,3 +110,71 @@ func TestReconcileProposesOnAReviewBranch(t *testing.T) {
 		t.Errorf("--push-branch under gitpeer/applied/: %d %s", code, stderr)
 	}
 }
+
+const sliceSpec = `clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "web", resources: {cpu: "2", memory: "4Gi"}}]}]
+`
+
+// TestReviewBranchIsStable: a provider that proposes its answer to a Tenant
+// and a slice request (an Identity and a ResourceSlice, each with a
+// certificate it signed) proposes the very same commit on every pass while
+// main stays where it is, so that the review branch is not force-pushed
+// and a reviewer's approval stands; once main moves, the proposal is
+// rebuilt on the new tip, with the certificates it holds (its conditions dated anew).
+func TestReviewBranchIsStable(t *testing.T) {
+	root, remote, work := peeringRepo(t, sliceSpec)
+	pass := func(id string, args ...string) string {
+		t.Helper()
+		code, out, stderr := gitpeer(t, append([]string{"reconcile", "--once", "--cluster", id, "--repo", remote,
+			"--state-dir", filepath.Join(root, "state", id)}, args...)...)
+		if code != 0 {
+			t.Fatalf("reconcile %s %v: %d %s", id, args, code, stderr)
+		}
+		return out
+	}
+	rev := func(ref string) string { return strings.TrimSpace(git(t, remote, "rev-parse", ref)) }
+	// beta's nonce, then alpha's Tenant and slice request, reach main.
+	pass("beta")
+	pass("alpha")
+	pass("beta", "--push-branch", "gitpeer/{cluster}")
+	proposed := rev("gitpeer/beta")
+	for _, f := range []string{"clusters/alpha/inbox/beta/identity.yaml", "clusters/alpha/inbox/beta/resourceslice-web.status.yaml"} {
+		if out := git(t, remote, "show", proposed+":"+f); !strings.Contains(out, "signedCRT:") {
+			t.Fatalf("the proposal's %s holds no certificate:\n%s", f, out)
+		}
+	}
+	reflog := func() string {
+		// No reflog in a bare remote: count the objects instead, which a
+		// rebuilt proposal adds to.
+		return git(t, remote, "count-objects", "-v")
+	}
+	before := reflog()
+	for i := range 2 {
+		pass("beta", "--push-branch", "gitpeer/{cluster}")
+		if again := rev("gitpeer/beta"); again != proposed {
+			t.Fatalf("pass %d on the same main rebuilt the proposal: gitpeer/beta %s, was %s\n%s", i+2, again, proposed,
+				git(t, remote, "diff", proposed, again))
+		}
+	}
+	if after := reflog(); after != before {
+		t.Errorf("passes on the same main pushed objects:\n%s\nwas\n%s", after, before)
+	}
+
+	// main moves: the proposal is rebuilt on it, with the same answers.
+	git(t, work, "pull", "-q", "--ff-only")
+	write(t, filepath.Join(work, "README.md"), "peering\n")
+	git(t, work, "add", "README.md")
+	git(t, work, "commit", "-qm", "readme")
+	git(t, work, "push", "-q", "origin", "main")
+	pass("beta", "--push-branch", "gitpeer/{cluster}")
+	rebuilt := rev("gitpeer/beta")
+	if rebuilt == proposed || rev("gitpeer/beta^") != rev("main") {
+		t.Fatalf("after main moved, gitpeer/beta = %s (was %s), its parent %s, want a new proposal on main %s", rebuilt, proposed, rev("gitpeer/beta^"), rev("main"))
+	}
+	for _, f := range []string{"clusters/alpha/inbox/beta/identity.yaml", "clusters/alpha/inbox/beta/resourceslice-web.status.yaml"} {
+		crt := regexp.MustCompile(`signedCRT: \S+`)
+		if a, b := crt.FindString(git(t, remote, "show", proposed+":"+f)), crt.FindString(git(t, remote, "show", rebuilt+":"+f)); a != b {
+			t.Errorf("the rebuilt proposal re-issued the certificate of %s:\n%s\nwas\n%s", f, b, a)
+		}
+	}
+}
