@@ -98,10 +98,32 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		if r.pending, err = r.pendingTree(cur, own); err != nil {
 			return res, plumbing.ZeroHash, err
 		}
-		commit, p, err := r.commitPass(ctx, pass, tip)
+		ch, p, err := r.runPass(ctx, pass, tip)
 		r.pending = nil
-		// The shared branch is only read: the clone goes back to its tip
-		// whatever the pass made.
+		if err == nil && r.opts.Reviewed != nil {
+			var pushed plumbing.Hash
+			pushed, p, err = r.pushUnreviewed(ctx, ch, tip, &res)
+			if err != nil && isRejected(err) {
+				// main moved since the fetch: run the pass again on it,
+				// as publish would on its own commits.
+				r.rollback(tip)
+				c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
+				if err := r.waitRetry(ctx, c, started, started, err); err != nil {
+					return res, plumbing.ZeroHash, err
+				}
+				continue
+			}
+			if !pushed.IsZero() {
+				// The proposal goes on the commit main now holds.
+				tip = pushed
+			}
+		}
+		var commit plumbing.Hash
+		if err == nil {
+			commit, err = r.commitPlan(p, tip)
+		}
+		// The shared branch is only read (beyond what pushUnreviewed
+		// pushed): the clone goes back to its tip whatever the pass made.
 		r.rollback(tip)
 		if err != nil {
 			return res, plumbing.ZeroHash, err
@@ -149,6 +171,60 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			return res, plumbing.ZeroHash, err
 		}
 	}
+}
+
+// pushUnreviewed pushes to the shared branch the part of ch that
+// Options.Reviewed says needs no review, as one signed commit on tip, and
+// returns that commit (zero when that part changes nothing) and the plan
+// of the part that does, on the tip the branch then has. A push the host
+// rejects because the branch moved is returned as it is (isRejected).
+func (r *Repo) pushUnreviewed(ctx context.Context, ch *Change, tip plumbing.Hash, res *Result) (plumbing.Hash, *plan, error) {
+	direct, reviewed := splitChange(ch, r.opts.Reviewed)
+	dp, err := r.diffTree(direct, tip)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	commit, err := r.commitPlan(dp, tip)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if !commit.IsZero() {
+		res.Attempts++
+		if err := r.pushCommit(ctx, tip, commit); err != nil {
+			if isRejected(err) {
+				return plumbing.ZeroHash, nil, err
+			}
+			return plumbing.ZeroHash, nil, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
+		}
+		r.setHead(commit)
+		res.Commit, res.Message, res.CommitFiles = commit.String(), dp.message, dp.files
+		tip = commit
+	}
+	p, err := r.diffTree(reviewed, tip)
+	return commit, p, err
+}
+
+// splitChange divides ch by reviewed: direct writes and deletes the paths
+// reviewed rejects, the other the rest; both keep ch's message and owned
+// paths.
+func splitChange(ch *Change, reviewed func(string) bool) (direct, rest *Change) {
+	direct = &Change{Writes: map[string][]byte{}, Message: ch.Message, Owns: ch.Owns}
+	rest = &Change{Writes: map[string][]byte{}, Message: ch.Message, Owns: ch.Owns}
+	for name, data := range ch.Writes {
+		if reviewed(name) {
+			rest.Writes[name] = data
+		} else {
+			direct.Writes[name] = data
+		}
+	}
+	for _, name := range ch.Deletes {
+		if reviewed(name) {
+			rest.Deletes = append(rest.Deletes, name)
+		} else {
+			direct.Deletes = append(direct.Deletes, name)
+		}
+	}
+	return direct, rest
 }
 
 // Pending is the tree of this cluster's own proposal, the head of the push

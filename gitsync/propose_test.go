@@ -265,3 +265,63 @@ func TestProposePassSeesItsPendingProposal(t *testing.T) {
 		t.Errorf("a different change = %+v, want a new proposal", res)
 	}
 }
+
+// TestProposeReviewedPartOnly: with Reviewed, the part of a change that
+// needs no review is pushed to main as a commit of its own, signed, and
+// the rest is proposed on top of it; a re-run leaves both as they are, and
+// a change with nothing to review pushes to main and proposes nothing.
+func TestProposeReviewedPartOnly(t *testing.T) {
+	bare := newBare(t)
+	main := seedMain(t, bare)
+	opts := appliedOptions(t, bare)
+	opts.AppliedKey = alphaKey.Public()
+	opts.PushBranch = pushBranch
+	opts.Reviewed = func(p string) bool {
+		return strings.HasPrefix(p, "clusters/alpha/") && !strings.HasPrefix(p, "clusters/alpha/inbox/")
+	}
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := writes("alpha: send tenant to beta\n", map[string]string{
+		"clusters/alpha/cluster.yaml":           "clusterID: alpha\n",
+		"clusters/beta/inbox/alpha/tenant.yaml": "tenant: 1\n",
+	})
+	res := mustSync(t, alpha, both)
+	direct := runGit(t, bare, "rev-parse", "main")
+	if direct == main || res.Commit != direct || len(res.CommitFiles) != 1 || res.CommitFiles[0] != "clusters/beta/inbox/alpha/tenant.yaml" {
+		t.Fatalf("Sync = %+v, want the inbox file pushed to main (was %s, is %s)", res, main, direct)
+	}
+	if parents := runGit(t, bare, "log", "-1", "--format=%P", direct); parents != main {
+		t.Errorf("main's new commit has parents %q, want %s", parents, main)
+	}
+	signedByAlpha(t, bare, "main")
+	if got := runGit(t, bare, "show", "main:clusters/beta/inbox/alpha/tenant.yaml"); got != "tenant: 1" {
+		t.Errorf("main's tenant.yaml = %q", got)
+	}
+	if out, err := gitOutput(bare, "cat-file", "-e", "main:clusters/alpha/cluster.yaml"); err == nil {
+		t.Errorf("main holds the reviewed cluster.yaml unmerged %s", out)
+	}
+	head := assertProposal(t, bare, direct, "clusterID: alpha\n")
+	if res.Proposed != head || len(res.Files) != 1 || res.Files[0] != "clusters/alpha/cluster.yaml" {
+		t.Errorf("Sync = %+v, want the proposal %s of clusters/alpha/cluster.yaml alone", res, head)
+	}
+
+	// The same pass again: main has the inbox part, the proposal stands.
+	before := objects(t, bare)
+	res = mustSync(t, alpha, both)
+	if res.Commit != "" || res.Proposed != head || res.Attempts != 0 || objects(t, bare) != before {
+		t.Errorf("a re-run = %+v, want nothing pushed and the proposal %s left alone", res, head)
+	}
+
+	// Nothing left to review (the proposal's change is dropped): the inbox
+	// change goes to main, the branch is withdrawn.
+	res = mustSync(t, alpha, writes("alpha: update tenant\n", map[string]string{"clusters/beta/inbox/alpha/tenant.yaml": "tenant: 2\n"}))
+	if res.Commit == "" || res.Proposed != "" || !res.Withdrawn {
+		t.Errorf("an inbox-only change = %+v, want a commit on main and the branch withdrawn", res)
+	}
+	if got := runGit(t, bare, "show", "main:clusters/beta/inbox/alpha/tenant.yaml"); got != "tenant: 2" {
+		t.Errorf("main's tenant.yaml = %q", got)
+	}
+	fsck(t, bare)
+}

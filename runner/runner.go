@@ -128,6 +128,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	// Even when the Sync failed after its push (the applied branch): the
 	// commit is this Runner's.
 	r.self.pushed(gres.Commit)
+	r.self.proposed(gres.Proposed)
 	if err != nil {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}
