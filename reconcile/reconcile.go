@@ -64,7 +64,8 @@ type Input struct {
 	// Cache, when set, carries checks on unchanged input over from the
 	// cluster's earlier passes (see Cache); nil: every pass starts afresh.
 	// The output is the same either way.
-	Cache *Cache	// Pending, when set, is the tree of the cluster's own proposal not
+	Cache *Cache
+	// Pending, when set, is the tree of the cluster's own proposal not
 	// merged yet (gitsync.Repo.Pending, with a review branch). The pass
 	// decides from Tree alone; from Pending it only takes back the
 	// certificates it signed there that still serve (same key, subject, CA
