@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/runner"
 )
@@ -114,17 +116,19 @@ func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 		}
 		log.Error(err, "pass failed")
 	case ResultCommitted:
-		log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
+		if res.PushBranch == "" {
+			log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
+			break
+		}
+		// A review branch with --review-scope applied: the handshake part
+		// went to the shared branch unreviewed, the rest (if any) to the
+		// review branch.
+		log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.CommitFiles), "review", "none: handshake artifacts only")
+		if res.Proposed != "" {
+			d.logProposed(log, res)
+		}
 	case ResultProposed:
-		kv := []any{"branch", res.PushBranch, "commit", res.Proposed, "steps", res.Steps, "files", len(res.Files)}
-		if d.Compare != nil {
-			kv = append(kv, "compare", d.Compare())
-		}
-		if res.Attempts > 0 {
-			log.Info("proposed", kv...)
-		} else {
-			log.V(1).Info("proposal unchanged", kv...) // an open review, as it was
-		}
+		d.logProposed(log, res)
 	case ResultWithdrawn:
 		log.Info("withdrawn", "branch", res.PushBranch, "reason", "nothing left to propose")
 	default:
@@ -194,5 +198,18 @@ func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runne
 	}
 	if err := d.Status.set(ps); err != nil {
 		d.Log.Error(err, "recording the pass's status", "file", d.Status.File)
+	}
+}
+
+// logProposed logs the proposal res made or left as it was.
+func (d *Daemon) logProposed(log logr.Logger, res *runner.Result) {
+	kv := []any{"branch", res.PushBranch, "commit", res.Proposed, "steps", res.Steps, "files", len(res.Files)}
+	if d.Compare != nil {
+		kv = append(kv, "compare", d.Compare())
+	}
+	if res.Attempts > 0 {
+		log.Info("proposed", kv...)
+	} else {
+		log.V(1).Info("proposal unchanged", kv...) // an open review, as it was
 	}
 }

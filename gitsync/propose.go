@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"reflect"
 	"strings"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
@@ -95,9 +95,35 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		if err != nil {
 			return res, plumbing.ZeroHash, err
 		}
-		commit, p, err := r.commitPass(ctx, pass, tip)
-		// The shared branch is only read: the clone goes back to its tip
-		// whatever the pass made.
+		if r.pending, err = r.pendingTree(cur, own); err != nil {
+			return res, plumbing.ZeroHash, err
+		}
+		ch, p, err := r.runPass(ctx, pass, tip)
+		r.pending = nil
+		if err == nil && r.opts.Reviewed != nil {
+			var pushed plumbing.Hash
+			pushed, p, err = r.pushUnreviewed(ctx, ch, tip, &res)
+			if err != nil && isRejected(err) {
+				// main moved since the fetch: run the pass again on it,
+				// as publish would on its own commits.
+				r.rollback(tip)
+				c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
+				if err := r.waitRetry(ctx, c, started, started, err); err != nil {
+					return res, plumbing.ZeroHash, err
+				}
+				continue
+			}
+			if !pushed.IsZero() {
+				// The proposal goes on the commit main now holds.
+				tip = pushed
+			}
+		}
+		var commit plumbing.Hash
+		if err == nil {
+			commit, err = r.commitPlan(p, tip)
+		}
+		// The shared branch is only read (beyond what pushUnreviewed
+		// pushed): the clone goes back to its tip whatever the pass made.
 		r.rollback(tip)
 		if err != nil {
 			return res, plumbing.ZeroHash, err
@@ -145,6 +171,89 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			return res, plumbing.ZeroHash, err
 		}
 	}
+}
+
+// pushUnreviewed pushes to the shared branch the part of ch that
+// Options.Reviewed says needs no review, as one signed commit on tip, and
+// returns that commit (zero when that part changes nothing) and the plan
+// of the part that does, on the tip the branch then has. A push the host
+// rejects because the branch moved is returned as it is (isRejected).
+func (r *Repo) pushUnreviewed(ctx context.Context, ch *Change, tip plumbing.Hash, res *Result) (plumbing.Hash, *plan, error) {
+	direct, reviewed := splitChange(ch, r.opts.Reviewed)
+	dp, err := r.diffTree(direct, tip)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	commit, err := r.commitPlan(dp, tip)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if !commit.IsZero() {
+		res.Attempts++
+		if err := r.pushCommit(ctx, tip, commit); err != nil {
+			if isRejected(err) {
+				return plumbing.ZeroHash, nil, err
+			}
+			return plumbing.ZeroHash, nil, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
+		}
+		r.setHead(commit)
+		res.Commit, res.Message, res.CommitFiles = commit.String(), dp.message, dp.files
+		tip = commit
+	}
+	p, err := r.diffTree(reviewed, tip)
+	return commit, p, err
+}
+
+// splitChange divides ch by reviewed: direct writes and deletes the paths
+// reviewed rejects, the other the rest; both keep ch's message and owned
+// paths.
+func splitChange(ch *Change, reviewed func(string) bool) (direct, rest *Change) {
+	direct = &Change{Writes: map[string][]byte{}, Message: ch.Message, Owns: ch.Owns}
+	rest = &Change{Writes: map[string][]byte{}, Message: ch.Message, Owns: ch.Owns}
+	for name, data := range ch.Writes {
+		if reviewed(name) {
+			rest.Writes[name] = data
+		} else {
+			direct.Writes[name] = data
+		}
+	}
+	for _, name := range ch.Deletes {
+		if reviewed(name) {
+			rest.Deletes = append(rest.Deletes, name)
+		} else {
+			direct.Deletes = append(direct.Deletes, name)
+		}
+	}
+	return direct, rest
+}
+
+// Pending is the tree of this cluster's own proposal, the head of the push
+// branch as fetched, while a pass of Sync or SyncTree runs with
+// Options.PushBranch and that head is a proposal this cluster made on a
+// commit of the shared branch (not merged yet); nil otherwise, and outside
+// a pass. It is for the pass alone (it is called from the pass function):
+// what the pass decides still comes from the shared branch (merged is
+// approved), but what it made before and would only make anew with other
+// bytes (a certificate it signed) it may take from here, so that the same
+// tip and the same inputs give the same proposal and its review stands.
+func (r *Repo) Pending() fs.FS {
+	if r.pending == nil {
+		return nil
+	}
+	return r.pending
+}
+
+// pendingTree is the tree of cur when it is this cluster's own unmerged
+// proposal (own), else nil.
+func (r *Repo) pendingTree(cur plumbing.Hash, own bool) (*TreeFS, error) {
+	if !own || cur.IsZero() {
+		return nil, nil
+	}
+	t, err := newTreeFS(r.repo.Storer, cur, r.decoded)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.pushRef(), err)
+	}
+	return t, nil
 }
 
 // pushLeased pushes spec only if the remote push branch is still cur (absent
@@ -259,17 +368,15 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 	}
 	// Every other file being the same, a manifest.yaml only lists their
 	// hashes: it differs in its sequence and signature, and in the hash of
-	// a status.yaml that differs in its dates.
+	// a file that differs in its dates alone (status.yaml, a slice answer's
+	// conditions).
 	for _, c := range changes {
 		if c.From.Name != c.To.Name {
 			return false
 		}
-		switch path.Base(c.To.Name) {
-		case manifest.FileName:
-		case layout.StatusFile:
-			if !sameUndated(ta, tb, c.To.Name) {
-				return false
-			}
+		switch name := c.To.Name; {
+		case path.Base(name) == manifest.FileName:
+		case strings.HasSuffix(name, ".yaml") && sameUndated(ta, tb, name):
 		default:
 			return false
 		}
@@ -279,8 +386,8 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 
 // sameUndated reports whether the YAML file holds the same document in both
 // trees once every lastTransitionTime is dropped: a pass on an unmerged
-// proposal dates its peerings' conditions anew, since the target branch
-// has not seen them yet.
+// proposal dates its conditions anew (a peering's in status.yaml, a slice
+// answer's), since the target branch has not seen them yet.
 func sameUndated(ta, tb *object.Tree, file string) bool {
 	var docs [2]any
 	for i, t := range []*object.Tree{ta, tb} {

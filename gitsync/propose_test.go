@@ -3,6 +3,8 @@ package gitsync
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,4 +219,109 @@ func TestProposeOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProposePassSeesItsPendingProposal: a pass with a review branch reads
+// the shared branch, and may read back its own pending proposal through
+// Pending (a certificate it signed there); a pass that makes the same
+// change again, with other condition dates and manifest sequences only,
+// leaves the proposal's commit as it is.
+func TestProposePassSeesItsPendingProposal(t *testing.T) {
+	bare := newBare(t)
+	seedMain(t, bare)
+	alpha := openProposing(t, bare)
+	var seen []string
+	answer := func(date string, seq int) PassFunc {
+		return func(context.Context, string) (*Change, error) {
+			got := "none"
+			if p := alpha.Pending(); p != nil {
+				data, err := fs.ReadFile(p, "clusters/beta/inbox/alpha/answer.yaml")
+				if err != nil {
+					return nil, err
+				}
+				got = string(data)
+			}
+			seen = append(seen, got)
+			return &Change{Writes: map[string][]byte{
+				"clusters/beta/inbox/alpha/answer.yaml":   []byte("crt: abc\nconditions:\n- type: Ready\n  lastTransitionTime: \"" + date + "\"\n"),
+				"clusters/beta/inbox/alpha/manifest.yaml": []byte(fmt.Sprintf("sequence: %d\n", seq)),
+			}, Message: "alpha: answer\n"}, nil
+		}
+	}
+	first := mustSync(t, alpha, answer("2026-01-01T00:00:00Z", 1)).Proposed
+	before := objects(t, bare)
+	res := mustSync(t, alpha, answer("2026-01-01T00:00:09Z", 2))
+	if res.Proposed != first || res.Attempts != 0 || objects(t, bare) != before {
+		t.Errorf("a re-run with other dates and sequence = %+v, want the proposal %s left alone", res, first)
+	}
+	if len(seen) != 2 || seen[0] != "none" || !strings.Contains(seen[1], "crt: abc") {
+		t.Errorf("the passes saw as pending %q, want none, then the first proposal's answer", seen)
+	}
+	if alpha.Pending() != nil {
+		t.Error("Pending outside a pass is not nil")
+	}
+	// Another change is another proposal.
+	if res := mustSync(t, alpha, writes("alpha: other", map[string]string{"clusters/beta/inbox/alpha/answer.yaml": "crt: def\n"})); res.Proposed == first || res.Proposed == "" {
+		t.Errorf("a different change = %+v, want a new proposal", res)
+	}
+}
+
+// TestProposeReviewedPartOnly: with Reviewed, the part of a change that
+// needs no review is pushed to main as a commit of its own, signed, and
+// the rest is proposed on top of it; a re-run leaves both as they are, and
+// a change with nothing to review pushes to main and proposes nothing.
+func TestProposeReviewedPartOnly(t *testing.T) {
+	bare := newBare(t)
+	main := seedMain(t, bare)
+	opts := appliedOptions(t, bare)
+	opts.AppliedKey = alphaKey.Public()
+	opts.PushBranch = pushBranch
+	opts.Reviewed = func(p string) bool {
+		return strings.HasPrefix(p, "clusters/alpha/") && !strings.HasPrefix(p, "clusters/alpha/inbox/")
+	}
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := writes("alpha: send tenant to beta\n", map[string]string{
+		"clusters/alpha/cluster.yaml":           "clusterID: alpha\n",
+		"clusters/beta/inbox/alpha/tenant.yaml": "tenant: 1\n",
+	})
+	res := mustSync(t, alpha, both)
+	direct := runGit(t, bare, "rev-parse", "main")
+	if direct == main || res.Commit != direct || len(res.CommitFiles) != 1 || res.CommitFiles[0] != "clusters/beta/inbox/alpha/tenant.yaml" {
+		t.Fatalf("Sync = %+v, want the inbox file pushed to main (was %s, is %s)", res, main, direct)
+	}
+	if parents := runGit(t, bare, "log", "-1", "--format=%P", direct); parents != main {
+		t.Errorf("main's new commit has parents %q, want %s", parents, main)
+	}
+	signedByAlpha(t, bare, "main")
+	if got := runGit(t, bare, "show", "main:clusters/beta/inbox/alpha/tenant.yaml"); got != "tenant: 1" {
+		t.Errorf("main's tenant.yaml = %q", got)
+	}
+	if out, err := gitOutput(bare, "cat-file", "-e", "main:clusters/alpha/cluster.yaml"); err == nil {
+		t.Errorf("main holds the reviewed cluster.yaml unmerged %s", out)
+	}
+	head := assertProposal(t, bare, direct, "clusterID: alpha\n")
+	if res.Proposed != head || len(res.Files) != 1 || res.Files[0] != "clusters/alpha/cluster.yaml" {
+		t.Errorf("Sync = %+v, want the proposal %s of clusters/alpha/cluster.yaml alone", res, head)
+	}
+
+	// The same pass again: main has the inbox part, the proposal stands.
+	before := objects(t, bare)
+	res = mustSync(t, alpha, both)
+	if res.Commit != "" || res.Proposed != head || res.Attempts != 0 || objects(t, bare) != before {
+		t.Errorf("a re-run = %+v, want nothing pushed and the proposal %s left alone", res, head)
+	}
+
+	// Nothing left to review (the proposal's change is dropped): the inbox
+	// change goes to main, the branch is withdrawn.
+	res = mustSync(t, alpha, writes("alpha: update tenant\n", map[string]string{"clusters/beta/inbox/alpha/tenant.yaml": "tenant: 2\n"}))
+	if res.Commit == "" || res.Proposed != "" || !res.Withdrawn {
+		t.Errorf("an inbox-only change = %+v, want a commit on main and the branch withdrawn", res)
+	}
+	if got := runGit(t, bare, "show", "main:clusters/beta/inbox/alpha/tenant.yaml"); got != "tenant: 2" {
+		t.Errorf("main's tenant.yaml = %q", got)
+	}
+	fsck(t, bare)
 }

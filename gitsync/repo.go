@@ -28,7 +28,9 @@
 //     gitsync force-pushes.
 //   - With Options.PushBranch (a review flow), the pass's commit goes to
 //     that branch instead, rebuilt on the shared branch tip; only this
-//     cluster's own previous proposal there is ever replaced.
+//     cluster's own previous proposal there is ever replaced. With
+//     Options.Reviewed, only the reviewed part of the change is proposed;
+//     the rest is pushed to the shared branch, without force.
 //   - Dir belongs to the Repo: anything in it that is not in the remote tip
 //     is discarded at the start of each Sync (of a SyncTree only when the
 //     Repo cannot vouch for the worktree; its pass never reads it).
@@ -194,6 +196,13 @@ type Options struct {
 	// requires Signer and AppliedKey and a name other than Branch and
 	// AppliedBranch.
 	PushBranch string
+	// Reviewed, with PushBranch, tells the paths of a pass's change that
+	// need review (e.g. what the cluster applies): only those go to
+	// PushBranch. The others are pushed to Branch first, as a commit of
+	// their own, signed, with the pass's message, and the proposal is made
+	// on top of it; a rejected push of that commit runs the pass again on
+	// the new tip. Nil: every path needs review.
+	Reviewed func(path string) bool
 }
 
 // Credentials authenticate a Repo's fetches and pushes.
@@ -248,6 +257,11 @@ type Repo struct {
 
 	headMu sync.Mutex
 	head   string
+
+	// pending is the tree of this cluster's own proposal on the push
+	// branch while a pass of Sync runs with Options.PushBranch (Pending);
+	// nil otherwise.
+	pending *TreeFS
 }
 
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then

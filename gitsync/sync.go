@@ -108,9 +108,12 @@ type Result struct {
 	// with nothing in it would have the cluster's engine prune everything.
 	AppliedHeld string
 
-	// PushBranch is Options.PushBranch. With it, Commit is always "": the
-	// pass's commit goes to PushBranch, never to the shared branch.
-	PushBranch string
+	// PushBranch is Options.PushBranch. With it, the pass's commit goes to
+	// PushBranch, and Commit is "", unless Options.Reviewed leaves part of
+	// the change out of review: then Commit and Message are the commit
+	// pushed to the shared branch with that part, CommitFiles its paths.
+	PushBranch  string
+	CommitFiles []string
 	// Proposed is the hex hash of the commit PushBranch holds after the
 	// Sync, the shared branch tip plus the pass's change (Message, Files);
 	// "" when the pass changed nothing.

@@ -306,7 +306,7 @@ func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1b
 			prev = &old.Spec.AuthParams
 		}
 	}
-	params, err := p.authParams(ctx, prev, tenant.Spec.CSR, keyDER, consumer, handshake.ControlPlaneOrganization)
+	params, err := p.authParams(ctx, file, prev, tenant.Spec.CSR, keyDER, consumer, handshake.ControlPlaneOrganization)
 	if err != nil {
 		return nil, fmt.Errorf("sign CSR of %s: %w", consumer, err)
 	}
@@ -315,11 +315,16 @@ func (p *pass) identityFor(ctx context.Context, consumer string, tenant *authv1b
 
 // authParams are the authParams of a certificate for csr with subject cn/org:
 // prev's while its certificate still serves (re-signing every pass would
-// commit every pass), else a freshly signed one.
-func (p *pass) authParams(ctx context.Context, prev *authv1beta1.AuthParams, csr, keyDER []byte, cn, org string) (*authv1beta1.AuthParams, error) {
+// commit every pass), else those file holds in the pending proposal while
+// they serve (re-signing would rebuild the proposal every pass), else a
+// freshly signed one.
+func (p *pass) authParams(ctx context.Context, file string, prev *authv1beta1.AuthParams, csr, keyDER []byte, cn, org string) (*authv1beta1.AuthParams, error) {
 	want := authv1beta1.AuthParams{APIServer: p.me.APIServer, CA: p.in.Backend.CABundle()}
 	if prev != nil && p.reusable(*prev, want, keyDER, cn, org) {
 		return prev, nil
+	}
+	if pending := p.pendingParams(file); pending != nil && p.reusable(*pending, want, keyDER, cn, org) {
+		return pending, nil
 	}
 	cert, err := p.in.Backend.SignCSR(ctx, csr, p.terms.certificateLifetime)
 	if err != nil {
@@ -474,7 +479,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 		if prev != nil {
 			prevParams = prev.Status.AuthParams
 		}
-		params, err := p.authParams(ctx, prevParams, req.Spec.CSR, keyDER, handshake.ResourceSliceCommonName(req.Name, consumer), consumer)
+		params, err := p.authParams(ctx, answerFile, prevParams, req.Spec.CSR, keyDER, handshake.ResourceSliceCommonName(req.Name, consumer), consumer)
 		if err != nil {
 			return p.notSigned(answerFile, prev, req, err), nil
 		}

@@ -65,6 +65,13 @@ type Input struct {
 	// cluster's earlier passes (see Cache); nil: every pass starts afresh.
 	// The output is the same either way.
 	Cache *Cache
+	// Pending, when set, is the tree of the cluster's own proposal not
+	// merged yet (gitsync.Repo.Pending, with a review branch). The pass
+	// decides from Tree alone; from Pending it only takes back the
+	// certificates it signed there that still serve (same key, subject, CA
+	// and API server, not due for renewal), so that a pass on the same tip
+	// proposes the same bytes instead of signing them anew.
+	Pending fs.FS
 }
 
 // SharedDir is the directory under clusters/<self>/liqo/ for objects that

@@ -33,6 +33,7 @@ var ErrDuplicateReconciler = errors.New("a second reconciler of this cluster is 
 type selfWrites struct {
 	mu      sync.Mutex
 	ours    map[string]bool // commits this Runner pushed
+	props   map[string]bool // commits this Runner proposed on a review branch
 	seen    string          // the tip last checked, once ours is not empty
 	unknown []string        // commits by the key it did not push, short hashes
 	dup     error           // sticky: set once a second writer is seen
@@ -58,7 +59,7 @@ func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip s
 		return nil // history rewritten, or too far: nothing is shown
 	}
 	for _, c := range commits {
-		if !s.ours[c] {
+		if !s.ours[c] && !s.props[c] {
 			s.unknown = append(s.unknown, c[:min(12, len(c))])
 		}
 	}
@@ -72,6 +73,23 @@ func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip s
 		"stop every reconciler of %s but one, then restart that one (this one makes no further commits until restarted)",
 		ErrDuplicateReconciler, strings.Join(foreign, ", "), branch, cluster, cluster, cluster)
 	return s.dup
+}
+
+// proposed records a commit this Runner proposed on a review branch: once
+// merged as it is (a fast-forward), the shared branch holds it, and it is
+// this Runner's, not a second writer's. The branch does not point at it
+// yet, so the tip last checked stays, and a proposal is not a push: what
+// lands before this Runner's first push is still a predecessor's.
+func (s *selfWrites) proposed(commit string) {
+	if commit == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.props == nil {
+		s.props = map[string]bool{}
+	}
+	s.props[commit] = true
 }
 
 // pushed records a commit this Runner pushed, which the branch then

@@ -141,3 +141,28 @@ func TestASecondReconcilerOfTheClusterIsNamed(t *testing.T) {
 		t.Errorf("the remaining reconciler: %v", err)
 	}
 }
+
+// TestProposalsMergedAsTheyAreAreOwnCommits: with a review branch and
+// --review-scope applied, a Runner pushes its handshake part to main and
+// proposes the rest; a proposal merged by a fast-forward or as a merge's
+// second parent lands on main as the commit it made, signed with its key,
+// and is never taken for a second reconciler's. Two commits it neither
+// pushed nor proposed still are. A proposal alone does not start the watch:
+// before its first push, commits by its key are a predecessor's.
+func TestProposalsMergedAsTheyAreAreOwnCommits(t *testing.T) {
+	var s selfWrites
+	s.proposed("p0")
+	if err := s.check("t0", "main", "alpha", func(string, string) ([]string, bool) { return []string{"old1", "old2"}, true }); err != nil {
+		t.Fatalf("before any push: %v", err)
+	}
+	s.pushed("c1")
+	s.proposed("p1")
+	s.proposed("p2")
+	if err := s.check("t1", "main", "alpha", func(string, string) ([]string, bool) { return []string{"p1", "p2", "c1"}, true }); err != nil {
+		t.Fatalf("its own merged proposals: %v", err)
+	}
+	err := s.check("t2", "main", "alpha", func(string, string) ([]string, bool) { return []string{"x1", "x2"}, true })
+	if !errors.Is(err, ErrDuplicateReconciler) {
+		t.Fatalf("two commits it did not make: %v, want ErrDuplicateReconciler", err)
+	}
+}

@@ -101,6 +101,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
+			Pending: r.Repo.Pending(),
 		})
 		if err != nil {
 			return nil, err
@@ -130,6 +131,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	// Even when the Sync failed after its push (the applied branch): the
 	// commit is this Runner's.
 	r.self.pushed(gres.Commit)
+	r.self.proposed(gres.Proposed)
 	if err != nil {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}

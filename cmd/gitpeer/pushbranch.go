@@ -23,8 +23,17 @@ request). Re-running replaces the branch only when it holds this cluster's
 own previous proposal, or something already merged: a commit anyone else
 pushed there is never overwritten, the pass fails naming it. reconcile prints
 the branch and where to compare it; opening the pull request is left to you,
-your host's automation or --open-pull-request. See docs/gitops.md, "Review
-branches".`
+your host's automation or --open-pull-request. A pass on the same tip with
+the same inputs proposes the same commit, byte for byte: the branch, and its
+review, stay as they are.
+
+--review-scope applied proposes only what the cluster applies (clusters/<id>/
+but its inbox: what its applied branch holds); the handshake artifacts it
+puts in its peers' inboxes, which no engine applies, are pushed to --branch
+directly, as a commit of their own before the proposal. A handshake then
+completes without waiting for merges, and each cluster's proposal is merged
+once. --review-scope all (the default) proposes everything. See
+docs/gitops.md, "Review branches".`
 
 // placeholder matches a {name} of a --push-branch template.
 var placeholder = regexp.MustCompile(`\{[^{}]*\}`)

@@ -24,6 +24,7 @@ func newReconcileCmd() *cobra.Command {
 	var (
 		cluster, repoURL, checkout, branch string
 		pushBranch, signingFormat          string
+		reviewScope                        string
 		bf                                 backendFlags
 		gitCredentials                     string
 		pr                                 prFlags
@@ -103,6 +104,13 @@ Another one fails naming the holder's process, or with --wait waits.`,
 				}
 				review = &reviewFlow{branch: b, target: branch, repoURL: repoURL}
 			}
+			reviewed, err := runner.Reviewed(reviewScope, cluster)
+			switch {
+			case err != nil:
+				return fmt.Errorf("--review-scope: %w", err)
+			case review == nil && cmd.Flags().Changed("review-scope"):
+				return errors.New("--review-scope needs --push-branch: without a review branch every change goes to --branch")
+			}
 			lim, err := specLimits(cmd)
 			if err != nil {
 				return err
@@ -133,7 +141,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			defer lock.Unlock()
 			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, BranchMustExist: true, Credentials: creds, PushTimeout: pushTimeout}
 			if review != nil {
-				gopts.PushBranch = review.branch
+				gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
 			}
 			opts, err := runner.Signed(gopts, b, format)
 			if err != nil {
@@ -168,6 +176,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
 	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
+	f.StringVar(&reviewScope, "review-scope", runner.ReviewAll, "with --push-branch, what is proposed for review: all (every change) or applied (what the cluster applies, clusters/<id>/ but its inbox; handshake artifacts in peers' inboxes go to --branch directly)")
 	pr.register(f)
 	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "sign commits with the cluster key as ssh (Flux) or openpgp (Argo CD), git's gpg.format words")
 	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
@@ -268,6 +277,14 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 		return err
 	}
 	id := r.Backend.ClusterID()
+	if review != nil && res.Commit != "" {
+		// --review-scope applied: the handshake part went to the target
+		// branch without review.
+		fmt.Fprintf(w, "%s: pushed %d handshake changes to %s without review (--review-scope applied): %s (%s)\n", id, len(res.CommitFiles), review.target, strings.Join(res.Steps, "; "), res.Commit[:12])
+		for _, f := range res.CommitFiles {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	switch {
 	case res.Proposed != "":
 		fmt.Fprintf(w, "%s: proposed %d changes on branch %s; compare: %s\n", id, len(res.Files), res.PushBranch, review.compare())
@@ -279,6 +296,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 		fmt.Fprintf(w, "%s: up to date; deleted branch %s: nothing left to propose\n", id, res.PushBranch)
 	case res.Commit == "":
 		fmt.Fprintf(w, "%s: up to date\n", id)
+	case review != nil:
+		// Printed above; nothing is left to propose.
+		fmt.Fprintf(w, "%s: nothing to propose on branch %s\n", id, res.PushBranch)
 	default:
 		fmt.Fprintf(w, "%s: %s (%s, %d push attempt(s))\n", id, strings.Join(res.Steps, "; "), res.Commit[:12], res.Attempts)
 		for _, f := range res.Files {
