@@ -34,8 +34,12 @@
 // networking module's objects (IPAM networks, gateway templates, firewall
 // configurations: networking stays off), metrics (ServiceMonitors,
 // PodMonitors, the metric agent's APIService, which would point the
-// aggregator at a Service with no endpoints), telemetry and OpenShift's
-// SecurityContextConstraints.
+// aggregator at a Service with no endpoints), telemetry, the StorageClass
+// of Liqo's virtual storage (no volumes are offloaded here) and OpenShift's
+// SecurityContextConstraints. The ServiceAccounts and their bindings are
+// installed as the chart makes them, but the processes run with the admin
+// kubeconfig, except the virtual-kubelet, which the test runs with its
+// ServiceAccount's token (Liqo approves its serving CSR by that identity).
 package main
 
 import (
