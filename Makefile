@@ -118,7 +118,7 @@ image: ## Build the container image IMAGE (default gitpeer:dev) with docker or p
 # ---------------------------------------------------------------- e2e on real Kubernetes
 # Kubernetes and etcd binaries (and Flux's source-controller and
 # kustomize-controller, Gitea, and Liqo's components) are built once from the Go module proxy into a cache
-# outside the repo (cold: 10-25 min, Flux ~7 more, Gitea ~8 CPU-minutes more, Liqo ~8 more; then skipped); the suite itself runs
+# outside the repo (cold: 10-25 min, Flux ~7 more, Gitea ~8 CPU-minutes more, Liqo ~6 more; then skipped); the suite itself runs
 # in temp dirs and stops every process it starts.
 E2E_CACHE ?= $(or $(GITPEER_E2E_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gitpeer-e2e)
 E2E_BIN   := $(E2E_CACHE)/bin

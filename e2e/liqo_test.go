@@ -564,7 +564,12 @@ spec:
 		if got := kubeField(ctx, cons.cluster, "{.metadata.name}", "virtualnodes.offloading.liqo.io", deniedSlice, "-n", consTenantNS); got != "" {
 			errs = append(errs, fmt.Errorf("VirtualNode %s/%s exists on %s", consTenantNS, deniedSlice, cons.id))
 		}
-		t.Logf("the denied slice on %s: status %s", prov.id, kubeField(ctx, prov.cluster, "{.status}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", provTenantNS))
+		if kubeField(ctx, prov.cluster, "{.metadata.name}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", provTenantNS) == "" {
+			t.Logf("the denied slice does not exist on %s (its crd-replicator's create was refused); on %s its status is %q", prov.id, cons.id,
+				kubeField(ctx, cons.cluster, "{.status}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", consTenantNS))
+		} else {
+			t.Logf("the denied slice on %s: status %s", prov.id, kubeField(ctx, prov.cluster, "{.status}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", provTenantNS))
+		}
 		if err := errors.Join(errs...); err != nil {
 			t.Error(err)
 		}
@@ -637,6 +642,11 @@ spec:
 		}
 	})
 
+	for _, c := range order {
+		if w := warnings(ctx, c.cluster, ""); w != "" {
+			t.Logf("Warning events on %s:\n%s", c.id, w)
+		}
+	}
 	t.Logf("liqo test: %.1fs", time.Since(start).Seconds())
 }
 
@@ -690,10 +700,14 @@ func kubeField(ctx context.Context, c *cluster, jsonpath string, args ...string)
 	return strings.TrimSpace(out)
 }
 
-// warnings lists the Warning events about objects of kind on c, one a
-// line: namespace, object, reason, message.
+// warnings lists the Warning events about objects of kind ("": any) on
+// c, one a line: namespace, object, reason, message.
 func warnings(ctx context.Context, c *cluster, kind string) string {
-	out, err := s.kube(ctx, c, nil, "get", "events", "-A", "--field-selector", "type=Warning,involvedObject.kind="+kind,
+	sel := "type=Warning"
+	if kind != "" {
+		sel += ",involvedObject.kind=" + kind
+	}
+	out, err := s.kube(ctx, c, nil, "get", "events", "-A", "--field-selector", sel,
 		"-o", `jsonpath={range .items[*]}{.metadata.namespace} {.involvedObject.name} {.reason}: {.message}{"\n"}{end}`)
 	if err != nil {
 		return err.Error()

@@ -46,7 +46,7 @@ step flux-bins "build Flux's source-controller and kustomize-controller (cold: ~
   env WORK="$E2E_CACHE" bash hack/build-flux.sh
 step gitea-bins "build Gitea v1.26.0 into $E2E_CACHE/bin (cold: ~5 min on idle cores; then cached)" \
   env WORK="$E2E_CACHE" bash hack/build-gitea.sh
-step liqo-bins "build Liqo v1.2.0's controller-manager, crd-replicator, virtual-kubelet, webhook and gitpeer's Liqo driver (cold: ~8 min; then cached)" \
+step liqo-bins "build Liqo v1.2.0's controller-manager, crd-replicator, virtual-kubelet, webhook and gitpeer's Liqo driver (cold: ~6 min; then cached)" \
   env WORK="$E2E_CACHE" bash hack/build-liqo.sh
 step gitpeer "build bin/gitpeer" "$MAKE" --no-print-directory build
 step tests "go test -tags e2e ./e2e/ ./e2e/forge/ ./daemon/ (control planes, Flux, Gitea, daemons)" \
