@@ -564,6 +564,22 @@ spec:
 		if got := kubeField(ctx, cons.cluster, "{.metadata.name}", "virtualnodes.offloading.liqo.io", deniedSlice, "-n", consTenantNS); got != "" {
 			errs = append(errs, fmt.Errorf("VirtualNode %s/%s exists on %s", consTenantNS, deniedSlice, cons.id))
 		}
+		// The refusal is the provider's admission policy for this
+		// consumer, answering the consumer's crd-replicator.
+		policy := "ValidatingAdmissionPolicy 'gitpeer-resourceslices-" + liqoConsumerID + "'"
+		refused := false
+		if data, err := os.ReadFile(filepath.Join(cons.dir, "liqo-crd-replicator.log")); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.Contains(line, "with name "+deniedSlice+":") && strings.Contains(line, policy) {
+					refused = true
+					t.Logf("%s's crd-replicator: %s", cons.id, strings.TrimSpace(line))
+					break
+				}
+			}
+		}
+		if !refused {
+			errs = append(errs, fmt.Errorf("%s's crd-replicator log has no refusal of %s by %s", cons.id, deniedSlice, policy))
+		}
 		if kubeField(ctx, prov.cluster, "{.metadata.name}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", provTenantNS) == "" {
 			t.Logf("the denied slice does not exist on %s (its crd-replicator's create was refused); on %s its status is %q", prov.id, cons.id,
 				kubeField(ctx, cons.cluster, "{.status}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", consTenantNS))
