@@ -117,8 +117,8 @@ image: ## Build the container image IMAGE (default gitpeer:dev) with docker or p
 
 # ---------------------------------------------------------------- e2e on real Kubernetes
 # Kubernetes and etcd binaries (and Flux's source-controller and
-# kustomize-controller, and Gitea) are built once from the Go module proxy into a cache
-# outside the repo (cold: 10-25 min, Flux ~7 more, Gitea ~8 CPU-minutes more; then skipped); the suite itself runs
+# kustomize-controller, Gitea, and Liqo's components) are built once from the Go module proxy into a cache
+# outside the repo (cold: 10-25 min, Flux ~7 more, Gitea ~8 CPU-minutes more, Liqo ~6 more; then skipped); the suite itself runs
 # in temp dirs and stops every process it starts.
 E2E_CACHE ?= $(or $(GITPEER_E2E_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gitpeer-e2e)
 E2E_BIN   := $(E2E_CACHE)/bin
@@ -141,7 +141,11 @@ e2e-flux-tools: ## Build Flux source-controller v1.9.6 and kustomize-controller 
 e2e-gitea-tools: ## Build the Gitea v1.26.0 server (sqlite) into the e2e cache, with the templates and options it reads
 	WORK="$(E2E_CACHE)" bash hack/build-gitea.sh
 
+.PHONY: e2e-liqo-tools
+e2e-liqo-tools: ## Build Liqo v1.2.0's controller-manager, crd-replicator, virtual-kubelet and webhook, and gitpeer's Liqo driver (hack/liqo-driver), into the e2e cache
+	WORK="$(E2E_CACHE)" bash hack/build-liqo.sh
+
 .PHONY: e2e
-e2e: ## Real control planes: two clusters peer over HTTP(S) (kubernetes backend), applied by a test and by real Flux; daemons: Events, leader election; review pull requests on a real Gitea. Logs: E2E_LOGS
+e2e: ## Real control planes: two clusters peer over HTTP(S) (kubernetes backend), applied by a test and by real Flux; real Liqo v1.2.0 on two more; daemons: Events, leader election; review pull requests on a real Gitea. Logs: E2E_LOGS
 	@GO="$(GO)" MAKE="$(MAKE)" E2E_CACHE="$(E2E_CACHE)" E2E_TIMEOUT="$(E2E_TIMEOUT)" GITPEER_E2E_LOGS="$(E2E_LOGS)" \
 	  bash hack/e2e.sh

@@ -4,7 +4,7 @@
 # step's output is shown and also written to $LOGS/<n>-<step>.log; a failing
 # step is named with its exit status, and the suites copy the logs of every
 # component they ran (etcd, kube-apiserver, kube-controller-manager, Flux's
-# controllers, the reconcilers) into $LOGS/e2e and $LOGS/daemon when a test
+# controllers, Liqo's components, the reconcilers) into $LOGS/e2e and $LOGS/daemon when a test
 # or their set-up fails. The last line says where the logs are.
 #
 # env (the Makefile sets them): GO (go) MAKE (make) E2E_CACHE (the binaries'
@@ -46,10 +46,12 @@ step flux-bins "build Flux's source-controller and kustomize-controller (cold: ~
   env WORK="$E2E_CACHE" bash hack/build-flux.sh
 step gitea-bins "build Gitea v1.26.0 into $E2E_CACHE/bin (cold: ~5 min on idle cores; then cached)" \
   env WORK="$E2E_CACHE" bash hack/build-gitea.sh
+step liqo-bins "build Liqo v1.2.0's controller-manager, crd-replicator, virtual-kubelet, webhook and gitpeer's Liqo driver (cold: ~6 min; then cached)" \
+  env WORK="$E2E_CACHE" bash hack/build-liqo.sh
 step gitpeer "build bin/gitpeer" "$MAKE" --no-print-directory build
 step tests "go test -tags e2e ./e2e/ ./e2e/forge/ ./daemon/ (control planes, Flux, Gitea, daemons)" \
   env PATH="$E2E_CACHE/bin:$PATH" KUBE_BIN="$E2E_CACHE/bin" GITPEER_E2E_BIN="$PWD/bin/gitpeer" \
-  FLUX_CRDS="$E2E_CACHE/flux-crds" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \
+  FLUX_CRDS="$E2E_CACHE/flux-crds" LIQO_CHART="$E2E_CACHE/liqo-chart" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \
   GITPEER_E2E_LOGS="$LOGS" \
   "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./e2e/ ./e2e/forge/ ./daemon/
 echo "make e2e: all $n steps passed in $((SECONDS - START))s; step logs in $LOGS"
