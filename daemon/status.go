@@ -44,6 +44,17 @@ type PassStatus struct {
 	RetryAt time.Time `json:"retryAt,omitzero"`
 	// LastSuccess is when the last good pass of this process ended.
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// Stuck is what the pass found a revocation left being deleted for
+	// too long (reason ReasonRevocationStuck; runner.Result.Stuck).
+	Stuck []StuckObject `json:"stuck,omitempty"`
+}
+
+// StuckObject is one entry of PassStatus.Stuck: an object, when its
+// deletion started, and what holds it and what to do.
+type StuckObject struct {
+	Object  string    `json:"object"`
+	Since   time.Time `json:"since,omitzero"`
+	Message string    `json:"message"`
 }
 
 // Status keeps the last pass's PassStatus, serves it (GET /status, JSON)
@@ -159,6 +170,9 @@ func (ps PassStatus) Summary() string {
 	}
 	if ps.Message != "" {
 		s += ": " + ps.Message
+	}
+	for _, st := range ps.Stuck {
+		s += "\n  " + ReasonRevocationStuck + ": " + st.Object + ": " + st.Message
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/runner"
 )
@@ -162,5 +163,32 @@ func TestReadStatusFileRefusesWhatNoDaemonWrote(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), path) {
 			t.Errorf("ReadStatusFile(%s) = %v, want an error naming the file and %q", tc.content, err, tc.says)
 		}
+	}
+}
+
+// A pass that found a tenant namespace stuck terminating records it in the
+// status file, which `gitpeer status` on the checkout prints, with the
+// reason RevocationStuck; the next pass without it clears it.
+func TestStuckRevocationsShowInTheStatus(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "checkout.status.json")
+	d := &Daemon{Cluster: "alpha", Status: &Status{File: file}}
+	since := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	res := &runner.Result{Stuck: []backend.Stuck{{Object: "namespace/liqo-tenant-beta", Since: since,
+		Message: "tenant namespace liqo-tenant-beta has been terminating for 6m0s: tenant.liqo.io/finalizer"}}}
+	now := since.Add(6 * time.Minute)
+	d.recordStatus(ResultUnchanged, false, 0, res, nil, now, now, 0)
+	onDisk, err := ReadStatusFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(onDisk.Stuck) != 1 || onDisk.Stuck[0].Object != "namespace/liqo-tenant-beta" || !onDisk.Stuck[0].Since.Equal(since) {
+		t.Fatalf("status file's stuck = %+v", onDisk.Stuck)
+	}
+	if s := onDisk.Summary(); !strings.Contains(s, "RevocationStuck: namespace/liqo-tenant-beta: tenant namespace liqo-tenant-beta has been terminating for 6m0s") {
+		t.Errorf("summary %q does not name the stuck namespace", s)
+	}
+	d.recordStatus(ResultUnchanged, false, 0, &runner.Result{}, nil, now, now, 0)
+	if got := d.Status.Last(); len(got.Stuck) != 0 {
+		t.Errorf("a pass with nothing stuck kept %+v", got.Stuck)
 	}
 }
