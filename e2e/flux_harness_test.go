@@ -223,3 +223,55 @@ func exists(ctx context.Context, c *cluster, args ...string) (bool, error) {
 	out = strings.TrimSpace(out)
 	return out != "" && strings.HasSuffix(out, "/"), nil
 }
+
+// gitHost is the Git host of the Flux tests: git http-backend over HTTPS
+// with a private CA (testgit.StartHTTPS) serving the bare repos
+// peering.git and liqo.git under root/git. The reconcilers, the admins and
+// an attacker push with the read-write token; Flux reads with one that may
+// not push. It sets GIT_SSL_CAINFO for the test, so that git trusts it.
+type gitHost struct {
+	*testgit.HTTPSServer
+	rwToken, roToken string
+	// repoURL is peering.git's URL.
+	repoURL string
+	// header is the `git -c` setting that sends the read-write token.
+	header string
+}
+
+func startGitHost(t *testing.T, root, rwToken, roToken string) *gitHost {
+	t.Helper()
+	gitRoot := filepath.Join(root, "git")
+	if err := os.MkdirAll(gitRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Bare(t, filepath.Join(gitRoot, "peering.git"))
+	testgit.Bare(t, filepath.Join(gitRoot, "liqo.git"))
+	host := testgit.StartHTTPS(t, gitRoot, testgit.HTTPAuth{Token: rwToken, ReadOnlyToken: roToken})
+	caFile := filepath.Join(root, "git-ca.crt")
+	if err := os.WriteFile(caFile, host.CACert, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_SSL_CAINFO", caFile)
+	return &gitHost{HTTPSServer: host, rwToken: rwToken, roToken: roToken, repoURL: host.URL("peering.git"),
+		header: "http.extraHeader=Authorization: Bearer " + rwToken}
+}
+
+// clone clones url into dir with the read-write token, and keeps the token
+// in the clone's config for its pushes.
+func (g *gitHost) clone(ctx context.Context, t *testing.T, url, dir string) {
+	t.Helper()
+	if _, err := s.git(ctx, "", "-c", g.header, "clone", "--quiet", url, dir); err != nil {
+		t.Fatal(err)
+	}
+	k, v, _ := strings.Cut(g.header, "=")
+	if _, err := s.git(ctx, dir, "config", k, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remoteHead is the commit peering.git's branch ref points at.
+func (g *gitHost) remoteHead(ctx context.Context, ref string) (string, error) {
+	out, err := s.git(ctx, "", "-c", g.header, "ls-remote", g.repoURL, "refs/heads/"+ref)
+	sha, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	return sha, err
+}

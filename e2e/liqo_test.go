@@ -159,35 +159,10 @@ func TestLiqoRunsThePeeringGitpeerBootstraps(t *testing.T) {
 		rwToken = "liqo-e2e-rw-token"
 		roToken = "liqo-e2e-read-only-token"
 	)
-	gitRoot := filepath.Join(root, "git")
-	if err := os.MkdirAll(gitRoot, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	testgit.Bare(t, filepath.Join(gitRoot, "peering.git"))
-	testgit.Bare(t, filepath.Join(gitRoot, "liqo.git"))
-	host := testgit.StartHTTPS(t, gitRoot, testgit.HTTPAuth{Token: rwToken, ReadOnlyToken: roToken})
-	repoURL := host.URL("peering.git")
-	caFile := filepath.Join(root, "git-ca.crt")
-	if err := os.WriteFile(caFile, host.CACert, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GIT_SSL_CAINFO", caFile)
-	header := "http.extraHeader=Authorization: Bearer " + rwToken
-	clone := func(t *testing.T, url, dir string) {
-		t.Helper()
-		if _, err := s.git(ctx, "", "-c", header, "clone", "--quiet", url, dir); err != nil {
-			t.Fatal(err)
-		}
-		k, v, _ := strings.Cut(header, "=")
-		if _, err := s.git(ctx, dir, "config", k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	remoteHead := func(ref string) (string, error) {
-		out, err := s.git(ctx, "", "-c", header, "ls-remote", repoURL, "refs/heads/"+ref)
-		sha, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
-		return sha, err
-	}
+	host := startGitHost(t, root, rwToken, roToken)
+	repoURL := host.repoURL
+	clone := func(t *testing.T, url, dir string) { host.clone(ctx, t, url, dir) }
+	remoteHead := func(ref string) (string, error) { return host.remoteHead(ctx, ref) }
 
 	work := filepath.Join(root, "work")
 	if !check(t, "Flux runs for each cluster; gitpeer init publishes both and the spec grants one slice", func(t *testing.T) {

@@ -896,8 +896,12 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		others = append(others, openRepo(t, bare, fmt.Sprintf("cl-w%d", i)))
 	}
 	opts := testOptions(t, bare, "cl-b")
-	opts.PushTimeout = 500 * time.Millisecond
-	opts.Backoff = func(Contention) time.Duration { return 200 * time.Millisecond }
+	// Between two writers new to the pass there are a backoff and an
+	// attempt with another writer's Sync in it, up to a second and more on
+	// a loaded 2-core machine: the push timeout must outlast that, and the
+	// burst (8 backoffs) two push timeouts.
+	opts.PushTimeout = 2 * time.Second
+	opts.Backoff = func(Contention) time.Duration { return 600 * time.Millisecond }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
