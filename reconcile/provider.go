@@ -41,9 +41,15 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	}
 	pinned := p.trusted[consumer].der
 	accepted := p.acceptedTenant(consumer) // our own verified copy from earlier passes
+	rotating := ""                         // the consumer's previous key's fingerprint while its rotation is in progress
 	if accepted != nil {
 		if _, der, err := handshake.ParsePublicKey(accepted.Spec.PublicKey); err != nil || !bytes.Equal(der, pinned) {
-			accepted = nil // the consumer rotated its key: it must answer anew
+			// The consumer's key changed: it must answer anew. Until a
+			// Tenant for the new key verifies, the grant of the old one
+			// stays, if the old key itself vouched for the new one.
+			if rotating = p.rotatedFrom(consumer, accepted); rotating == "" {
+				accepted = nil
+			}
 		}
 	}
 
@@ -90,6 +96,10 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 			// An unsigned, missing or refused Tenant never withdraws a
 			// working Identity: only the spec revokes.
 			tenant = accepted
+			if rotating != "" {
+				note += fmt.Sprintf("; %s rotated its key to %s with a statement signed by %s; the Tenant accepted for %s and what it was granted stay until a Tenant for %s verifies in %s",
+					consumer, p.trusted[consumer].info.Fingerprint, rotating, rotating, p.trusted[consumer].info.Fingerprint, tenantFile)
+			}
 			if err != nil {
 				note += fmt.Sprintf("; kept the accepted Tenant: %v (%s)", err, artifactReason(err))
 			} else {
@@ -102,6 +112,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		}
 	}
 	pub, keyDER, _ := handshake.ParsePublicKey(tenant.Spec.PublicKey)
+	held := tenant == accepted && rotating != ""
 
 	identity, err := p.identityFor(ctx, consumer, tenant, keyDER)
 	if err != nil {
@@ -127,7 +138,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 			return err
 		}
 	}
-	grants, err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, st)
+	grants, err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, held, st)
 	if err != nil {
 		return err
 	}
@@ -152,8 +163,36 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	msg += cappedLifetimeNote(identity.Spec.AuthParams.SignedCRT, p.terms.certificateLifetime, consumer)
 	msg += note
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider, NotAfter: notAfter})
-	ready(st, layout.StepIdentityIssued, ReasonIdentityIssued, "%s", msg)
+	reason := ReasonIdentityIssued
+	if held {
+		reason = ReasonKeyRotationInProgress
+	}
+	ready(st, layout.StepIdentityIssued, reason, "%s", msg)
 	return nil
+}
+
+// rotatedFrom is the fingerprint of accepted's key when consumer's
+// published cluster.yaml carries a rotation statement signed by that key
+// (layout.ClusterInfo.VerifyRotation), else "". A statement is the old
+// key's own word that the new one replaces it, so the grant of the old key
+// may stay until the new key answers; a key changed any other way (a
+// re-pin after a lost key) gets no such grace. The certificate issued for
+// the old key names the cluster ID as its CN, as the new one will: the
+// bindings kept serve both.
+func (p *pass) rotatedFrom(consumer string, accepted *authv1beta1.Tenant) string {
+	t, ok := p.trusted[consumer]
+	if !ok || t.info.Rotation == nil {
+		return ""
+	}
+	old, _, err := handshake.ParsePublicKey(accepted.Spec.PublicKey)
+	if err != nil {
+		return ""
+	}
+	fp, err := handshake.Fingerprint(old)
+	if err != nil || t.info.VerifyRotation(fp) != nil {
+		return ""
+	}
+	return fp
 }
 
 // acceptedTenant is the Tenant of consumer this cluster verified and
@@ -363,7 +402,12 @@ func (p *pass) reusable(old, want authv1beta1.AuthParams, keyDER []byte, cn, org
 // one the signer does not sign, is that slice's status only: the pass goes
 // on for the other slices and peers. It returns the slices granted, with
 // the class and resources each was granted, for the admission policy.
-func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schema.Slice, keyDER []byte, condition authv1beta1.TenantCondition, st *peeringObject) ([]admission.Grant, error) {
+//
+// held is set while consumer's key rotation is in progress and keyDER is
+// its previous key's: requests already signed for the new key wait for the
+// new Tenant, and the answers given before are kept as keepAnswers keeps
+// them, so a slice granted stays granted through the rotation.
+func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schema.Slice, keyDER []byte, condition authv1beta1.TenantCondition, held bool, st *peeringObject) ([]admission.Grant, error) {
 	dir := layout.ClusterPath(p.self, layout.InboxDir, consumer)
 	entries, err := fs.ReadDir(p.in.Tree, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -383,6 +427,9 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schem
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	if held {
+		names = nil
+	}
 	kept, err := p.keepAnswers(consumer, names, keyDER)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,13 @@ const (
 	// hand). Nothing of that peer is read until an admin re-pins it (gitpeer
 	// trust --peer); the message says the command.
 	ReasonPinDamaged = "PinDamaged"
+	// ReasonKeyRotationInProgress: a consumer published a new key with a
+	// rotation statement signed by the key of the Tenant this provider
+	// accepted, and no Tenant for the new key has verified yet. The peering
+	// is Ready: the accepted Tenant, its bindings, Identity and granted
+	// slices stay as they were until the new Tenant verifies, and are then
+	// re-issued for the new key in the same pass.
+	ReasonKeyRotationInProgress = "KeyRotationInProgress"
 )
 
 // trusted is a peer whose cluster.yaml matched its pins in this pass.
