@@ -2,7 +2,10 @@
 // kept in the cluster itself, in Liqo's own objects, through client-go.
 //
 //	Secret <liqo>/authentication-keys      privateKey (PEM PKCS#8), publicKey (PEM PKIX):
-//	                                       Liqo's cluster keys, shared with Liqo, never rotated
+//	                                       Liqo's cluster keys, shared with Liqo; replaced
+//	                                       only by RotateKey (gitpeer rotate-key)
+//	Secret <liqo>/gitpeer-previous-authentication-keys
+//	                                       the same keys: the key RotateKey replaced
 //	Secret <liqo>/gitpeer-nonce-secret     secret: 32 random bytes nonces are derived from
 //	ConfigMap <liqo>/liqo-clusterid-configmap  CLUSTER_ID: Liqo's cluster ID (read only)
 //	Secret <tenant ns>/kubeconfig-controlplane-<provider>

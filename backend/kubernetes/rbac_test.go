@@ -114,6 +114,16 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// gitpeer rotate-key: the previous key's Secret created, then updated
+	// by a second rotation; read back to sign the statement again.
+	for range 2 {
+		if _, err := b.RotateKey(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.PreviousKey(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Init with the Liqo namespace missing: it is created (configmap kept).
 	cs2 := newClientset(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", false))
 	initBackend(t, cs2, opts)
