@@ -185,7 +185,7 @@ func newRotateKeyCmd() *cobra.Command {
 		bf                       backendFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "rotate-key --cluster ID --state-dir DIR --repo PATH [--api-server URL]",
+		Use:   "rotate-key --cluster ID (--state-dir DIR | --backend kubernetes) --repo PATH [--api-server URL]",
 		Short: "Replace the cluster key, publishing a rotation statement signed by the old one",
 		Long: `rotate-key generates a new cluster key in the file backend (the old one is kept
 as cluster.key.previous), optionally changes the API server, and writes into
@@ -196,12 +196,17 @@ one through the statement, with no admin re-pinning, and the handshake runs
 again for the new key. If the spec pins this cluster's fingerprint, update it
 in the same pull request.
 
-The kubernetes backend keeps Liqo's authentication-keys, which Liqo does not
-rotate: rotate-key refuses it.`,
+--backend kubernetes replaces Liqo's Secret authentication-keys (the old key
+is kept in Secret gitpeer-previous-authentication-keys) and keeps the API
+server and CA that cluster.yaml in PATH publishes unless --api-server or
+--ca-file is given. Run again after the cluster.yaml it wrote was lost, it
+signs the statement again without rotating. Liqo's controllers read the new
+key with no restart; restart the gitpeer reconciler once the commit is merged
+(docs/deploy.md, "Rotating the cluster key").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if bf.kind != backendFile {
-				return fmt.Errorf("--backend %s: rotate-key works on the file backend only (Liqo's authentication-keys are never rotated)", bf.kind)
+			if bf.kind == backendKubernetes {
+				return rotateKubernetes(cmd.Context(), &bf, cluster, repo, apiServer, cmd.ErrOrStderr())
 			}
 			b, err := bf.open(cmd.Context(), cluster)
 			if err != nil {
