@@ -96,13 +96,16 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 			// An unsigned, missing or refused Tenant never withdraws a
 			// working Identity: only the spec revokes.
 			tenant = accepted
-			if rotating != "" {
-				note += fmt.Sprintf("; %s rotated its key to %s with a statement signed by %s; the Tenant accepted for %s and what it was granted stay until a Tenant for %s verifies in %s",
-					consumer, p.trusted[consumer].info.Fingerprint, rotating, rotating, p.trusted[consumer].info.Fingerprint, tenantFile)
-			}
-			if err != nil {
+			switch {
+			case rotating != "":
+				note += fmt.Sprintf("; %s rotated its key from %s to %s (a statement signed by the old key): the Tenant accepted for the old key and what it was granted stay until a Tenant for the new key verifies in %s",
+					consumer, rotating, p.trusted[consumer].info.Fingerprint, tenantFile)
+				if err != nil {
+					note += fmt.Sprintf(" (not yet: %v (%s))", err, artifactReason(err))
+				}
+			case err != nil:
 				note += fmt.Sprintf("; kept the accepted Tenant: %v (%s)", err, artifactReason(err))
-			} else {
+			default:
 				note += fmt.Sprintf("; kept the accepted Tenant: %s is missing", tenantFile)
 			}
 			err = nil
