@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/handshake"
@@ -113,5 +114,32 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	}
 	if s := w.slice("alpha", "alpha", "beta", "pool"); s.Resources != "Accepted" {
 		t.Fatalf("pool after the rotation: %+v", s)
+	}
+}
+
+// TestARefusedTenantForTheNewKeyKeepsTheOldGrant: during alpha's rotation,
+// a Tenant for the new key that beta refuses (here: answering a nonce epoch
+// beta never issued) signs nothing and withdraws nothing: the old grant
+// stays, the status stays KeyRotationInProgress and names the refusal.
+func TestARefusedTenantForTheNewKeyKeepsTheOldGrant(t *testing.T) {
+	w := settled(t)
+	w.now = w.now.Add(time.Minute)
+	rotateAlpha(t, w)
+	w.pass("alpha") // alpha's Tenant for its new key
+	tamperTenant(t, w, func(tn *authv1beta1.Tenant) { tn.Annotations["gitpeer.io/nonce-epoch"] = "12345" })
+	identity := w.tree[identityFile].Data
+	signed := w.backends["beta"].signed
+	w.pass("beta")
+	if w.backends["beta"].signed != signed || string(w.tree[identityFile].Data) != string(identity) {
+		t.Fatal("beta signed for, or withdrew the Identity over, a refused Tenant")
+	}
+	for _, f := range grantFiles[:3] {
+		if !w.has(f) {
+			t.Fatalf("%s withdrawn over a refused Tenant for the new key", f)
+		}
+	}
+	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
+	if r == nil || r.Status != metav1.ConditionTrue || r.Reason != reconcile.ReasonKeyRotationInProgress || !strings.Contains(r.Message, reconcile.ReasonNonceReplayed) {
+		t.Fatalf("Ready %+v, want True %s naming %s", r, reconcile.ReasonKeyRotationInProgress, reconcile.ReasonNonceReplayed)
 	}
 }
