@@ -33,7 +33,7 @@ func rotateKubernetes(ctx context.Context, bf *backendFlags, cluster, repo, apiS
 	}
 	published, err := layout.ReadClusterInfo(layout.NewTree(repo), cluster)
 	if err != nil {
-		return fmt.Errorf("%w: rotate-key replaces the key %s publishes; publish it first (gitpeer init --backend kubernetes --repo)", err, layout.ClusterPath(cluster, layout.ClusterFile))
+		return fmt.Errorf("%w; rotate-key replaces the key published there: publish it first (gitpeer init --backend kubernetes --cluster %s --repo CLONE), or pass the clone that has it as --repo", err, cluster)
 	}
 	opts, err := bf.kubernetesOptions(cluster)
 	if err != nil {
