@@ -370,21 +370,7 @@ func TestAKeyChangeWithoutAStatementNeedsALocalRepin(t *testing.T) {
 	// Some time later (a new state signs manifest sequences from its clock
 	// on: beta has seen alpha's old ones), alpha has lost its state dir.
 	w.clock.Advance(time.Hour)
-	alpha := w.clusters["alpha"]
-	b, _, err := file.Init(filepath.Join(w.dir, "state", "alpha-new"), file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.gitpeer.test:6443", Now: w.clock.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Now = w.clock.Now
-	alpha.b, alpha.state = &counting{Backend: b}, b.Dir()
-	alpha.keys = append(alpha.keys, b.Signer().Public())
-	if err := w.openRunner(alpha); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.publish(alpha); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := b.ClusterInfo()
+	info := w.loseState(t, "alpha")
 	before := w.signedAll()
 	repin := func(fp string) {
 		t.Helper()
@@ -421,4 +407,30 @@ func TestAKeyChangeWithoutAStatementNeedsALocalRepin(t *testing.T) {
 	if p := store.Lookup("alpha"); p.Fingerprint != info.Fingerprint || p.Repin {
 		t.Fatalf("beta's pin after the re-pin: %+v", p)
 	}
+}
+
+// loseState replaces cluster id's state with a new one, as gitpeer init on
+// an empty state dir makes after the old one was lost: a new key, published
+// in a cluster.yaml with no rotation statement. It returns that cluster.yaml.
+func (w *world) loseState(t *testing.T, id string) *layout.ClusterInfo {
+	t.Helper()
+	c := w.clusters[id]
+	b, _, err := file.Init(filepath.Join(w.dir, "state", id+"-new"), file.InitOptions{ClusterID: id, APIServer: "https://" + id + ".gitpeer.test:6443", Now: w.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Now = w.clock.Now
+	c.b, c.state = &counting{Backend: b}, b.Dir()
+	c.keys = append(c.keys, b.Signer().Public())
+	if err := w.openRunner(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.publish(c); err != nil {
+		t.Fatal(err)
+	}
+	info, err := b.ClusterInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
 }

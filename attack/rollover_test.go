@@ -2,11 +2,9 @@ package attack
 
 import (
 	"crypto"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -81,21 +79,7 @@ func TestALostKeyRepinnedGetsNoGrace(t *testing.T) {
 	t.Parallel()
 	w := settled(t, twoSpec)
 	w.clock.Advance(time.Hour)
-	alpha := w.clusters["alpha"]
-	b, _, err := file.Init(filepath.Join(w.dir, "state", "alpha-new"), file.InitOptions{ClusterID: "alpha", APIServer: "https://alpha.gitpeer.test:6443", Now: w.clock.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Now = w.clock.Now
-	alpha.b, alpha.state = &counting{Backend: b}, b.Dir()
-	alpha.keys = append(alpha.keys, b.Signer().Public())
-	if err := w.openRunner(alpha); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.publish(alpha); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := b.ClusterInfo()
+	info := w.loseState(t, "alpha")
 	before := w.signedAll()
 	w.pass("beta")
 	w.nothingSigned(before)

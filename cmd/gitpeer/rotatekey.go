@@ -57,18 +57,7 @@ func rotateKubernetes(ctx context.Context, bf *backendFlags, cluster, repo, apiS
 	if err != nil {
 		return err
 	}
-	info, err := b.ClusterInfo()
-	if err != nil {
-		return err
-	}
-	if err := layout.SignRotation(info, old); err != nil {
-		return err
-	}
-	data, err := info.Encode()
-	if err != nil {
-		return err
-	}
-	if err := publish(repo, b.Signer(), cluster, map[string][]byte{layout.ClusterPath(cluster, layout.ClusterFile): data}, time.Now(), log); err != nil {
+	if err := publishRotation(repo, cluster, b, old, log); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "Liqo's controllers read the new key from Secret %s/%s at their next reconcile, with no restart; restart the gitpeer reconciler (kubectl -n gitpeer-system rollout restart deploy/gitpeer), which keeps the key it loaded, once this commit is merged (docs/deploy.md, Rotating the cluster key)\n",
@@ -118,4 +107,22 @@ func rotateOrResign(ctx context.Context, b kubeKeys, published *layout.ClusterIn
 	}
 	return nil, fmt.Errorf("%s publishes key %s, but this cluster's key is %s and it replaced no key of that fingerprint: check that --context/--kubeconfig are %s's and that --repo is up to date",
 		file, published.Fingerprint, current, published.ClusterID)
+}
+
+// publishRotation writes into the working tree repo the cluster.yaml of b
+// (its new key) with the rotation statement old signs, and the manifest b's
+// new key signs: what a rotation publishes, on either backend.
+func publishRotation(repo, cluster string, b backend.Backend, old crypto.Signer, log io.Writer) error {
+	info, err := b.ClusterInfo()
+	if err != nil {
+		return err
+	}
+	if err := layout.SignRotation(info, old); err != nil {
+		return err
+	}
+	data, err := info.Encode()
+	if err != nil {
+		return err
+	}
+	return publish(repo, b.Signer(), cluster, map[string][]byte{layout.ClusterPath(cluster, layout.ClusterFile): data}, time.Now(), log)
 }

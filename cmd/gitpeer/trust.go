@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -227,15 +226,8 @@ key with no restart; restart the gitpeer reconciler once the commit is merged
 			if err != nil {
 				return err
 			}
-			if err := layout.SignRotation(info, old); err != nil {
-				return err
-			}
-			data, err := info.Encode()
-			if err != nil {
-				return err
-			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "rotated %s: %s -> %s\n", cluster, before.Fingerprint, info.Fingerprint)
-			return publish(repo, b.Signer(), cluster, map[string][]byte{layout.ClusterPath(cluster, layout.ClusterFile): data}, time.Now(), cmd.ErrOrStderr())
+			return publishRotation(repo, cluster, b, old, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
