@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -45,35 +46,11 @@ type TreeFS struct {
 
 // treeCache is decoded trees by hash, forgotten all at once past
 // maxCachedTrees (a pass of a 1,000-cluster mesh reads about 2,000).
-type treeCache struct {
-	mu    sync.Mutex
-	trees map[plumbing.Hash]*treeDir
-}
+type treeCache = boundedmap.Map[plumbing.Hash, *treeDir]
 
 const maxCachedTrees = 20000
 
-func newTreeCache() *treeCache { return &treeCache{trees: map[plumbing.Hash]*treeDir{}} }
-
-func (c *treeCache) get(h plumbing.Hash) *treeDir {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.trees[h]
-}
-
-func (c *treeCache) put(h plumbing.Hash, d *treeDir) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.trees) >= maxCachedTrees {
-		clear(c.trees)
-	}
-	c.trees[h] = d
-}
+func newTreeCache() *treeCache { return boundedmap.New[plumbing.Hash, *treeDir](maxCachedTrees) }
 
 // errBadEntry is a tree entry Git's fsck refuses.
 var errBadEntry = errors.New("invalid tree entry")
@@ -116,7 +93,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 	if d, ok := t.dirs[p]; ok {
 		return d, nil
 	}
-	if d := t.decoded.get(h); d != nil {
+	if d, ok := t.decoded.Get(h); ok {
 		t.dirs[p] = d
 		return d, nil
 	}
@@ -142,7 +119,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 	}
 	t.dirs[p] = d
 	if !h.IsZero() {
-		t.decoded.put(h, d)
+		t.decoded.Put(h, d)
 	}
 	return d, nil
 }

@@ -2,7 +2,8 @@ package guard
 
 import (
 	"crypto/sha256"
-	"sync"
+
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 )
 
 // maxCached bounds how many results a Cache holds; when full it starts over
@@ -15,8 +16,7 @@ const maxCached = 1 << 16
 // of the bytes, so an answer for the same bytes is the answer. Safe for
 // concurrent use; the zero value is not: use NewCache.
 type Cache struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]result
+	m *boundedmap.Map[[sha256.Size]byte, result]
 }
 
 type result struct {
@@ -25,7 +25,7 @@ type result struct {
 }
 
 // NewCache returns an empty Cache.
-func NewCache() *Cache { return &Cache{m: map[[sha256.Size]byte]result{}} }
+func NewCache() *Cache { return &Cache{m: boundedmap.New[[sha256.Size]byte, result](maxCached)} }
 
 // Inspect is Inspect(content), answered from the cache when the same bytes
 // were inspected before. A nil Cache inspects every time.
@@ -34,18 +34,11 @@ func (c *Cache) Inspect(content []byte) (reason string, found bool) {
 		return Inspect(content)
 	}
 	k := sha256.Sum256(content)
-	c.mu.Lock()
-	r, ok := c.m[k]
-	c.mu.Unlock()
+	r, ok := c.m.Get(k)
 	if ok {
 		return r.reason, r.found
 	}
 	reason, found = Inspect(content)
-	c.mu.Lock()
-	if len(c.m) >= maxCached {
-		c.m = map[[sha256.Size]byte]result{}
-	}
-	c.m[k] = result{reason, found}
-	c.mu.Unlock()
+	c.m.Put(k, result{reason, found})
 	return reason, found
 }

@@ -5,7 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"sync"
+
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 )
 
 // maxEncoded bounds how many encodings an Encoder remembers; when full it
@@ -19,12 +20,11 @@ const maxEncoded = 1 << 14
 // JSON-to-YAML conversion, the dear part of Encode. Safe for concurrent
 // use; the zero value is not: use NewEncoder.
 type Encoder struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte][]byte
+	m *boundedmap.Map[[sha256.Size]byte, []byte]
 }
 
 // NewEncoder returns an Encoder that remembers nothing yet.
-func NewEncoder() *Encoder { return &Encoder{m: map[[sha256.Size]byte][]byte{}} }
+func NewEncoder() *Encoder { return &Encoder{m: boundedmap.New[[sha256.Size]byte, []byte](maxEncoded)} }
 
 // Encode returns exactly what the package's Encode returns for obj. A nil
 // Encoder is Encode.
@@ -37,9 +37,7 @@ func (e *Encoder) Encode(obj any) ([]byte, error) {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
 	k := sha256.Sum256(raw)
-	e.mu.Lock()
-	data, ok := e.m[k]
-	e.mu.Unlock()
+	data, ok := e.m.Get(k)
 	if ok {
 		return bytes.Clone(data), nil // the caller owns what it gets
 	}
@@ -47,11 +45,6 @@ func (e *Encoder) Encode(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if len(e.m) >= maxEncoded {
-		e.m = map[[sha256.Size]byte][]byte{}
-	}
-	e.m[k] = bytes.Clone(data)
-	e.mu.Unlock()
+	e.m.Put(k, bytes.Clone(data))
 	return data, nil
 }

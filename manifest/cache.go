@@ -4,7 +4,8 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
-	"sync"
+
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 )
 
 // MaxCached bounds how many verified manifests a Cache holds; when full it
@@ -22,8 +23,7 @@ const MaxCached = 1 << 14
 // is done by each View, never cached. Safe for concurrent use; the zero
 // value is not: use NewCache.
 type Cache struct {
-	mu sync.Mutex
-	m  map[cacheKey]*Manifest
+	m *boundedmap.Map[cacheKey, *Manifest]
 }
 
 type cacheKey struct {
@@ -34,7 +34,7 @@ type cacheKey struct {
 }
 
 // NewCache returns an empty Cache.
-func NewCache() *Cache { return &Cache{m: map[cacheKey]*Manifest{}} }
+func NewCache() *Cache { return &Cache{m: boundedmap.New[cacheKey, *Manifest](MaxCached)} }
 
 // get returns the manifest remembered for data (manifest.yaml of dir)
 // verified with key for writer, and the entry's key for put. ok is false on
@@ -46,18 +46,11 @@ func (c *Cache) get(data []byte, key crypto.PublicKey, writer, dir string) (m *M
 		return nil, k, false, false
 	}
 	k = cacheKey{data: sha256.Sum256(data), key: string(der), writer: writer, dir: dir}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok = c.m[k]
+	m, ok = c.m.Get(k)
 	return m, k, ok, true
 }
 
 // put remembers m, which parsed from and verified as k says.
 func (c *Cache) put(k cacheKey, m *Manifest) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= MaxCached {
-		c.m = map[cacheKey]*Manifest{}
-	}
-	c.m[k] = m
+	c.m.Put(k, m)
 }
