@@ -105,29 +105,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		out = append(out, Finding{File: file, Field: field, Reason: reason, Message: fmt.Sprintf(format, a...)})
 	}
 
-	type grant struct {
-		name, file string
-		rs         *authv1beta1.ResourceSlice
-	}
-	var granted []grant
-	ansDir := layout.ClusterPath(pr.Consumer, layout.InboxDir, pr.Provider)
-	entries, _ := fs.ReadDir(v.tree, ansDir)
-	for _, e := range entries {
-		name, ok := artifact.SliceAnswerName(e.Name())
-		if !ok {
-			continue
-		}
-		file := path.Join(ansDir, e.Name())
-		data, ok := v.readQuiet(file)
-		if !ok {
-			continue
-		}
-		rs, err := artifact.DecodeSlice(file, data)
-		if err != nil || !artifact.SliceAccepted(rs) {
-			continue // a denial grants nothing; the answer checks name the rest
-		}
-		granted = append(granted, grant{name: name, file: file, rs: rs})
-	}
+	granted := v.acceptedAnswers(pr.Provider, pr.Consumer)
 	sort.Slice(granted, func(i, j int) bool {
 		if ri, rj := rank(granted[i].name), rank(granted[j].name); ri != rj {
 			return ri < rj
@@ -211,4 +189,35 @@ func loadBaseSpec(dir, base string) *schema.Spec {
 		return nil
 	}
 	return spec
+}
+
+// acceptedAnswer is an answer in a consumer's inbox by which its provider
+// accepts slice name (artifact.SliceAccepted).
+type acceptedAnswer struct {
+	name, file string
+	rs         *authv1beta1.ResourceSlice
+}
+
+// acceptedAnswers lists the answers of provider in consumer's inbox that
+// accept a slice, in the directory's order. A denial grants nothing, and
+// one that cannot be read is left to the answer checks, which name it.
+func (v *verifier) acceptedAnswers(provider, consumer string) []acceptedAnswer {
+	dir := layout.ClusterPath(consumer, layout.InboxDir, provider)
+	entries, _ := fs.ReadDir(v.tree, dir)
+	var out []acceptedAnswer
+	for _, e := range entries {
+		name, ok := artifact.SliceAnswerName(e.Name())
+		if !ok {
+			continue
+		}
+		file := path.Join(dir, e.Name())
+		data, ok := v.readQuiet(file)
+		if !ok {
+			continue
+		}
+		if rs, err := artifact.DecodeSlice(file, data); err == nil && artifact.SliceAccepted(rs) {
+			out = append(out, acceptedAnswer{name: name, file: file, rs: rs})
+		}
+	}
+	return out
 }

@@ -227,27 +227,13 @@ func (v *verifier) leftovers(self, peer string, add func(kind, name string, obj 
 	}
 }
 
-// admitted lists the slices provider's answers in consumer's inbox accept,
-// each with the class and resources of the request it answers.
+// admitted is what the admission policy of provider for consumer admits:
+// each slice provider's answers accept, with the class and resources of
+// the request it answers.
 func (v *verifier) admitted(provider, consumer string) []admission.Grant {
-	dir := layout.ClusterPath(consumer, layout.InboxDir, provider)
-	entries, err := fs.ReadDir(v.tree, dir)
-	if err != nil {
-		return nil
-	}
 	var out []admission.Grant
-	for _, e := range entries {
-		name, ok := artifact.SliceAnswerName(e.Name())
-		if !ok {
-			continue
-		}
-		data, ok := v.readQuiet(path.Join(dir, e.Name()))
-		if !ok {
-			continue
-		}
-		if ans, err := artifact.DecodeSlice("", data); err == nil && artifact.SliceAccepted(ans) {
-			out = append(out, admission.Grant{Name: name, Class: string(ans.Spec.Class), Resources: ans.Spec.Resources})
-		}
+	for _, a := range v.acceptedAnswers(provider, consumer) {
+		out = append(out, admission.Grant{Name: a.name, Class: string(a.rs.Spec.Class), Resources: a.rs.Spec.Resources})
 	}
 	return out
 }
