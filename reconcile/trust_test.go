@@ -119,16 +119,7 @@ peerings: [{consumer: "alpha", provider: "beta"}]`)
 
 func TestARotationSignedByThePinnedKeyIsAccepted(t *testing.T) {
 	w := settled(t)
-	old := w.files["alpha"].Signer()
-	if _, err := w.files["alpha"].RotateKey(""); err != nil {
-		t.Fatal(err)
-	}
-	info, _ := w.files["alpha"].ClusterInfo()
-	if err := layout.SignRotation(info, old); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := info.Encode()
-	w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
+	info := rotateAlpha(t, w)
 	w.converge("alpha", "beta")
 	if ps := w.status("beta", "alpha", "beta"); ps == nil || ps.Step != layout.StepIdentityIssued {
 		t.Fatalf("rotation refused: %+v", ps)
