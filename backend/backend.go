@@ -91,11 +91,11 @@ type PinKeeper interface {
 // finalizers while a Liqo controller is down.
 type Stuck struct {
 	// Object names it as kubectl does, e.g. "namespace/liqo-tenant-alpha".
-	Object string
+	Object string `json:"object"`
 	// Since is when its deletion started.
-	Since time.Time
+	Since time.Time `json:"since,omitzero"`
 	// Message says what holds it and what to do.
-	Message string
+	Message string `json:"message"`
 }
 
 // StuckReporter is implemented by backends that can see the cluster: it

@@ -178,9 +178,7 @@ func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runne
 	ps := PassStatus{Cluster: d.Cluster, Result: result, Started: start.UTC(), Ended: end.UTC()}
 	if res != nil {
 		ps.Attempts, ps.Commit = res.Attempts, res.Commit
-		for _, st := range res.Stuck {
-			ps.Stuck = append(ps.Stuck, StuckObject{Object: st.Object, Since: st.Since.UTC(), Message: st.Message})
-		}
+		ps.Stuck = res.Stuck
 	}
 	if err != nil {
 		if d.failingSince.IsZero() {

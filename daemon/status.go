@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
 )
 
@@ -46,15 +47,7 @@ type PassStatus struct {
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
 	// Stuck is what the pass found a revocation left being deleted for
 	// too long (reason ReasonRevocationStuck; runner.Result.Stuck).
-	Stuck []StuckObject `json:"stuck,omitempty"`
-}
-
-// StuckObject is one entry of PassStatus.Stuck: an object, when its
-// deletion started, and what holds it and what to do.
-type StuckObject struct {
-	Object  string    `json:"object"`
-	Since   time.Time `json:"since,omitzero"`
-	Message string    `json:"message"`
+	Stuck []backend.Stuck `json:"stuck,omitempty"`
 }
 
 // Status keeps the last pass's PassStatus, serves it (GET /status, JSON)

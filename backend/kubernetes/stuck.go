@@ -43,7 +43,7 @@ func (b *Backend) Stuck(ctx context.Context, now time.Time) ([]backend.Stuck, er
 		}
 		out = append(out, backend.Stuck{
 			Object:  "namespace/" + ns.Name,
-			Since:   ns.DeletionTimestamp.Time,
+			Since:   ns.DeletionTimestamp.UTC(),
 			Message: stuckMessage(&ns, now),
 		})
 	}
