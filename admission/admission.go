@@ -30,6 +30,9 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/policy"
 )
 
 // Names of what the policy matches and marks.
@@ -37,19 +40,14 @@ const (
 	// NamePrefix starts the names of a consumer's policy and binding:
 	// "gitpeer-resourceslices-<consumer>".
 	NamePrefix = "gitpeer-resourceslices-"
-	// DefaultClass is the slice class Liqo reads "" as
-	// (authv1beta1.ResourceSliceClassDefault).
-	DefaultClass = "default"
 
-	labelManagedBy       = "app.kubernetes.io/managed-by"
-	labelRemoteClusterID = "liqo.io/remote-cluster-id"
 	// labelNamespaceName is the label the API server sets on every
 	// Namespace (Kubernetes ≥ 1.22): it selects the tenant namespace by name.
 	labelNamespaceName = "kubernetes.io/metadata.name"
 )
 
 // Grant is one ResourceSlice a provider admits for a consumer: its name (a
-// DNS-1123 label), its class ("" reads as DefaultClass) and its resources,
+// DNS-1123 label), its class ("" reads as policy.DefaultClass) and its resources,
 // Kubernetes quantities by resource name, exactly as granted.
 type Grant struct {
 	Name      string
@@ -143,7 +141,7 @@ func Binding(consumer string) *admissionv1.ValidatingAdmissionPolicyBinding {
 func meta(consumer string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:   Name(consumer),
-		Labels: map[string]string{labelManagedBy: "gitpeer", labelRemoteClusterID: consumer},
+		Labels: map[string]string{liqo.LabelManagedBy: "gitpeer", liqo.LabelRemoteClusterID: consumer},
 	}
 }
 
@@ -154,13 +152,10 @@ func sorted(grants []Grant) []Grant {
 	return out
 }
 
-// classIs tests the slice's class as Liqo reads it: absent or "" is
-// DefaultClass.
+// classIs tests the slice's class as Liqo reads it (policy.ClassName):
+// absent or "" is policy.DefaultClass.
 func classIs(class string) string {
-	if class == "" {
-		class = DefaultClass
-	}
-	return fmt.Sprintf(`(has(object.spec.class) && object.spec.class != "" ? object.spec.class : %s) == %s`, cel(DefaultClass), cel(class))
+	return fmt.Sprintf(`(has(object.spec.class) && object.spec.class != "" ? object.spec.class : %s) == %s`, cel(policy.DefaultClass), cel(policy.ClassName(class)))
 }
 
 // resourcesAre tests that the slice requests exactly want: the same
@@ -183,11 +178,7 @@ func resourcesAre(want corev1.ResourceList) string {
 
 // describe says what g grants, for the refusal message.
 func describe(g Grant) string {
-	class := g.Class
-	if class == "" {
-		class = DefaultClass
-	}
-	parts := []string{"class " + class}
+	parts := []string{"class " + policy.ClassName(g.Class)}
 	for _, name := range resourceNames(g.Resources) {
 		q := g.Resources[corev1.ResourceName(name)]
 		parts = append(parts, name+" "+q.String())
