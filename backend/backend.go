@@ -104,3 +104,58 @@ type Stuck struct {
 type StuckReporter interface {
 	Stuck(ctx context.Context, now time.Time) ([]Stuck, error)
 }
+
+// ErrNoPreviousKey means a backend holds no key that a promotion replaced:
+// the cluster key was never rotated with gitpeer rotate-key.
+var ErrNoPreviousKey = errors.New("no previous cluster key (the key was never rotated with gitpeer rotate-key)")
+
+// NextKey is a cluster key staged by gitpeer rotate-key and not in force
+// yet: the reconciler announces it to the cluster's Flux (the verify
+// Secret of its applied tree) while it still signs with the current key,
+// and promotes it once the cluster trusts it (docs/trust.md, "Rolling the
+// cluster key").
+type NextKey struct {
+	// Signer is the staged Ed25519 key.
+	Signer crypto.Signer
+	// APIServer is the API server URL the cluster publishes with the new
+	// key ("": unchanged).
+	APIServer string
+	// Announced is when a pass first pushed an applied tree that trusts
+	// the key (MarkAnnounced); zero until then.
+	Announced time.Time
+}
+
+// KeyRoller is implemented by backends that roll the cluster key in steps,
+// as DNSSEC and TUF roll keys: the next key is staged beside the current
+// one, announced, then promoted; the key it replaces is kept to sign the
+// rotation statement (layout.SignRotation) until the next rotation.
+// Every method is safe to repeat after a crash at any point.
+type KeyRoller interface {
+	// StageKey stages a new key, with apiServer ("" keeps it) published
+	// at promotion. A key staged already is returned as it is, unless
+	// apiServer names another URL than the one staged: an error.
+	StageKey(ctx context.Context, apiServer string) (*NextKey, error)
+	// Next returns the staged key, or nil when none is.
+	Next(ctx context.Context) (*NextKey, error)
+	// MarkAnnounced records at as NextKey.Announced unless it is set.
+	MarkAnnounced(ctx context.Context, at time.Time) error
+	// PromoteNextKey makes the staged key the cluster key (Signer returns
+	// it from then on), keeps the key it replaces as the previous key,
+	// applies the staged API server, and returns the replaced key. Without
+	// a staged key it is an error.
+	PromoteNextKey(ctx context.Context) (crypto.Signer, error)
+	// PreviousKey is the key the last promotion replaced, or an error
+	// wrapping ErrNoPreviousKey.
+	PreviousKey(ctx context.Context) (crypto.Signer, error)
+}
+
+// FluxTruster is implemented by backends that can see the cluster's Flux:
+// whether the Secret GitRepository gitpeer-<id> (in flux-system) verifies
+// commits with holds want, one of its values (an authorized_keys line under
+// a key ending in .sshpub, or an armored OpenPGP key under .asc), compared
+// without surrounding white space. A cluster with no such GitRepository
+// applies with another engine: ok is true, and why says so. When ok is
+// false, why says what holds the switch and what to do, for status.
+type FluxTruster interface {
+	FluxTrusts(ctx context.Context, want []byte) (ok bool, why string, err error)
+}
