@@ -178,7 +178,7 @@ func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runne
 	ps := PassStatus{Cluster: d.Cluster, Result: result, Started: start.UTC(), Ended: end.UTC()}
 	if res != nil {
 		ps.Attempts, ps.Commit = res.Attempts, res.Commit
-		ps.Stuck = res.Stuck
+		ps.Stuck, ps.KeyRollover = res.Stuck, res.KeyRollover
 	}
 	if err != nil {
 		if d.failingSince.IsZero() {

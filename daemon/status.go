@@ -48,6 +48,9 @@ type PassStatus struct {
 	// Stuck is what the pass found a revocation left being deleted for
 	// too long (reason ReasonRevocationStuck; runner.Result.Stuck).
 	Stuck []backend.Stuck `json:"stuck,omitempty"`
+	// KeyRollover says where a rollover of the cluster key stands
+	// (runner.Result.KeyRollover); "" when none is in progress.
+	KeyRollover string `json:"keyRollover,omitempty"`
 }
 
 // Status keeps the last pass's PassStatus, serves it (GET /status, JSON)

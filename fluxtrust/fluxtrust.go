@@ -10,10 +10,12 @@ package fluxtrust
 
 import (
 	"bytes"
+	"crypto"
 	"fmt"
 	"path"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -91,15 +93,21 @@ func Files(id string, k Keys) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flux verify Secret of %s: %w", id, err)
 	}
-	c, err := liqo.Encode(map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1alpha1",
-		"kind":       "Component",
-		"resources":  []string{SecretFile},
-	})
+	c, err := Component()
 	if err != nil {
 		return nil, err
 	}
 	return map[string][]byte{path.Join(Dir, ComponentFile): c, path.Join(Dir, SecretFile): s}, nil
+}
+
+// Component is flux/kustomization.yaml: the kustomize Component whose one
+// resource is the verify Secret.
+func Component() ([]byte, error) {
+	return liqo.Encode(map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1alpha1",
+		"kind":       "Component",
+		"resources":  []string{SecretFile},
+	})
 }
 
 // value is a key as the Secret holds it, without surrounding white space
@@ -135,5 +143,56 @@ func Parse(file, id string, format commitsig.Format, data []byte) (Keys, error) 
 	if k.Current == nil {
 		return Keys{}, fmt.Errorf("%s: stringData.%s: missing", file, KeyName(id, format, false))
 	}
+	if format != commitsig.FormatOpenPGP {
+		for _, v := range []struct {
+			value []byte
+			next  bool
+		}{{k.Current, false}, {k.Next, true}} {
+			if v.value != nil {
+				if err := checkSSHKey(id, v.value, v.next); err != nil {
+					return Keys{}, fmt.Errorf("%s: stringData.%s: %w", file, KeyName(id, format, v.next), err)
+				}
+			}
+		}
+	}
 	return k, nil
+}
+
+// checkSSHKey checks that line is an Ed25519 key as SSHKey writes it for
+// id: one authorized_keys line, with its comment.
+func checkSSHKey(id string, line []byte, next bool) error {
+	pub, _, _, rest, err := ssh.ParseAuthorizedKey(line)
+	if err != nil {
+		return fmt.Errorf("not an authorized_keys line: %w", err)
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("more than one key")
+	}
+	ck, ok := pub.(ssh.CryptoPublicKey)
+	if !ok {
+		return fmt.Errorf("a %s key, not ssh-ed25519", pub.Type())
+	}
+	want, err := SSHKey(id, ck.CryptoPublicKey(), next)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(bytes.TrimSpace(line), want) {
+		return fmt.Errorf("is not written as gitpeer writes %s's key (%q)", id, want)
+	}
+	return nil
+}
+
+// SSHKey is cluster id's public key pub (next: the staged one) as the
+// Secret holds it for SSH signatures: one authorized_keys line commented
+// gitpeer-<id> (or gitpeer-<id>-next), as gitpeer init prints it.
+func SSHKey(id string, pub crypto.PublicKey, next bool) ([]byte, error) {
+	comment := "gitpeer-" + id
+	if next {
+		comment += "-next"
+	}
+	line, err := commitsig.AuthorizedKey(pub, comment)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.TrimSpace(line)), nil
 }

@@ -13,24 +13,25 @@ import (
 	"github.com/gitpeer/gitpeer/commitsig"
 )
 
-func sshLine(t testing.TB, comment string) []byte {
+// sshLine is a new key of alpha as SSHKey writes it (next: the staged one).
+func sshLine(t testing.TB, next bool) []byte {
 	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, err := commitsig.AuthorizedKey(pub, comment)
+	line, err := SSHKey("alpha", pub, next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []byte(line)
+	return line
 }
 
 // The Component builds, with kustomize as Flux's kustomize-controller runs
 // it, into the one Secret GitRepository gitpeer-<id> verifies with, holding
 // exactly the keys given; and the same keys give the same bytes.
 func TestFilesBuildIntoTheVerifySecret(t *testing.T) {
-	cur, next := sshLine(t, "gitpeer-alpha"), sshLine(t, "gitpeer-alpha-next")
+	cur, next := sshLine(t, false), sshLine(t, true)
 	files, err := Files("alpha", Keys{Format: commitsig.FormatSSH, Current: cur, Next: next})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestFilesBuildIntoTheVerifySecret(t *testing.T) {
 // Outside a rollover the Secret holds the key in force alone: the old key
 // is trusted nowhere once the rollover is done.
 func TestFilesWithoutNextHoldOneKey(t *testing.T) {
-	files, err := Files("alpha", Keys{Format: commitsig.FormatSSH, Current: sshLine(t, "x")})
+	files, err := Files("alpha", Keys{Format: commitsig.FormatSSH, Current: sshLine(t, false)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +96,15 @@ func TestFilesWithoutNextHoldOneKey(t *testing.T) {
 // A Secret that is not the shape gitpeer writes is refused by name: a
 // repo writer's extra key would otherwise ride into Flux's trust.
 func TestParseRefusesWhatGitpeerDoesNotWrite(t *testing.T) {
-	cur := strings.TrimSpace(string(sshLine(t, "x")))
+	cur := strings.TrimSpace(string(sshLine(t, false)))
 	for name, tc := range map[string]struct{ data, want string }{
 		"extra key":   {"apiVersion: v1\nkind: Secret\nstringData:\n  alpha.sshpub: " + cur + "\n  mallory.sshpub: " + cur + "\n", "stringData.mallory.sshpub"},
 		"binary data": {"apiVersion: v1\nkind: Secret\ndata:\n  x: eA==\nstringData:\n  alpha.sshpub: " + cur + "\n", "data:"},
 		"no current":  {"apiVersion: v1\nkind: Secret\nstringData:\n  alpha-next.sshpub: " + cur + "\n", "missing"},
 		"not yaml":    {"{", "f.yaml"},
 		"unknown":     {"apiVersion: v1\nkind: Secret\nsurprise: 1\n", "surprise"},
+		"not a key":   {"apiVersion: v1\nkind: Secret\nstringData:\n  alpha.sshpub: hello\n", "not an authorized_keys line"},
+		"other label": {"apiVersion: v1\nkind: Secret\nstringData:\n  alpha.sshpub: " + cur + "\n  alpha-next.sshpub: " + cur + "\n", "alpha-next.sshpub: is not written as gitpeer writes"},
 	} {
 		_, err := Parse("f.yaml", "alpha", commitsig.FormatSSH, []byte(tc.data))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -111,7 +114,7 @@ func TestParseRefusesWhatGitpeerDoesNotWrite(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	files, _ := Files("alpha", Keys{Format: commitsig.FormatSSH, Current: sshLine(f, "x"), Next: sshLine(f, "y")})
+	files, _ := Files("alpha", Keys{Format: commitsig.FormatSSH, Current: sshLine(f, false), Next: sshLine(f, true)})
 	f.Add(files["flux/"+SecretFile])
 	f.Add([]byte("stringData: {alpha.sshpub: 1}"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -136,7 +136,7 @@ func (r *Repo) signedByUs(h plumbing.Hash) bool {
 	if f := r.opts.SignatureFormat; f != "" && commitsig.FormatOf(c.PGPSignature) != f {
 		return false
 	}
-	return r.signedBySelf(c)
+	return signedByKey(c, r.opts.AppliedKey)
 }
 
 // sealMessage is the message of a seal commit of cluster for scope: the

@@ -2,7 +2,6 @@ package gitsync
 
 import (
 	"context"
-	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
@@ -329,10 +327,18 @@ func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, 
 	return plumbing.ZeroHash, false, fmt.Errorf("propose on %s: %w", r.opts.PushBranch, &foreignCommitError{branch: r.opts.PushBranch, commit: c})
 }
 
-// signedBySelf reports whether c carries a signature by AppliedKey.
+// signedBySelf reports whether c carries a signature by AppliedKey, or by
+// a key it replaced (Rekey).
 func (r *Repo) signedBySelf(c *object.Commit) bool {
-	_, err := commitsig.Verify(c, map[string]crypto.PublicKey{"self": r.opts.AppliedKey})
-	return err == nil
+	if signedByKey(c, r.opts.AppliedKey) {
+		return true
+	}
+	for _, k := range r.former {
+		if signedByKey(c, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameProposal reports whether the proposals a and b make the same change

@@ -246,6 +246,9 @@ type Repo struct {
 		key  appliedKey
 		tree plumbing.Hash
 	}
+	// former are the keys Rekey replaced: commits they signed are still
+	// this cluster's own (signedBySelf).
+	former []crypto.PublicKey
 	// trustWorktree is set during a SyncTree: a reset with a snapshot
 	// moves from it without a stat scan of the worktree.
 	trustWorktree bool

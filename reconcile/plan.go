@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/gitpeer/gitpeer/artifact"
+	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )
@@ -163,6 +164,10 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		switch {
 		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
 			add("publish OpenPGP key")
+		case from == "" && to == self && rest == layout.ClusterFile && existed(f):
+			add("publish the rolled-over cluster key")
+		case from == "" && to == self && rest == path.Join(fluxtrust.Dir, fluxtrust.SecretFile) && existed(f):
+			add("update the keys Flux verifies " + self + "'s commits with")
 		case from == self && rest == manifest.FileName && isTombstone(f, plan.Writes[f]):
 			tombstones = append(tombstones, to)
 		case from == self && rest == layout.NonceFile:

@@ -65,6 +65,12 @@ type Input struct {
 	// cluster's earlier passes (see Cache); nil: every pass starts afresh.
 	// The output is the same either way.
 	Cache *Cache
+	// FluxNextKey, when set, is the cluster's staged next key
+	// (backend.KeyRoller) as its Flux reads it, in the format the cluster
+	// signs in (fluxtrust.SSHKey, or the armored OpenPGP key): the pass
+	// adds it to the keys clusters/<self>/flux/ trusts, so that the key in
+	// force vouches for it before it signs anything Flux applies.
+	FluxNextKey []byte
 	// Pending, when set, is the tree of the cluster's own proposal not
 	// merged yet (gitsync.Repo.Pending, with a review branch). The pass
 	// decides from Tree alone; from Pending it only takes back the
@@ -141,21 +147,23 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("own cluster info: %w", err)
 	}
-	if err := matchBackend(me, in.Backend); err != nil {
-		return nil, err
-	}
 	store := pins.New(self)
 	if in.Pins != nil {
 		store = in.Pins.Clone()
 	}
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{}, providers: map[string]bool{},
 		out: &Output{Files: map[string][]byte{}, Pins: store}}
+	if err := p.ownInfo(ctx); err != nil {
+		return nil, err
+	}
 	// From here on every read of the repo goes through the signed view: a
 	// file its writer did not sign does not exist.
 	p.view = manifest.NewCachedView(in.Tree, p, in.Cache.manifestCache())
 	p.in.Tree = p.view
-	if err := p.ownInfoSigned(); err != nil {
-		return nil, err
+	if p.rotated == nil {
+		if err := p.ownInfoSigned(); err != nil {
+			return nil, err
+		}
 	}
 	prev, err := layout.ReadStatus(p.in.Tree, self)
 	if err != nil {
@@ -279,6 +287,9 @@ type pass struct {
 	providers map[string]bool
 	// withdrawals: own directories found rolled back (withdraw.go).
 	withdrawals withdrawals
+	// rotated is the cluster.yaml this pass publishes for a promoted key
+	// (ownInfo), nil when it signs the published one as it is.
+	rotated []byte
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
@@ -353,12 +364,17 @@ func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 	p.out.Files[root+layout.StatusFile] = s
 	p.out.Status = status
 	// cluster.yaml is published by gitpeer init and checked against the
-	// backend above: the pass signs it as it is.
-	own, err := fs.ReadFile(p.raw, root+layout.ClusterFile)
-	if err != nil {
-		return err
+	// backend above: the pass signs it as it is, unless it switches keys.
+	own := p.rotated
+	if own == nil {
+		if own, err = fs.ReadFile(p.raw, root+layout.ClusterFile); err != nil {
+			return err
+		}
 	}
 	p.out.Files[root+layout.ClusterFile] = own
+	if err := p.renderFluxTrust(); err != nil {
+		return err
+	}
 	if p.in.OpenPGPKey != nil {
 		p.out.Files[root+layout.OpenPGPKeyFile] = p.in.OpenPGPKey
 	}

@@ -35,6 +35,11 @@ type Runner struct {
 	// its bytes from the commit), e.g. with schema.ParseBounded; nil:
 	// schema.Parse, in this process and unbounded.
 	LoadSpec func(ctx context.Context, file string, data []byte) (*schema.Spec, error)
+	// KeyRolloverWait is how long a staged key is announced before it is
+	// promoted when the backend cannot see the cluster's Flux (no
+	// backend.FluxTruster); zero: DefaultKeyRolloverWait; negative
+	// (NoKeyRolloverWait): none.
+	KeyRolloverWait time.Duration
 	// Fetched, when set, is called each time a pass has fetched the remote
 	// tip and starts computing on it (once per pass; with a review branch,
 	// once per push attempt): a daemon's readiness.
@@ -59,6 +64,10 @@ type Result struct {
 	// Stuck is what a revocation left being deleted for too long
 	// (backend.StuckReporter), or why that could not be checked.
 	Stuck []backend.Stuck
+	// KeyRollover says where a rollover of the cluster key stands: what
+	// the switch to the staged key waits for, or that this pass made it;
+	// "" when no key is staged.
+	KeyRollover string
 }
 
 // Pass runs one pass. Errors name what failed: the spec (with its
@@ -79,6 +88,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
+	next, nextValue, rollover, err := r.rollover(ctx, now())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
+	}
+	res.KeyRollover = rollover
 	pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
@@ -101,7 +115,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
-			Pending: r.Repo.Pending(),
+			Pending: r.Repo.Pending(), FluxNextKey: nextValue,
 		})
 		if err != nil {
 			return nil, err
@@ -137,6 +151,13 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	}
 	res.Result = gres
 	crashpoint.Reached(crashpoint.Applied)
+	// The staged key is announced once the applied branch holds a tree
+	// that trusts it: the pass changed nothing that awaits review.
+	if next != nil && next.Announced.IsZero() && gres.Proposed == "" && gres.Applied != "" && gres.AppliedHeld == "" {
+		if err := r.Backend.(backend.KeyRoller).MarkAnnounced(ctx, now()); err != nil {
+			return nil, fmt.Errorf("cluster %s: key rollover: %w", r.Backend.ClusterID(), err)
+		}
+	}
 	if gres.Commit == "" && gres.Proposed == "" {
 		res.Steps = nil
 	}

@@ -46,6 +46,22 @@ func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (g
 	return opts, nil
 }
 
+// rekey makes repo sign with b's cluster key from its next Sync on, as
+// Signed set it up for the key b held then: after a rollover promoted the
+// staged key (backend.KeyRoller).
+func rekey(repo *gitsync.Repo, b backend.Backend) error {
+	format := repo.SignatureFormat()
+	if format == "" {
+		format = commitsig.FormatSSH
+	}
+	signer, err := commitsig.NewFormatSigner(format, b.Signer())
+	if err != nil {
+		return fmt.Errorf("cluster %s: commit signing: %w", b.ClusterID(), err)
+	}
+	pub := b.Signer().Public()
+	return repo.Rekey(signer, pub, SignedByManifest(b.ClusterID(), pub))
+}
+
 // SignedByManifest is the applied-tree filter of cluster id: it keeps
 // clusters/<id>/manifest.yaml and exactly the files that manifest lists
 // with their content, once the manifest verifies with key (the cluster's

@@ -35,6 +35,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -389,6 +390,8 @@ func (v *verifier) file(p string) {
 			from, parts.Part(cluster), artifact.InboxArtifacts(parts))
 	case from == "" && rest == layout.KustomizationFile:
 		v.kustomization(p, cluster, data)
+	case from == "" && strings.HasPrefix(rest, fluxtrust.Dir+"/"):
+		v.fluxTrust(p, cluster, rest, data)
 	}
 }
 

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"time"
+
+	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/fluxtrust"
+	"github.com/gitpeer/gitpeer/handshake"
+)
+
+// DefaultKeyRolloverWait is Runner.KeyRolloverWait when zero: how long a
+// staged key is announced before a backend that cannot see the cluster's
+// Flux promotes it. Flux fetches the applied branch every minute
+// (manifests/flux) and applies a new revision at once; ten minutes leave
+// room for a reconciler or Flux restart in between.
+const DefaultKeyRolloverWait = 10 * time.Minute
+
+// NoKeyRolloverWait, as Runner.KeyRolloverWait, promotes a staged key as
+// soon as it is announced: for a cluster no Flux applies.
+const NoKeyRolloverWait time.Duration = -1
+
+// rollover is the step of a staged key rollover (backend.KeyRoller) a pass
+// takes before it computes. While the cluster does not trust the staged
+// key yet, it returns the key as the cluster's Flux reads it, for the pass
+// to announce (reconcile.Input.FluxNextKey), and a note saying what the
+// switch waits for. Once the cluster trusts it (backend.FluxTruster; a
+// backend that cannot see the cluster: KeyRolloverWait after the key was
+// announced), it promotes it and makes the Repo sign with it: this pass
+// publishes cluster.yaml with the new key and the rotation statement, and
+// its Flux Secret trusts the new key alone. Flux verifies that head with
+// the keys the last one made it trust, old and new, so it never refuses
+// one.
+func (r *Runner) rollover(ctx context.Context, now time.Time) (announce *backend.NextKey, value []byte, note string, err error) {
+	kr, ok := r.Backend.(backend.KeyRoller)
+	if !ok {
+		return nil, nil, "", nil
+	}
+	next, err := kr.Next(ctx)
+	if err != nil || next == nil {
+		return nil, nil, "", err
+	}
+	id := r.Backend.ClusterID()
+	value, err = fluxKey(id, next.Signer, r.Repo.SignatureFormat())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fp, err := handshake.Fingerprint(next.Signer.Public())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	trusted, why, err := r.trusts(ctx, next, value, now)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
+	}
+	if !trusted {
+		return next, value, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
+	}
+	old, err := kr.PromoteNextKey(ctx)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
+	}
+	if err := rekey(r.Repo, r.Backend); err != nil {
+		return nil, nil, "", err
+	}
+	was, _ := handshake.Fingerprint(old.Public())
+	return nil, nil, fmt.Sprintf("key rollover: %s replaces %s (%s); this pass publishes cluster.yaml with the rotation statement %s signed, and Flux trusts the new key alone from its next revision", fp, was, why, was), nil
+}
+
+// trusts reports whether the cluster trusts next for the commits it
+// applies, and why (or what it waits for).
+func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte, now time.Time) (bool, string, error) {
+	if ft, ok := r.Backend.(backend.FluxTruster); ok {
+		return ft.FluxTrusts(ctx, value)
+	}
+	wait := r.KeyRolloverWait
+	switch {
+	case wait == 0:
+		wait = DefaultKeyRolloverWait
+	case wait < 0:
+		wait = 0
+	}
+	if next.Announced.IsZero() {
+		return false, "an applied tree that announces it is pushed, then for " + wait.String() + " (--key-rollover-wait: this backend cannot see the cluster's Flux)", nil
+	}
+	if at := next.Announced.Add(wait); now.Before(at) {
+		return false, fmt.Sprintf("%s, %s after it was announced (--key-rollover-wait: this backend cannot see the cluster's Flux)", at.UTC().Format(time.RFC3339), wait), nil
+	}
+	return true, fmt.Sprintf("announced %s ago, at least --key-rollover-wait", now.Sub(next.Announced).Round(time.Second)), nil
+}
+
+// fluxKey is the staged key of cluster id as its Flux reads it, in the
+// format the cluster signs in (fluxtrust.Keys).
+func fluxKey(id string, key crypto.Signer, format commitsig.Format) ([]byte, error) {
+	if format == commitsig.FormatOpenPGP {
+		return commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
+	}
+	return fluxtrust.SSHKey(id, key.Public(), true)
+}
