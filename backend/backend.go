@@ -109,6 +109,10 @@ type StuckReporter interface {
 // the cluster key was never rotated with gitpeer rotate-key.
 var ErrNoPreviousKey = errors.New("no previous cluster key (the key was never rotated with gitpeer rotate-key)")
 
+// ErrNoNextKey means a backend holds no staged key: nothing to announce or
+// promote (gitpeer rotate-key stages one).
+var ErrNoNextKey = errors.New("no next cluster key staged (gitpeer rotate-key stages one)")
+
 // NextKey is a cluster key staged by gitpeer rotate-key and not in force
 // yet: the reconciler announces it to the cluster's Flux (the verify
 // Secret of its applied tree) while it still signs with the current key,

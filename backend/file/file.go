@@ -3,6 +3,9 @@
 //
 //	<dir>/config.yaml           cluster ID and API server URL (public)
 //	<dir>/cluster.key           Ed25519 key, PEM PKCS#8 (Liqo's privateKey format)
+//	<dir>/cluster.key.previous  the key the last promotion replaced (same format)
+//	<dir>/cluster.key.next      a key staged by gitpeer rotate-key (same format)
+//	<dir>/cluster.key.next.yaml what goes with it (see NextKeyMetaFile)
 //	<dir>/ca.crt, ca.key        the CA that signs client certificates
 //	<dir>/nonce.secret          32 random bytes nonces are derived from
 //	<dir>/kubeconfigs/<p>.kubeconfig  kubeconfigs obtained from providers
@@ -188,7 +191,7 @@ func damaged(dir, file string, err error) error {
 
 // stateEntries are the names in a state directory that only gitpeer
 // state has: one of them without config.yaml is damaged state, not none.
-var stateEntries = []string{KeyFile, CACertFile, CAKeyFile, NonceSecretFile, PinsFile, PreviousKeyFile, KubeconfigDir, TokenDir, "checkout", "checkout.lock"}
+var stateEntries = []string{KeyFile, CACertFile, CAKeyFile, NonceSecretFile, PinsFile, PreviousKeyFile, NextKeyFile, NextKeyMetaFile, KubeconfigDir, TokenDir, "checkout", "checkout.lock"}
 
 // Open loads the state directory dir. It refuses a directory that others can
 // read or enter (as ssh refuses a world-readable key). Errors wrap
@@ -423,50 +426,7 @@ func (b *Backend) SavePins(_ context.Context, s *pins.Store) error {
 
 var _ backend.PinKeeper = (*Backend)(nil)
 
-// PreviousKeyFile keeps the key RotateKey replaced, so that a rotation
-// statement can be signed again if the first publication was lost.
+// PreviousKeyFile keeps the key the last PromoteNextKey replaced, so that
+// a rotation statement can be signed again if the first publication was
+// lost.
 const PreviousKeyFile = "cluster.key.previous"
-
-// RotateKey replaces the cluster key with a new Ed25519 key, and the API
-// server in config.yaml when apiServer is not empty. It returns the key it
-// replaced (kept as cluster.key.previous), which signs the rotation
-// statement peers check against their pins. Files are replaced atomically:
-// a crash leaves the old key or the new one.
-func (b *Backend) RotateKey(apiServer string) (crypto.Signer, error) {
-	old := b.key
-	oldPEM, err := handshake.MarshalPrivateKey(old)
-	if err != nil {
-		return nil, err
-	}
-	key, err := handshake.GenerateKey()
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := handshake.MarshalPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	if apiServer != "" {
-		if err := layout.CheckAPIServer(apiServer); err != nil {
-			return nil, fmt.Errorf("api server: %w", err)
-		}
-		cfg := b.cfg
-		cfg.APIServer = apiServer
-		data, err := yaml.Marshal(cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := writePrivate(filepath.Join(b.dir, ConfigFile), data); err != nil {
-			return nil, err
-		}
-		b.cfg = cfg
-	}
-	if err := writePrivate(filepath.Join(b.dir, PreviousKeyFile), oldPEM); err != nil {
-		return nil, err
-	}
-	if err := writePrivate(filepath.Join(b.dir, KeyFile), keyPEM); err != nil {
-		return nil, err
-	}
-	b.key = key
-	return old, nil
-}
