@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"context"
 	"crypto"
 	"path/filepath"
 	"strings"
@@ -292,13 +293,17 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 	}
 }
 
-// rotateKey rotates cluster id's key as gitpeer rotate-key does: a new key
-// in its backend, and a cluster.yaml with a rotation statement signed by
-// signer (the old key, for a genuine rotation), committed by an admin.
+// rotateKey rotates cluster id's key as a rollover's switch does (a staged
+// key promoted in its backend), and commits, as an admin, a cluster.yaml
+// with a rotation statement signed by signer (the old key, for a genuine
+// rotation): what peers meet, whoever publishes it.
 func (w *world) rotateKey(id string, sign func(old crypto.Signer) crypto.Signer) *layout.ClusterInfo {
 	w.t.Helper()
 	c := w.clusters[id]
-	old, err := c.b.RotateKey("")
+	if _, err := c.b.StageKey(context.Background(), ""); err != nil {
+		w.t.Fatal(err)
+	}
+	old, err := c.b.PromoteNextKey(context.Background())
 	if err != nil {
 		w.t.Fatal(err)
 	}

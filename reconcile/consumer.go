@@ -90,6 +90,17 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now}
 	identity, err := artifact.VerifyIdentity(identityFile, data, check)
 	if err != nil {
+		if was := p.previousKeyIdentity(identityFile, data, check); was != "" && p.hasIdentity(provider) {
+			// This cluster rolled its key over: the provider's Identity
+			// for the old key serves until it answers the new Tenant
+			// (it keeps the old grant meanwhile: rotatedFrom).
+			if err := p.carryIdentity(provider); err != nil {
+				return err
+			}
+			ready(st, layout.StepReady, ReasonKeyRotationInProgress, "kept the Identity %s issued for this cluster's previous key %s until it answers the Tenant of the new key %s%s",
+				provider, was, p.me.Fingerprint, note)
+			return nil
+		}
 		if p.hasIdentity(provider) {
 			return p.keepIdentity(provider, st, artifactReason(err), err.Error()+note)
 		}
@@ -125,6 +136,39 @@ func (p *pass) hasIdentity(provider string) bool {
 // refused: a repo writer cannot withdraw a working Identity. The status
 // names why.
 func (p *pass) keepIdentity(provider string, st *peeringObject, reason, why string) error {
+	if err := p.carryIdentity(provider); err != nil {
+		return err
+	}
+	stall(st, layout.StepReady, reason, "kept the Identity accepted from %s: %s", provider, why)
+	return nil
+}
+
+// previousKeyIdentity returns the fingerprint of this cluster's previous
+// key when the Identity data, refused for its current key, is valid for
+// the key its cluster.yaml's rotation statement names as replaced: the
+// provider has not answered the new key's Tenant yet. "" otherwise.
+func (p *pass) previousKeyIdentity(file string, data []byte, check artifact.IdentityCheck) string {
+	if p.me.Rotation == nil {
+		return ""
+	}
+	prev, der, err := handshake.ParsePublicKey([]byte(p.me.Rotation.PreviousPublicKey))
+	if err != nil {
+		return ""
+	}
+	fp, err := handshake.Fingerprint(prev)
+	if err != nil || p.me.VerifyRotation(fp) != nil {
+		return ""
+	}
+	check.ConsumerKeyDER = der
+	if _, err := artifact.VerifyIdentity(file, data, check); err != nil {
+		return ""
+	}
+	return fp
+}
+
+// carryIdentity keeps the objects rendered for provider (and this
+// cluster's slice requests) as they were, and the Tenant this pass sends.
+func (p *pass) carryIdentity(provider string) error {
 	tenantFile := layout.InboxPath(provider, p.self, layout.TenantFile)
 	tenant, hasTenant := p.out.Files[tenantFile]
 	// The requests sent with the Tenant this pass give way to those sent
@@ -141,7 +185,6 @@ func (p *pass) keepIdentity(provider string, st *peeringObject, reason, why stri
 	if hasTenant {
 		p.out.Files[tenantFile] = tenant
 	}
-	stall(st, layout.StepReady, reason, "kept the Identity accepted from %s: %s", provider, why)
 	return nil
 }
 

@@ -11,6 +11,7 @@ package reconcile
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -152,7 +153,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		store = in.Pins.Clone()
 	}
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{}, providers: map[string]bool{},
-		out: &Output{Files: map[string][]byte{}, Pins: store}}
+		out: &Output{Files: map[string][]byte{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
 	if err := p.ownInfo(ctx); err != nil {
 		return nil, err
 	}
@@ -290,6 +291,9 @@ type pass struct {
 	// rotated is the cluster.yaml this pass publishes for a promoted key
 	// (ownInfo), nil when it signs the published one as it is.
 	rotated []byte
+	// ownKey signed this cluster's files as the tree holds them: the
+	// backend's key, or in the pass that switches keys the one it replaced.
+	ownKey crypto.PublicKey
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {

@@ -64,7 +64,7 @@ func (p *pass) ownInfo(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.me, p.rotated = &next, data
+	p.me, p.rotated, p.ownKey = &next, data, prev.Public()
 	return nil
 }
 

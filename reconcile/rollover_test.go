@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -26,13 +27,16 @@ var grantFiles = []string{
 	"clusters/alpha/inbox/beta/resourceslice-pool.status.yaml",
 }
 
-// rotateAlpha rotates alpha's key as gitpeer rotate-key does: a new key,
-// and cluster.yaml with a rotation statement signed by the old key, in a
-// directory signed by the new one.
+// rotateAlpha rotates alpha's key as a rollover's switch does: the staged
+// key promoted, and cluster.yaml with a rotation statement signed by the
+// old key, in a directory signed by the new one.
 func rotateAlpha(t *testing.T, w *world) *layout.ClusterInfo {
 	t.Helper()
-	old := w.files["alpha"].Signer()
-	if _, err := w.files["alpha"].RotateKey(""); err != nil {
+	if _, err := w.files["alpha"].StageKey(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	old, err := w.files["alpha"].PromoteNextKey(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	info, _ := w.files["alpha"].ClusterInfo()

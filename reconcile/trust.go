@@ -36,7 +36,9 @@ const (
 	// accepted, and no Tenant for the new key has verified yet. The peering
 	// is Ready: the accepted Tenant, its bindings, Identity and granted
 	// slices stay as they were until the new Tenant verifies, and are then
-	// re-issued for the new key in the same pass.
+	// re-issued for the new key in the same pass. On the consumer's side:
+	// it rolled its key over and keeps the Identity issued for the previous
+	// key until the provider answers the new key's Tenant.
 	ReasonKeyRotationInProgress = "KeyRotationInProgress"
 )
 
@@ -51,7 +53,7 @@ type trusted struct {
 // the peers trusted in this pass.
 func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
 	if writer == p.self {
-		return p.in.Backend.Signer().Public(), true
+		return p.ownKey, true
 	}
 	t, ok := p.trusted[writer]
 	if !ok {

@@ -1,0 +1,221 @@
+package demo_test
+
+import (
+	"context"
+	"crypto"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/demo"
+	"github.com/gitpeer/gitpeer/fluxtrust"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/verify"
+)
+
+// flux is what source-controller does with alpha's applied branch, as far
+// as trust goes: it verifies each new head with the keys the Secret it
+// applied last holds (mode HEAD: the head's signature alone), and applies
+// the head's clusters/alpha/flux/ Secret if it verifies.
+type flux struct {
+	t       *testing.T
+	remote  string
+	id      string
+	head    plumbing.Hash
+	trusted []crypto.PublicKey
+	refused int
+}
+
+// fetch takes the applied branch's head as Flux would, failing the test
+// if Flux would refuse it.
+func (f *flux) fetch(after string) {
+	f.t.Helper()
+	repo, err := gogit.PlainOpen(f.remote)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(layout.AppliedBranch(f.id)), true)
+	if err != nil {
+		f.t.Fatalf("after %s: %v", after, err)
+	}
+	if ref.Hash() == f.head {
+		return
+	}
+	c, err := repo.CommitObject(ref.Hash())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	keys := map[string]crypto.PublicKey{}
+	for i, k := range f.trusted {
+		keys[string(rune('a'+i))] = k
+	}
+	if _, err := commitsig.Verify(c, keys); err != nil {
+		f.refused++
+		f.t.Errorf("after %s: Flux refuses the applied head %s: %v", after, c.Hash, err)
+		return
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	file, err := tree.File(layout.ClusterPath(f.id, fluxtrust.Dir, fluxtrust.SecretFile))
+	if err != nil {
+		f.t.Fatalf("after %s: the applied head carries no verify Secret: %v", after, err)
+	}
+	data, _ := file.Contents()
+	k, err := fluxtrust.Parse(file.Name, f.id, commitsig.FormatSSH, []byte(data))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.trusted = nil
+	for _, v := range [][]byte{k.Current, k.Next} {
+		if v == nil {
+			continue
+		}
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(v)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		f.trusted = append(f.trusted, pub.(ssh.CryptoPublicKey).CryptoPublicKey())
+	}
+	f.head = ref.Hash()
+}
+
+func fp(k crypto.PublicKey) string {
+	s, _ := handshake.Fingerprint(k)
+	return s
+}
+
+// TestAKeyRolloverNeverBreaksFluxNorThePeering rolls alpha's key while
+// alpha and beta are peered, with alpha's Flux simulated to the letter of
+// its trust (flux above): rotate-key's staging, the announcement, the
+// --key-rollover-wait, the switch. Flux never refuses a head, both sides
+// stay Ready at every pass, and at the end the old key is trusted nowhere:
+// not by Flux's Secret, not by beta's pin, not by the published
+// cluster.yaml, and verify finds nothing.
+func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	human := filepath.Join(t.TempDir(), "human")
+	git(t, "clone", "-q", rep.Remote, human)
+	l := &lifecycle{t: t, rep: rep, clock: clk, human: human}
+	alpha := rep.Clusters[0]
+	if alpha.ID != "alpha" {
+		alpha = rep.Clusters[1]
+	}
+	old := alpha.Backend.Signer().Public()
+	oldFP, _ := handshake.Fingerprint(old)
+	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{old}}
+	fl.fetch("the demo")
+
+	ready := func(after string) {
+		t.Helper()
+		for _, side := range []string{"alpha", "beta"} {
+			p := l.peering(side)
+			ok := false
+			for _, c := range p.Conditions {
+				ok = ok || c.Type == "Ready" && c.Status == "True"
+			}
+			if !ok {
+				t.Errorf("after %s: %s's side of the peering is not Ready: %+v", after, side, p.Conditions)
+			}
+		}
+	}
+	ready("the demo")
+
+	next, err := alpha.Backend.StageKey(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newFP, _ := handshake.Fingerprint(next.Signer.Public())
+	var notes []string
+	step := func(id string) {
+		t.Helper()
+		for _, c := range rep.Clusters {
+			if c.ID != id {
+				continue
+			}
+			res, err := c.Runner.Pass(ctx)
+			if err != nil {
+				t.Fatalf("%s's pass: %v", id, err)
+			}
+			if id == "alpha" && res.KeyRollover != "" {
+				notes = append(notes, res.KeyRollover)
+			}
+		}
+		after := id + "'s pass at " + clk.now.Format(time.TimeOnly)
+		fl.fetch(after)
+		ready(after)
+	}
+	// Announced, then held for --key-rollover-wait: still the old key.
+	for range 3 {
+		step("alpha")
+		step("beta")
+	}
+	if fp(alpha.Backend.Signer().Public()) != oldFP {
+		t.Fatal("alpha switched before --key-rollover-wait passed")
+	}
+	if len(fl.trusted) != 2 {
+		t.Fatalf("after the announcement, Flux trusts %d keys, want the old and the new", len(fl.trusted))
+	}
+	clk.now = clk.now.Add(runner.DefaultKeyRolloverWait)
+	for range 6 {
+		step("alpha")
+		step("beta")
+		clk.now = clk.now.Add(time.Minute)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "key rollover: "+newFP+" replaces "+oldFP) {
+		t.Errorf("alpha's passes never said it switched:\n%s", strings.Join(notes, "\n"))
+	}
+
+	// The old key is trusted nowhere.
+	if len(fl.trusted) != 1 || fp(fl.trusted[0]) != newFP {
+		t.Errorf("Flux ends up trusting %d keys, want the new one alone", len(fl.trusted))
+	}
+	info, err := layout.ParseClusterInfo("cluster.yaml", "alpha", []byte(l.show("clusters/alpha/cluster.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Fingerprint != newFP || info.VerifyRotation(oldFP) != nil {
+		t.Errorf("cluster.yaml publishes %s (statement: %v), want %s signed over by %s", info.Fingerprint, info.VerifyRotation(oldFP), newFP, oldFP)
+	}
+	for _, c := range rep.Clusters {
+		if c.ID != "beta" {
+			continue
+		}
+		pins, err := c.Backend.LoadPins(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := pins.Lookup("alpha"); p == nil || p.Fingerprint != newFP {
+			t.Errorf("beta pins %+v for alpha, want %s", p, newFP)
+		}
+	}
+	git(t, "-C", human, "pull", "-q", "--ff-only")
+	spec, _, err := schema.Load(human)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := verify.Tree(layout.NewTree(human), spec, clk.Now()); len(problems) > 0 {
+		t.Errorf("verify after the rollover: %v", problems)
+	}
+}
