@@ -8,6 +8,8 @@
 //	clusters/<id>/liqo/<peer>/…       objects <id> rendered for itself, per peer
 //	clusters/<id>/inbox/<from>/…      artifacts <from> addressed to <id>
 //	clusters/<id>/status.yaml         <id>'s per-peering conditions
+//	clusters/<id>/flux/…              the Secret <id>'s Flux verifies with
+//	                                  (package fluxtrust)
 //	clusters/<id>/openpgp.asc         <id>'s OpenPGP key, when it signs its
 //	                                  commits with OpenPGP (for Argo CD)
 //

@@ -183,6 +183,8 @@ func TestBadInputExitsNonZeroWithAClearError(t *testing.T) {
 		{"file backend without a state dir", []string{"init", "--cluster", "a", "--api-server", "https://x"}, 1, "--state-dir is required with --backend file"},
 		{"certificate lifetime in the spec too short to renew", []string{"validate", filepath.Join(root, "short")}, 1, `peering.cue:1:72: clusters[1].provider.certificateLifetime: "90s" is shorter than 10m`},
 		{"certificate lifetime flag too short to renew", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "90s"}, 1, "--certificate-lifetime 1m30s is shorter than 10m0s"},
+		{"negative key rollover wait", []string{"reconcile", "--once", "--cluster", "a", "--repo", root, "--state-dir", filepath.Join(root, "s"), "--key-rollover-wait", "-5m"}, 1, "--key-rollover-wait must not be negative, got -5m0s"},
+		{"rotate-key to a plain-HTTP API server", []string{"rotate-key", "--cluster", "a", "--state-dir", filepath.Join(root, "s"), "--api-server", "http://a.example:6443"}, 1, "--api-server: "},
 		{"plan's certificate lifetime too short to renew", []string{"plan", "--cluster", "a", "--state-dir", filepath.Join(root, "s"), "--certificate-lifetime", "9m", root}, 2, "--certificate-lifetime 9m0s is shorter than 10m0s"},
 		{"unknown signing format for init", []string{"init", "--cluster", "a", "--api-server", "https://x", "--state-dir", filepath.Join(root, "s"), "--signing-format", "gpg"}, 1, `--signing-format: signing format "gpg" is not one of: ssh, openpgp`},
 		{"unknown allowed-signers format", []string{"allowed-signers", root, "--format", "x509"}, 1, `--format: signing format "x509" is not one of: ssh, openpgp`},

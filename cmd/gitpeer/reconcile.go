@@ -22,16 +22,16 @@ import (
 
 func newReconcileCmd() *cobra.Command {
 	var (
-		cluster, repoURL, checkout, branch string
-		pushBranch, signingFormat          string
-		reviewScope                        string
-		bf                                 backendFlags
-		gitCredentials                     string
-		pr                                 prFlags
-		df                                 daemonFlags
-		once, clusterRoles, watch, wait    bool
-		waitTimeout                        time.Duration
-		interval, lifetime, pushTimeout    time.Duration
+		cluster, repoURL, checkout, branch            string
+		pushBranch, signingFormat                     string
+		reviewScope                                   string
+		bf                                            backendFlags
+		gitCredentials                                string
+		pr                                            prFlags
+		df                                            daemonFlags
+		once, clusterRoles, watch, wait               bool
+		waitTimeout                                   time.Duration
+		interval, lifetime, pushTimeout, rolloverWait time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "reconcile --cluster ID --repo URL (--state-dir DIR | --backend kubernetes) [--once | --interval D]",
@@ -88,6 +88,12 @@ Another one fails naming the holder's process, or with --wait waits.`,
 			}
 			if err := checkCertificateLifetime(lifetime); err != nil {
 				return err
+			}
+			switch {
+			case rolloverWait < 0:
+				return fmt.Errorf("--key-rollover-wait must not be negative, got %s (0 switches to a staged key as soon as it is announced: for a cluster no Flux applies)", rolloverWait)
+			case rolloverWait == 0:
+				rolloverWait = runner.NoKeyRolloverWait
 			}
 			format, err := commitsig.ParseFormat(signingFormat)
 			if err != nil {
@@ -152,7 +158,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 				return branchFlagError(err)
 			}
 			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles,
-				LoadSpec: boundedSpecLoader(lim)}
+				LoadSpec: boundedSpecLoader(lim), KeyRolloverWait: rolloverWait}
 			if once {
 				return passOnce(cmd.Context(), r, review, cmd.OutOrStdout())
 			}
@@ -188,6 +194,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass; at most 10 times it in all")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
+	f.DurationVar(&rolloverWait, "key-rollover-wait", runner.DefaultKeyRolloverWait, "file backend: how long a key staged by rotate-key is announced to the cluster's Flux before it signs; 0 for a cluster no Flux applies (the kubernetes backend reads Flux's verify Secret instead)")
 	addSpecLimitFlags(cmd)
 	df.register(cmd)
 	cmd.Long += pushBranchHelp + openPRHelp
@@ -319,6 +326,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 	}
 	for _, st := range res.Stuck {
 		fmt.Fprintf(w, "  warning: %s: %s\n", st.Object, st.Message)
+	}
+	if res.KeyRollover != "" {
+		fmt.Fprintf(w, "  %s\n", res.KeyRollover)
 	}
 	if review != nil && review.pr != nil {
 		return review.pr.ensure(ctx, id, res, w)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto"
 	"fmt"
 	"regexp"
 	"sort"
@@ -184,58 +183,40 @@ func newRotateKeyCmd() *cobra.Command {
 		bf                       backendFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "rotate-key --cluster ID (--state-dir DIR | --backend kubernetes) --repo PATH [--api-server URL]",
-		Short: "Replace the cluster key, publishing a rotation statement signed by the old one",
-		Long: `rotate-key generates a new cluster key in the file backend (the old one is kept
-as cluster.key.previous), optionally changes the API server, and writes into
-the working tree PATH a clusters/<id>/cluster.yaml with the new key and a
-rotation statement signed by the old key, and the manifest signed by the new
-one. Commit and merge it: every peer that pinned the old key accepts the new
-one through the statement, with no admin re-pinning, and the handshake runs
-again for the new key. If the spec pins this cluster's fingerprint, update it
-in the same pull request.
+		Use:   "rotate-key --cluster ID (--state-dir DIR | --backend kubernetes) [--repo PATH] [--api-server URL]",
+		Short: "Stage a new cluster key: the reconciler rolls over to it without Flux ever refusing a head",
+		Long: `rotate-key stages a new cluster key beside the current one (the file backend's
+cluster.key.next; the kubernetes backend's Secret gitpeer-next-authentication-keys),
+with a new API server if --api-server is given. Nothing is committed by hand:
+the cluster's reconciler rolls the key over in steps, as DNSSEC and TUF do.
 
---backend kubernetes replaces Liqo's Secret authentication-keys (the old key
-is kept in Secret gitpeer-previous-authentication-keys) and keeps the API
-server and CA that cluster.yaml in PATH publishes unless --api-server or
---ca-file is given. Run again after the cluster.yaml it wrote was lost, it
-signs the statement again without rotating. Liqo's controllers read the new
-key with no restart; restart the gitpeer reconciler once the commit is merged
+  1. Its passes add the staged key to the keys the cluster's Flux verifies
+     with (clusters/<id>/flux/, the Secret flux-system/gitpeer-signing),
+     still signing with the current key, which so vouches for the new one.
+  2. Once the cluster trusts the new key (the kubernetes backend reads Flux's
+     verify Secret; the file backend waits --key-rollover-wait after the
+     announcement), a pass switches: it signs with the new key, publishes
+     cluster.yaml with it and a rotation statement signed by the old key
+     (peers that pinned the old key follow with no admin re-pinning), and
+     Flux trusts the new key alone from that revision on.
+
+The key replaced is kept (cluster.key.previous; Secret
+gitpeer-previous-authentication-keys) to sign the statement again if needed.
+With --repo, rotate-key first checks that the checkout's cluster.yaml
+publishes this backend's key (a wrong --context or --state-dir is refused).
+Running it again while a key is staged changes nothing. The reconciler's
+output, its status and 'gitpeer status' say where the rollover stands
 (docs/deploy.md, "Rotating the cluster key").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if bf.kind == backendKubernetes {
-				return rotateKubernetes(cmd.Context(), &bf, cluster, repo, apiServer, cmd.ErrOrStderr())
-			}
-			b, err := bf.open(cmd.Context(), cluster)
-			if err != nil {
-				return err
-			}
-			fb := b.(interface {
-				RotateKey(string) (crypto.Signer, error)
-			})
-			before, err := b.ClusterInfo()
-			if err != nil {
-				return err
-			}
-			old, err := fb.RotateKey(apiServer)
-			if err != nil {
-				return err
-			}
-			info, err := b.ClusterInfo()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "rotated %s: %s -> %s\n", cluster, before.Fingerprint, info.Fingerprint)
-			return publishRotation(repo, cluster, b, old, cmd.ErrOrStderr())
+			return stageKey(cmd.Context(), &bf, cluster, repo, apiServer, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
-	f.StringVar(&repo, "repo", "", "working tree of the peering repo")
-	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server (default: unchanged)")
+	f.StringVar(&repo, "repo", "", "a checkout of the peering repo, to check that this backend's key is the one published (optional)")
+	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server, published with the new key (default: unchanged)")
 	bf.register(f, false)
 	_ = cmd.MarkFlagRequired("cluster")
-	_ = cmd.MarkFlagRequired("repo")
 	return cmd
 }

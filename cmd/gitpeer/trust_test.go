@@ -90,15 +90,24 @@ func TestRotateKeyIsAcceptedAndASwapNeedsTrust(t *testing.T) {
 	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
 	git(t, work, "pull", "-q", "--ff-only")
 
-	// alpha rotates its key: beta accepts it through the rotation statement.
+	// alpha rotates its key: rotate-key stages it, alpha's reconciler
+	// announces it (still signing with the old key), then switches and
+	// publishes the statement; beta accepts the new key through it. Nothing
+	// is committed by hand. No Flux applies here: no wait.
 	code, _, stderr := gitpeer(t, "rotate-key", "--cluster", "alpha", "--state-dir", filepath.Join(root, "state", "alpha"), "--repo", work)
-	if code != 0 || !strings.Contains(stderr, "rotated alpha: sha256:") {
+	if code != 0 || !strings.Contains(stderr, "alpha: staged key sha256:") {
 		t.Fatalf("rotate-key: %d %s", code, stderr)
 	}
-	git(t, work, "add", "-A")
-	git(t, work, "commit", "-qm", "rotate alpha's key")
-	git(t, work, "push", "-q", "origin", "main")
-	reconcileAll(t, root, remote, "alpha", "beta", "alpha", "beta", "alpha")
+	if status := git(t, work, "status", "--porcelain"); status != "" {
+		t.Fatalf("rotate-key wrote into the checkout:\n%s", status)
+	}
+	for i, want := range []string{"signing with the current key until", "key rollover: sha256:"} {
+		code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", remote, "--state-dir", filepath.Join(root, "state", "alpha"), "--key-rollover-wait", "0")
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("alpha's pass %d after rotate-key: %d, want %q in\n%s%s", i+1, code, want, out, stderr)
+		}
+	}
+	reconcileAll(t, root, remote, "beta", "alpha", "beta", "alpha")
 	git(t, work, "pull", "-q", "--ff-only")
 	if code, out, _ := gitpeer(t, "status", work); code != 0 || !strings.Contains(out, "alpha     beta      Ready  true") {
 		t.Fatalf("after a signed rotation: %d\n%s", code, out)
