@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -72,6 +74,12 @@ func (b *Backend) FluxTrusts(ctx context.Context, want []byte) (bool, string, er
 		// Also what the API server answers when Flux's CRD is not installed.
 		return true, fmt.Sprintf("no Flux %s: %v; the cluster applies its tree with another engine, whose trust gitpeer cannot see", where, err), nil
 	case apierrors.IsForbidden(err):
+		// RBAC answers before the resource is looked up: a cluster without
+		// Flux, where the Role gitpeer-flux (in a namespace that does not
+		// exist) was left out, is told by discovery, which needs no Role.
+		if served, derr := b.gitRepositoriesServed(ctx); derr == nil && !served {
+			return true, fmt.Sprintf("no Flux %s: the API server serves no %s (Flux is not installed); the cluster applies its tree with another engine, whose trust gitpeer cannot see", where, GitRepositoryResource.GroupResource()), nil
+		}
 		return false, "", fmt.Errorf("get %s: %w (gitpeer needs get on gitrepositories.source.toolkit.fluxcd.io in %s: Role gitpeer-flux of manifests/rbac)", where, err, FluxNamespace)
 	case err != nil:
 		return false, "", fmt.Errorf("get %s: %w", where, err)
@@ -118,6 +126,37 @@ func keysOrNone(keys []string) string {
 		return "no key ending in .sshpub or .asc"
 	}
 	return strings.Join(keys, ", ")
+}
+
+// gitRepositoriesServed reports whether the API server serves
+// GitRepositoryResource, from discovery through Options.Config (an error
+// without it).
+func (b *Backend) gitRepositoriesServed(ctx context.Context) (bool, error) {
+	if b.opts.Config == nil {
+		return false, errors.New("kubernetes backend: no rest config for discovery")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(b.opts.Config))
+	if err != nil {
+		return false, err
+	}
+	// As ServerResourcesForGroupVersion does, with ctx.
+	raw, err := dc.RESTClient().Get().AbsPath("/apis", GitRepositoryResource.Group, GitRepositoryResource.Version).Do(ctx).Raw()
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return false, fmt.Errorf("discovery of %s: %w", GitRepositoryResource.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == GitRepositoryResource.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // fluxClient is Options.Dynamic, else a dynamic client of Options.Config.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -19,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
@@ -181,9 +184,9 @@ func TestFluxTrustsRefusesAnEmptyKey(t *testing.T) {
 // real kube-apiserver (GITPEER_TEST_KUBECONFIG, as TestRealCluster) with
 // Flux's GitRepository CRD of manifests/flux/testdata/crds installed, as a
 // ServiceAccount bound to the Role gitpeer-flux of manifests/rbac alone:
-// that Role is proven sufficient, and a ServiceAccount without it gets an
-// error naming the permission. With the CRD absent at the start, that case
-// ("no such resource") is checked first. It needs a throwaway cluster:
+// that Role is proven sufficient, and without it FluxTrusts errs naming
+// the permission, unless Flux is not installed at all (checked first when
+// the CRD is absent at the start). It needs a throwaway cluster:
 // flux-system/gitpeer-signing must not exist.
 func TestFluxTrustsRealCluster(t *testing.T) {
 	path := os.Getenv("GITPEER_TEST_KUBECONFIG")
@@ -229,14 +232,14 @@ func TestFluxTrustsRealCluster(t *testing.T) {
 		_ = core.Secrets(FluxNamespace).Delete(ctx, "gitpeer-signing-8t2bk7hm4f", metav1.DeleteOptions{})
 	})
 
-	as := rest.CopyConfig(admin)
-	as.Impersonate = rest.ImpersonationConfig{UserName: saUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:gitpeer-system", "system:authenticated"}}
-	b := &Backend{opts: Options{Config: as}, core: corev1client.NewForConfigOrDie(as), clusterID: id}
-
-	// Without the Role: Forbidden, named.
-	if _, _, err := b.FluxTrusts(ctx, []byte(fluxNextKey)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "get on gitrepositories.source.toolkit.fluxcd.io in flux-system") {
-		t.Fatalf("FluxTrusts without the Role: %v, want Forbidden naming the permission", err)
+	// b runs as the ServiceAccount bound to the Role, bare as one bound to
+	// nothing.
+	impersonate := func(user string) *Backend {
+		as := rest.CopyConfig(admin)
+		as.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:gitpeer-system", "system:authenticated"}}
+		return &Backend{opts: Options{Config: as}, core: corev1client.NewForConfigOrDie(as), clusterID: id}
 	}
+	b, bare := impersonate(saUser), impersonate(saUser+"-bare")
 	if _, err := rbac.Roles(FluxNamespace).Create(ctx, &role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +254,18 @@ func TestFluxTrustsRealCluster(t *testing.T) {
 		t.Fatalf("the Role %s is not in force: %v", name, err)
 	}
 
-	// Flux's CRD absent: the same as no GitRepository.
+	// Flux not installed: the API server has no such resource. Without the
+	// Role (left out where flux-system does not exist), discovery tells.
 	crd := loadGitRepositoryCRD(t)
 	if _, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		t.Run("CRD absent", func(t *testing.T) {
 			fluxTrustCases[0].check(t, b)
+		})
+		t.Run("CRD absent, no Role", func(t *testing.T) {
+			ok, why, err := bare.FluxTrusts(ctx, []byte(fluxNextKey))
+			if err != nil || !ok || !strings.Contains(why, "no Flux GitRepository flux-system/gitpeer-"+id+": ") || !strings.Contains(why, "Flux is not installed") {
+				t.Fatalf("FluxTrusts without Flux: %v, %q, %v", ok, why, err)
+			}
 		})
 		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -270,6 +280,11 @@ func TestFluxTrustsRealCluster(t *testing.T) {
 		return err == nil, nil
 	}); err != nil {
 		t.Fatalf("GitRepository CRD not served: %v", err)
+	}
+
+	// Flux installed, the Role missing: Forbidden, the permission named.
+	if _, _, err := bare.FluxTrusts(ctx, []byte(fluxNextKey)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "get on gitrepositories.source.toolkit.fluxcd.io in flux-system") {
+		t.Fatalf("FluxTrusts without the Role: %v, want Forbidden naming the permission", err)
 	}
 
 	for _, c := range fluxTrustCases {
@@ -306,4 +321,46 @@ func loadGitRepositoryCRD(t *testing.T) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// Without the Role gitpeer-flux, on a cluster whose discovery cannot be
+// asked (no rest config), each Forbidden read is an error naming the
+// permission missing, never a verdict.
+func TestFluxTrustsNamesAMissingPermission(t *testing.T) {
+	forbid := func(resource string) k8stesting.ReactionFunc {
+		return func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: a.GetResource().Group, Resource: resource}, "x", errors.New("RBAC: access denied"))
+		}
+	}
+	for _, c := range []struct {
+		name, want string
+		setup      func(cs *fake.Clientset, dyn *dynfake.FakeDynamicClient)
+	}{
+		{"GitRepository", "gitpeer needs get on gitrepositories.source.toolkit.fluxcd.io in flux-system: Role gitpeer-flux of manifests/rbac",
+			func(cs *fake.Clientset, dyn *dynfake.FakeDynamicClient) {
+				dyn.PrependReactor("get", "gitrepositories", forbid("gitrepositories"))
+			}},
+		{"verify Secret", "gitpeer needs get on secrets named gitpeer-signing in flux-system: Role gitpeer-flux of manifests/rbac",
+			func(cs *fake.Clientset, dyn *dynfake.FakeDynamicClient) {
+				cs.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					if a.GetNamespace() != FluxNamespace {
+						return false, nil, nil
+					}
+					return forbid("secrets")(a)
+				})
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := newClientset()
+			dyn := newFluxDynamic(fluxRepo("alpha", FluxVerifySecretName))
+			opts := testOptions(testCA(t))
+			opts.Dynamic = dyn
+			b, _ := initBackend(t, cs, opts)
+			c.setup(cs, dyn)
+			ok, why, err := b.FluxTrusts(context.Background(), []byte(fluxNextKey))
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.want) || ok || why != "" {
+				t.Fatalf("FluxTrusts: %v, %q, %v; want a Forbidden error naming %q", ok, why, err, c.want)
+			}
+		})
+	}
 }
