@@ -691,7 +691,8 @@ func signingKey(t *testing.T, allowedSigners, id string) string {
 }
 
 // writeFluxOverlay writes the overlay of docs/gitops.md for cluster id
-// (params.env, <id>.sshpub, the component), plus patches for this test's
+// (params.env, <id>.sshpub as the bootstrap verify Secret gitpeer-signing,
+// the component), plus patches for this test's
 // pace: the GitRepository polls every fluxInterval, and a failed apply (a
 // namespace still terminating) is retried after as long.
 func writeFluxOverlay(t *testing.T, dir, id, repoURL, sshpub string) {
@@ -712,6 +713,9 @@ secretGenerator:
   - name: gitpeer-signing
     namespace: flux-system
     files: [%s.sshpub]
+    options:
+      disableNameSuffixHash: true
+      annotations: {kustomize.toolkit.fluxcd.io/ssa: IfNotPresent}
 patches:
   - target: {group: source.toolkit.fluxcd.io, kind: GitRepository}
     patch: '[{"op": "replace", "path": "/spec/interval", "value": "%s"}]'

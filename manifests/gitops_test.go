@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/backend/kubernetes"
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/internal/testgit"
@@ -590,8 +591,18 @@ func checkFlux(t *testing.T, objs objects, p map[string]string) {
 	if dig(repo.m, "spec", "ref", "tag") != nil || dig(repo.m, "spec", "ref", "commit") != nil || dig(repo.m, "spec", "ref", "semver") != nil {
 		t.Errorf("the GitRepository's ref %v pins something besides the branch", dig(repo.m, "spec", "ref"))
 	}
+	// The verify Secret is the one the cluster's tree keeps afterwards
+	// (clusters/<id>/flux/) and FluxTrusts reads: its name has no hash, and
+	// Flux creates it only if absent, never putting the bootstrap key back
+	// over the tree's.
+	if got := repo.str("spec", "verify", "secretRef", "name"); got != kubernetes.FluxVerifySecretName {
+		t.Errorf("GitRepository spec.verify.secretRef.name = %q, want %q: gitpeer rolls the cluster key through that Secret alone", got, kubernetes.FluxVerifySecretName)
+	}
 	// The verify Secret holds exactly <id>.sshpub: the cluster's key alone.
 	secret := objs.get(t, "Secret", repo.str("spec", "verify", "secretRef", "name"))
+	if got := dig(secret.m, "metadata", "annotations", "kustomize.toolkit.fluxcd.io/ssa"); got != "IfNotPresent" {
+		t.Errorf("the verify Secret %s has annotation kustomize.toolkit.fluxcd.io/ssa %v, want IfNotPresent: Flux would overwrite the keys the tree keeps", secret.id, got)
+	}
 	keys := sortedKeys(secret.m["data"])
 	if want := []string{id + ".sshpub"}; !slices.Equal(keys, want) {
 		t.Errorf("the verify Secret %s holds keys %v, want %v (as gitpeer init prints it)", secret.id, keys, want)
@@ -609,7 +620,7 @@ func checkFlux(t *testing.T, objs objects, p map[string]string) {
 		"spec.dependsOn":       []any{map[string]any{"name": "liqo-crds"}},
 		"spec.targetNamespace": nil,
 		"spec.postBuild":       nil,
-		"spec.components":      nil,
+		"spec.components":      []any{"flux"}, // clusters/<id>/flux/: the verify Secret the tree keeps
 	} {
 		if got := dig(ks.m, strings.Split(field, ".")...); !reflect.DeepEqual(got, want) {
 			t.Errorf("Kustomization %s = %v, want %v", field, got, want)
@@ -688,7 +699,7 @@ func checkArgoApplication(t *testing.T, objs objects, p map[string]string) {
 // TestFluxComponentIsWhatGitpeerInitPrints builds gitpeer, runs `gitpeer
 // init` with --repo-url and --git-secret, and builds manifests/flux with the
 // same facts: the GitRepository must be the one init printed (the verify
-// Secret's name aside: the component's has a hash suffix), and the verify
+// Secret's name aside: init's is gitpeer-<id>-signing), and the verify
 // Secret must hold init's key under init's key name.
 func TestFluxComponentIsWhatGitpeerInitPrints(t *testing.T) {
 	bin := buildGitpeer(t)
@@ -738,7 +749,10 @@ components:
 configMapGenerator:
   - {name: gitpeer-flux, namespace: flux-system, envs: [params.env]}
 secretGenerator:
-  - {name: gitpeer-signing, namespace: flux-system, files: [` + id + `.sshpub]}
+  - name: gitpeer-signing
+    namespace: flux-system
+    files: [` + id + `.sshpub]
+    options: {disableNameSuffixHash: true, annotations: {kustomize.toolkit.fluxcd.io/ssa: IfNotPresent}}
 `,
 		"flux/init/params.env":        fmt.Sprintf("CLUSTER_ID=%s\nREPO_URL=%s\nGIT_SECRET=%s\n", id, url, gitSecret),
 		"flux/init/" + id + ".sshpub": keyLine + "\n",

@@ -42,6 +42,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	certv1client "k8s.io/client-go/kubernetes/typed/certificates/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -124,6 +125,9 @@ type Options struct {
 	// Now is the clock issued certificates are checked against; time.Now if
 	// nil.
 	Now func() time.Time
+	// Dynamic reads Flux's GitRepository for FluxTrusts; a client of
+	// Config if nil (e.g. a fake dynamic client in tests).
+	Dynamic dynamic.Interface
 }
 
 // Backend is one cluster's private material in the cluster. It implements

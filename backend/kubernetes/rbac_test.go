@@ -9,6 +9,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/rbactest"
@@ -38,12 +39,25 @@ func TestRBACManifestsShape(t *testing.T) {
 	if m.ClusterRoleBinding.RoleRef.Name != m.ClusterRole.Name || m.ClusterRoleBinding.RoleRef.Kind != "ClusterRole" || !slices.Equal(m.ClusterRoleBinding.Subjects, []rbacv1.Subject{sa}) {
 		t.Errorf("cluster role binding: %+v", m.ClusterRoleBinding)
 	}
+	if m.FluxRole.Namespace != FluxNamespace || m.FluxRoleBinding.Namespace != FluxNamespace ||
+		m.FluxRoleBinding.RoleRef.Name != m.FluxRole.Name || m.FluxRoleBinding.RoleRef.Kind != "Role" || !slices.Equal(m.FluxRoleBinding.Subjects, []rbacv1.Subject{sa}) {
+		t.Errorf("Flux role %s/%s, binding %+v", m.FluxRole.Namespace, m.FluxRole.Name, m.FluxRoleBinding)
+	}
+	// Read only, and of Secrets the verify Secret alone: the Role is in
+	// Flux's namespace, which holds Flux's Git credentials too.
+	fluxRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{FluxVerifySecretName}, Verbs: []string{"get"}},
+	}
+	if fmt.Sprint(m.FluxRole.Rules) != fmt.Sprint(fluxRules) {
+		t.Errorf("Flux role rules %+v, want %+v", m.FluxRole.Rules, fluxRules)
+	}
 	approve := rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"},
 		ResourceNames: []string{"kubernetes.io/kube-apiserver-client"}, Verbs: []string{"approve"}}
 	if !slices.ContainsFunc(m.ClusterRole.Rules, func(r rbacv1.PolicyRule) bool { return fmt.Sprint(r) == fmt.Sprint(approve) }) {
 		t.Errorf("cluster role lacks %+v", approve)
 	}
-	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.ClusterRole.Rules} {
+	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.FluxRole.Rules, m.ClusterRole.Rules} {
 		for _, r := range rules {
 			for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs) {
 				if s == "*" {
@@ -71,6 +85,10 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	cs.Tracker().Add(clusterIDConfigMap(ClusterIDConfigMapName, "alpha", true))
 	ctx := context.Background()
 
+	cs.Tracker().Add(fluxSecret(FluxVerifySecretName, map[string]string{"alpha.sshpub": fluxCurrentKey}))
+	dyn := newFluxDynamic(fluxRepo("alpha", FluxVerifySecretName))
+	opts.Dynamic = dyn
+
 	b, _ := initBackend(t, cs, opts)
 	if _, err := NewWithClients(ctx, opts, cs.CoreV1(), cs.CertificatesV1()); err != nil {
 		t.Fatal(err)
@@ -94,6 +112,10 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := b.Stuck(ctx, testNow); err != nil {
+		t.Fatal(err)
+	}
+	// A key rollover: does the cluster's Flux trust the next key yet?
+	if _, _, err := b.FluxTrusts(ctx, []byte(fluxNextKey)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tok := range []string{"first", "second"} { // create, then update
@@ -129,7 +151,7 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	initBackend(t, cs2, opts)
 
 	used := map[rbactest.Rule]bool{}
-	actions := slices.Concat(cs.Actions()[:signerActions-1], cs.Actions()[signerActions:], cs2.Actions())
+	actions := slices.Concat(cs.Actions()[:signerActions-1], cs.Actions()[signerActions:], cs2.Actions(), dyn.Actions())
 	for _, req := range rbactest.Requests(actions) {
 		if !m.Allows(req) {
 			t.Errorf("manifests/rbac forbids %s %s %q in namespace %q", req.Verb, req.Resource, req.Name, req.Namespace)
@@ -150,5 +172,49 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 			seen = append(seen, a.GetVerb()+" "+a.GetResource().Resource+"/"+a.GetSubresource()+" ns="+a.GetNamespace())
 		}
 		t.Log("requests:\n" + strings.Join(seen, "\n"))
+	}
+}
+
+// TestRBACFluxRoleIsExactlyWhatFluxTrustsReads checks the requests of
+// FluxTrusts, in each state of fluxTrustCases, against the Role in
+// flux-system alone (the ClusterRole's secrets rule would allow the Secret
+// too, but may be narrowed to tenant namespaces): every request is allowed
+// by it, and each of its rules is used. TestFluxTrustsRealCluster proves
+// the same Role on a real API server.
+func TestRBACFluxRoleIsExactlyWhatFluxTrustsReads(t *testing.T) {
+	m := loadRBAC(t)
+	used := make([]bool, len(m.FluxRole.Rules))
+	for _, c := range fluxTrustCases {
+		cs := newClientset()
+		var objs []runtime.Object
+		if c.repo != nil {
+			objs = append(objs, c.repo("alpha"))
+		}
+		if c.secret != nil {
+			cs.Tracker().Add(c.secret("alpha"))
+		}
+		opts := testOptions(testCA(t))
+		dyn := newFluxDynamic(objs...)
+		opts.Dynamic = dyn
+		b, _ := initBackend(t, cs, opts)
+		cs.ClearActions()
+		if _, _, err := b.FluxTrusts(context.Background(), []byte(fluxNextKey)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, req := range rbactest.Requests(slices.Concat(cs.Actions(), dyn.Actions())) {
+			if !m.AllowsInFlux(req) {
+				t.Errorf("%s: Role %s/%s forbids %s %s %q in namespace %q", c.name, m.FluxRole.Namespace, m.FluxRole.Name, req.Verb, req.Resource, req.Name, req.Namespace)
+			}
+			for i, r := range m.FluxRole.Rules {
+				if (&rbactest.Manifests{FluxRole: rbacv1.Role{ObjectMeta: m.FluxRole.ObjectMeta, Rules: []rbacv1.PolicyRule{r}}}).AllowsInFlux(req) {
+					used[i] = true
+				}
+			}
+		}
+	}
+	for i, r := range m.FluxRole.Rules {
+		if !used[i] {
+			t.Errorf("Role %s/%s grants %+v but FluxTrusts never uses it", m.FluxRole.Namespace, m.FluxRole.Name, r)
+		}
 	}
 }

@@ -24,6 +24,10 @@ import (
 // election on its Lease, Events about it); the backend uses the others.
 var DaemonResources = []string{"leases", "events"}
 
+// FluxNamespace is Flux's namespace, where manifests/rbac grants what the
+// backend reads of Flux (FluxTrusts).
+const FluxNamespace = "flux-system"
+
 // Manifests is manifests/rbac built with kustomize.
 type Manifests struct {
 	ServiceAccount     corev1.ServiceAccount
@@ -31,6 +35,10 @@ type Manifests struct {
 	RoleBinding        rbacv1.RoleBinding
 	ClusterRole        rbacv1.ClusterRole
 	ClusterRoleBinding rbacv1.ClusterRoleBinding
+	// FluxRole and FluxRoleBinding are the Role and RoleBinding in
+	// FluxNamespace; Role and RoleBinding are those of the Liqo namespace.
+	FluxRole        rbacv1.Role
+	FluxRoleBinding rbacv1.RoleBinding
 }
 
 // Load builds dir (manifests/rbac) with kustomize and decodes each object
@@ -47,14 +55,19 @@ func Load(dir string) (*Manifests, error) {
 	var m Manifests
 	targets := map[string]any{
 		"ServiceAccount": &m.ServiceAccount, "Role": &m.Role, "RoleBinding": &m.RoleBinding,
+		"FluxRole": &m.FluxRole, "FluxRoleBinding": &m.FluxRoleBinding,
 		"ClusterRole": &m.ClusterRole, "ClusterRoleBinding": &m.ClusterRoleBinding,
 	}
 	for _, r := range rm.Resources() {
-		into, ok := targets[r.GetKind()]
-		if !ok {
-			return nil, fmt.Errorf("%s: unexpected %s %s", dir, r.GetKind(), r.GetName())
+		target := r.GetKind()
+		if r.GetNamespace() == FluxNamespace {
+			target = "Flux" + target
 		}
-		delete(targets, r.GetKind())
+		into, ok := targets[target]
+		if !ok {
+			return nil, fmt.Errorf("%s: unexpected %s %s/%s", dir, r.GetKind(), r.GetNamespace(), r.GetName())
+		}
+		delete(targets, target)
 		data, err := r.AsYAML()
 		if err != nil {
 			return nil, err
@@ -103,10 +116,17 @@ func Requests(actions []k8stesting.Action) []Request {
 	return out
 }
 
-// Allows reports whether the ClusterRole, or the Role in its namespace,
+// Allows reports whether the ClusterRole, or a Role in its namespace,
 // permits req.
 func (m *Manifests) Allows(req Request) bool {
-	return allows(m.ClusterRole.Rules, req) || (req.Namespace == m.Role.Namespace && allows(m.Role.Rules, req))
+	return allows(m.ClusterRole.Rules, req) || (req.Namespace == m.Role.Namespace && allows(m.Role.Rules, req)) ||
+		(req.Namespace == m.FluxRole.Namespace && allows(m.FluxRole.Rules, req))
+}
+
+// AllowsInFlux reports whether the Role in Flux's namespace alone permits
+// req.
+func (m *Manifests) AllowsInFlux(req Request) bool {
+	return req.Namespace == m.FluxRole.Namespace && allows(m.FluxRole.Rules, req)
 }
 
 func allows(rules []rbacv1.PolicyRule, req Request) bool {
@@ -119,11 +139,11 @@ func allows(rules []rbacv1.PolicyRule, req Request) bool {
 	return false
 }
 
-// Granted lists every (group, resource, verb) of the Role and the
+// Granted lists every (group, resource, verb) of the Roles and the
 // ClusterRole whose resource satisfies owned.
 func (m *Manifests) Granted(owned func(resource string) bool) []Rule {
 	var out []Rule
-	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.ClusterRole.Rules} {
+	for _, rules := range [][]rbacv1.PolicyRule{m.Role.Rules, m.FluxRole.Rules, m.ClusterRole.Rules} {
 		for _, r := range rules {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
