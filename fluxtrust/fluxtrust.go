@@ -196,3 +196,13 @@ func SSHKey(id string, pub crypto.PublicKey, next bool) ([]byte, error) {
 	}
 	return []byte(strings.TrimSpace(line)), nil
 }
+
+// Key is cluster id's key (next: the staged one) as the Secret holds it
+// for commits signed in format: SSHKey's line, or the armored OpenPGP
+// public key (commitsig.OpenPGPPublicKey), which takes a signature by key.
+func Key(id string, key crypto.Signer, format commitsig.Format, next bool) ([]byte, error) {
+	if format == commitsig.FormatOpenPGP {
+		return commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
+	}
+	return SSHKey(id, key.Public(), next)
+}

@@ -698,9 +698,9 @@ func checkArgoApplication(t *testing.T, objs objects, p map[string]string) {
 
 // TestFluxComponentIsWhatGitpeerInitPrints builds gitpeer, runs `gitpeer
 // init` with --repo-url and --git-secret, and builds manifests/flux with the
-// same facts: the GitRepository must be the one init printed (the verify
-// Secret's name aside: init's is gitpeer-<id>-signing), and the verify
-// Secret must hold init's key under init's key name.
+// same facts: the GitRepository must be the one init printed, and the
+// verify Secret, gitpeer-signing in both, must hold init's key under
+// init's key name.
 func TestFluxComponentIsWhatGitpeerInitPrints(t *testing.T) {
 	bin := buildGitpeer(t)
 	tmp := t.TempDir()

@@ -2,12 +2,10 @@ package runner
 
 import (
 	"context"
-	"crypto"
 	"fmt"
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/handshake"
 )
@@ -44,7 +42,7 @@ func (r *Runner) rollover(ctx context.Context, now time.Time) (announce *backend
 		return nil, nil, "", err
 	}
 	id := r.Backend.ClusterID()
-	value, err = fluxKey(id, next.Signer, r.Repo.SignatureFormat())
+	value, err = fluxtrust.Key(id, next.Signer, r.Repo.SignatureFormat(), true)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -90,13 +88,4 @@ func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte
 		return false, fmt.Sprintf("%s, %s after it was announced (--key-rollover-wait: this backend cannot see the cluster's Flux)", at.UTC().Format(time.RFC3339), wait), nil
 	}
 	return true, fmt.Sprintf("announced %s ago, at least --key-rollover-wait", now.Sub(next.Announced).Round(time.Second)), nil
-}
-
-// fluxKey is the staged key of cluster id as its Flux reads it, in the
-// format the cluster signs in (fluxtrust.Keys).
-func fluxKey(id string, key crypto.Signer, format commitsig.Format) ([]byte, error) {
-	if format == commitsig.FormatOpenPGP {
-		return commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
-	}
-	return fluxtrust.SSHKey(id, key.Public(), true)
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gitpeer/gitpeer/backend"
+	"github.com/gitpeer/gitpeer/fluxtrust"
 )
 
 // The Flux objects FluxTrusts reads: GitRepository gitpeer-<cluster ID> of
@@ -26,13 +27,13 @@ import (
 // then on.
 const (
 	// FluxNamespace is Flux's namespace, where manifests/flux puts both.
-	FluxNamespace = "flux-system"
+	FluxNamespace = fluxtrust.Namespace
 	// FluxGitRepositoryPrefix prefixes the cluster ID in the
 	// GitRepository's name.
 	FluxGitRepositoryPrefix = "gitpeer-"
 	// FluxVerifySecretName is the verify Secret gitpeer keeps: the one the
 	// tree renders and a key rollover adds the next key to.
-	FluxVerifySecretName = "gitpeer-signing"
+	FluxVerifySecretName = fluxtrust.SecretName
 )
 
 // GitRepositoryResource is Flux's GitRepository (source-controller >=

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/layout"
 )
@@ -27,25 +28,16 @@ import (
 // credentials: the one reconcile mounts as --git-credentials, whose keys
 // Flux reads alike. It also returns the verify key as printed.
 func fluxSource(id string, key crypto.Signer, format commitsig.Format, url, gitSecret string) ([]byte, string, error) {
-	var name, file, value = "gitpeer-" + id, "", ""
-	switch format {
-	case commitsig.FormatOpenPGP:
-		asc, err := commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
-		if err != nil {
-			return nil, "", err
-		}
-		file, value = id+".asc", string(asc)
-	default:
-		line, err := commitsig.AuthorizedKey(key.Public(), "gitpeer-"+id)
-		if err != nil {
-			return nil, "", err
-		}
-		file, value = id+".sshpub", strings.TrimSpace(line)
+	name := "gitpeer-" + id
+	file := fluxtrust.KeyName(id, format, false)
+	value, err := fluxtrust.Key(id, key, format, false)
+	if err != nil {
+		return nil, "", err
 	}
 	secret := map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
-		"metadata":   map[string]any{"name": name + "-signing", "namespace": "flux-system"},
-		"stringData": map[string]any{file: value},
+		"metadata":   map[string]any{"name": fluxtrust.SecretName, "namespace": fluxtrust.Namespace},
+		"stringData": map[string]any{file: string(value)},
 	}
 	repo := map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
@@ -54,7 +46,7 @@ func fluxSource(id string, key crypto.Signer, format commitsig.Format, url, gitS
 			"interval": "1m",
 			"url":      url,
 			"ref":      map[string]any{"branch": layout.AppliedBranch(id)},
-			"verify":   map[string]any{"mode": "HEAD", "secretRef": map[string]any{"name": name + "-signing"}},
+			"verify":   map[string]any{"mode": "HEAD", "secretRef": map[string]any{"name": fluxtrust.SecretName}},
 		},
 	}
 	if gitSecret != "" {
@@ -68,7 +60,7 @@ func fluxSource(id string, key crypto.Signer, format commitsig.Format, url, gitS
 		}
 		out = append(append(out, "---\n"...), data...)
 	}
-	return out, value, nil
+	return out, string(value), nil
 }
 
 // originURL is the fetch URL of remote origin of the working tree dir, ""
