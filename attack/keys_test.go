@@ -298,7 +298,10 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 func (w *world) rotateKey(id string, sign func(old crypto.Signer) crypto.Signer) *layout.ClusterInfo {
 	w.t.Helper()
 	c := w.clusters[id]
-	old, err := c.b.RotateKey("")
+	if _, err := c.b.StageKey(w.t.Context(), ""); err != nil {
+		w.t.Fatal(err)
+	}
+	old, err := c.b.PromoteNextKey(w.t.Context())
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -32,7 +32,10 @@ var grantFiles = []string{
 func rotateAlpha(t *testing.T, w *world) *layout.ClusterInfo {
 	t.Helper()
 	old := w.files["alpha"].Signer()
-	if _, err := w.files["alpha"].RotateKey(""); err != nil {
+	if _, err := w.files["alpha"].StageKey(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.files["alpha"].PromoteNextKey(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	info, _ := w.files["alpha"].ClusterInfo()
