@@ -74,7 +74,7 @@ func TestADamagedStateDirIsAnErrorNeverANewIdentity(t *testing.T) {
 // TestAStateDirWithoutConfigButWithStateIsDamaged: config.yaml gone but the
 // key or the pins still there is damaged state, not "run gitpeer init".
 func TestAStateDirWithoutConfigButWithStateIsDamaged(t *testing.T) {
-	for _, keep := range []string{file.KeyFile, file.PinsFile, "checkout"} {
+	for _, keep := range []string{file.KeyFile, file.PinsFile, file.NextKeyFile, "checkout"} {
 		t.Run(keep, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "alpha")
 			initState(t, dir, "alpha")

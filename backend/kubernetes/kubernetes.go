@@ -3,9 +3,11 @@
 //
 //	Secret <liqo>/authentication-keys      privateKey (PEM PKCS#8), publicKey (PEM PKIX):
 //	                                       Liqo's cluster keys, shared with Liqo; replaced
-//	                                       only by RotateKey (gitpeer rotate-key)
+//	                                       only by PromoteNextKey (a staged rollover)
+//	Secret <liqo>/gitpeer-next-authentication-keys
+//	                                       the same keys: the key gitpeer rotate-key staged
 //	Secret <liqo>/gitpeer-previous-authentication-keys
-//	                                       the same keys: the key RotateKey replaced
+//	                                       the same keys: the key PromoteNextKey replaced
 //	Secret <liqo>/gitpeer-nonce-secret     secret: 32 random bytes nonces are derived from
 //	ConfigMap <liqo>/liqo-clusterid-configmap  CLUSTER_ID: Liqo's cluster ID (read only)
 //	Secret <tenant ns>/kubeconfig-controlplane-<provider>
@@ -396,35 +398,45 @@ func (b *Backend) loadKeys(ctx context.Context, create bool) error {
 	return b.parseKeys(s)
 }
 
-// parseKeys checks the keys Secret: privateKey parses, publicKey parses and
-// is privateKey's public half.
+// parseKeys checks the keys Secret (parseKeyPair) and makes its key the
+// one the backend signs with.
 func (b *Backend) parseKeys(s *corev1.Secret) error {
-	where := b.ref("secret", KeysSecretName)
-	privPEM, ok := s.Data[PrivateKeyKey]
-	if !ok {
-		return fmt.Errorf("%s: key %s is missing", where, PrivateKeyKey)
-	}
-	key, err := handshake.ParsePrivateKey(privPEM)
+	key, privPEM, err := parseKeyPair(b.ref("secret", KeysSecretName), s)
 	if err != nil {
-		return fmt.Errorf("%s: key %s: %w", where, PrivateKeyKey, err)
-	}
-	pubPEM, ok := s.Data[PublicKeyKey]
-	if !ok {
-		return fmt.Errorf("%s: key %s is missing", where, PublicKeyKey)
-	}
-	_, pubDER, err := handshake.ParsePublicKey(pubPEM)
-	if err != nil {
-		return fmt.Errorf("%s: key %s: %w", where, PublicKeyKey, err)
-	}
-	ownDER, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		return fmt.Errorf("%s: key %s: %w", where, PrivateKeyKey, err)
-	}
-	if !bytes.Equal(ownDER, pubDER) {
-		return fmt.Errorf("%s: key %s is not the public key of key %s", where, PublicKeyKey, PrivateKeyKey)
+		return err
 	}
 	b.key, b.keyPEM = key, privPEM
 	return nil
+}
+
+// parseKeyPair checks a Secret in the shape of Liqo's authentication-keys,
+// named where in errors: privateKey parses, publicKey parses and is
+// privateKey's public half. It returns the key and privateKey as stored.
+func parseKeyPair(where string, s *corev1.Secret) (crypto.Signer, []byte, error) {
+	privPEM, ok := s.Data[PrivateKeyKey]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: key %s is missing", where, PrivateKeyKey)
+	}
+	key, err := handshake.ParsePrivateKey(privPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: key %s: %w", where, PrivateKeyKey, err)
+	}
+	pubPEM, ok := s.Data[PublicKeyKey]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: key %s is missing", where, PublicKeyKey)
+	}
+	_, pubDER, err := handshake.ParsePublicKey(pubPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: key %s: %w", where, PublicKeyKey, err)
+	}
+	ownDER, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: key %s: %w", where, PrivateKeyKey, err)
+	}
+	if !bytes.Equal(ownDER, pubDER) {
+		return nil, nil, fmt.Errorf("%s: key %s is not the public key of key %s", where, PublicKeyKey, PrivateKeyKey)
+	}
+	return key, privPEM, nil
 }
 
 // loadNonceSecret reads the nonce secret; with create, it first creates it

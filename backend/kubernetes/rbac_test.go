@@ -136,10 +136,22 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// gitpeer rotate-key: the previous key's Secret created, then updated
-	// by a second rotation; read back to sign the statement again.
+	// Two staged rollovers: gitpeer rotate-key stages the next key
+	// (created), a pass reads and announces it (updated), then promotes
+	// it (authentication-keys updated, the previous key's Secret created,
+	// then updated by the second rollover, the staged Secret deleted); the
+	// previous key is read back to sign the statement.
 	for range 2 {
-		if _, err := b.RotateKey(ctx, ""); err != nil {
+		if _, err := b.StageKey(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.MarkAnnounced(ctx, testNow); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.PromoteNextKey(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
