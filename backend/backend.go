@@ -163,3 +163,11 @@ type KeyRoller interface {
 type FluxTruster interface {
 	FluxTrusts(ctx context.Context, want []byte) (ok bool, why string, err error)
 }
+
+// KeyReloader is implemented by backends whose cluster key another process
+// may replace (the kubernetes backend: the leader of a replicated
+// reconciler promotes a staged key while a standby holds the old one).
+// ReloadKey reads the key in force again and reports whether it changed.
+type KeyReloader interface {
+	ReloadKey(ctx context.Context) (changed bool, err error)
+}

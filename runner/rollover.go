@@ -33,6 +33,18 @@ const NoKeyRolloverWait time.Duration = -1
 // the keys the last one made it trust, old and new, so it never refuses
 // one.
 func (r *Runner) rollover(ctx context.Context, now time.Time) (announce *backend.NextKey, value []byte, note string, err error) {
+	if kl, ok := r.Backend.(backend.KeyReloader); ok {
+		// Another replica may have switched keys while this one stood by.
+		changed, err := kl.ReloadKey(ctx)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if changed {
+			if err := rekey(r.Repo, r.Backend); err != nil {
+				return nil, nil, "", err
+			}
+		}
+	}
 	kr, ok := r.Backend.(backend.KeyRoller)
 	if !ok {
 		return nil, nil, "", nil

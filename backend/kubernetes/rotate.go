@@ -369,3 +369,15 @@ func (b *Backend) PreviousKey(ctx context.Context) (crypto.Signer, error) {
 	}
 	return key, nil
 }
+
+// ReloadKey implements backend.KeyReloader: it reads authentication-keys
+// again (one GET) and reports whether the key in force changed since this
+// Backend loaded it, as after another replica's promotion.
+func (b *Backend) ReloadKey(ctx context.Context) (bool, error) {
+	before := b.key
+	if _, err := b.currentKeys(ctx); err != nil {
+		return false, err
+	}
+	same, err := samePublic(before, b.key)
+	return !same, err
+}

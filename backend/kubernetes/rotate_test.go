@@ -519,3 +519,29 @@ func TestABrokenStagedKeyIsAnErrorNamingTheSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestAStandbyReplicaReloadsAKeyItsLeaderPromoted: two replicas of one
+// cluster's reconciler share authentication-keys. The leader promotes a
+// staged key; the standby, which loaded the old one, sees the change at
+// its next ReloadKey and signs with the new key from then on.
+func TestAStandbyReplicaReloadsAKeyItsLeaderPromoted(t *testing.T) {
+	ctx := context.Background()
+	ca := testCA(t)
+	cs := newClientset()
+	leader, _ := initBackend(t, cs, testOptions(ca))
+	standby := reopen(t, cs, ca)
+	if changed, err := standby.ReloadKey(ctx); err != nil || changed {
+		t.Fatalf("ReloadKey with nothing promoted: %v, %v", changed, err)
+	}
+	next := stage(t, leader, "")
+	if _, err := leader.PromoteNextKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := standby.ReloadKey(ctx)
+	if err != nil || !changed {
+		t.Fatalf("ReloadKey after the leader's promotion: %v, %v", changed, err)
+	}
+	if fingerprint(t, standby.Signer().Public()) != fingerprint(t, next.Signer.Public()) {
+		t.Fatal("the standby signs with another key than the one promoted")
+	}
+}
