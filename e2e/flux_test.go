@@ -47,8 +47,9 @@ const (
 // commit-signing key alone, and a Kustomization on ./clusters/<id>. Both
 // reconcilers run as daemons (kubernetes backend, short --interval); nothing
 // but Flux applies the trees. Then a commit somebody else pushes, to main or
-// straight to the applied branch, is never applied; and a peering removed
-// from the spec is drained, then pruned.
+// straight to the applied branch, is never applied; alpha rolls its key
+// over mid-flight (rollOverKey) without its Flux ever refusing a head; and a
+// peering removed from the spec is drained, then pruned.
 func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
@@ -553,6 +554,10 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		if err := notPlanted(); err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	check(t, "alpha rolls its key over mid-flight: its Flux never refuses a head, the grant stays, the old key ends up trusted nowhere", func(t *testing.T) {
+		rollOverKey(ctx, t, alpha, beta, work)
 	})
 
 	t.Run("removing the peering from the spec drains, then Flux prunes", func(t *testing.T) {
