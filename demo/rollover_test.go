@@ -219,3 +219,86 @@ func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
 		t.Errorf("verify after the rollover: %v", problems)
 	}
 }
+
+// TestASecondRolloverWaitsForTheProvidersAnswer: alpha switches keys, and
+// a second key is staged before beta has answered the first rotation. The
+// second switch waits, saying for whom, until beta has issued the Identity
+// for the first new key: beta holds alpha's grant on the word of the first
+// rotation's statement, which a second statement would not carry. Both
+// sides stay Ready, and Flux never refuses a head.
+func TestASecondRolloverWaitsForTheProvidersAnswer(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lifecycle{t: t, rep: rep, clock: clk}
+	clusters := map[string]*demo.Cluster{}
+	for _, c := range rep.Clusters {
+		clusters[c.ID] = c
+	}
+	alpha := clusters["alpha"]
+	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{alpha.Backend.Signer().Public()}}
+	fl.fetch("the demo")
+	pass := func(id string) string {
+		t.Helper()
+		res, err := clusters[id].Runner.Pass(ctx)
+		if err != nil {
+			t.Fatalf("%s's pass: %v", id, err)
+		}
+		fl.fetch(id + "'s pass")
+		for _, side := range []string{"alpha", "beta"} {
+			if !readyIn(l.peering(side)) {
+				t.Fatalf("after %s's pass: %s's side is not Ready: %+v", id, side, l.peering(side).Conditions)
+			}
+		}
+		return res.KeyRollover
+	}
+	rollTo := func() string {
+		next, err := alpha.Backend.StageKey(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass("alpha") // announced
+		clk.now = clk.now.Add(runner.DefaultKeyRolloverWait)
+		return fp(next.Signer.Public())
+	}
+	first := rollTo()
+	if note := pass("alpha"); !strings.Contains(note, "key rollover: "+first) {
+		t.Fatalf("the first switch: %q", note)
+	}
+	second := rollTo()
+	for range 2 {
+		if note := pass("alpha"); !strings.Contains(note, "until beta has answered this cluster's previous key rotation") {
+			t.Fatalf("alpha switched again before beta answered: %q", note)
+		}
+	}
+	if fp(alpha.Backend.Signer().Public()) != first {
+		t.Fatal("alpha's key changed while beta had not answered")
+	}
+	for i := 0; i < 4 && fp(alpha.Backend.Signer().Public()) != second; i++ {
+		pass("beta")
+		pass("alpha")
+	}
+	if fp(alpha.Backend.Signer().Public()) != second {
+		t.Fatal("alpha never switched to the second key once beta answered")
+	}
+	for range 3 {
+		pass("beta")
+		pass("alpha")
+	}
+}
+
+func readyIn(p layout.PeeringStatus) bool {
+	for _, c := range p.Conditions {
+		if c.Type == "Ready" && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}

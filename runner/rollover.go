@@ -2,12 +2,17 @@ package runner
 
 import (
 	"context"
+	"crypto"
 	"fmt"
+	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // DefaultKeyRolloverWait is Runner.KeyRolloverWait when zero: how long a
@@ -32,7 +37,7 @@ const NoKeyRolloverWait time.Duration = -1
 // its Flux Secret trusts the new key alone. Flux verifies that head with
 // the keys the last one made it trust, old and new, so it never refuses
 // one.
-func (r *Runner) rollover(ctx context.Context, now time.Time) (announce *backend.NextKey, value []byte, note string, err error) {
+func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (announce *backend.NextKey, value []byte, note string, err error) {
 	if kl, ok := r.Backend.(backend.KeyReloader); ok {
 		// Another replica may have switched keys while this one stood by.
 		changed, err := kl.ReloadKey(ctx)
@@ -65,6 +70,13 @@ func (r *Runner) rollover(ctx context.Context, now time.Time) (announce *backend
 	trusted, why, err := r.trusts(ctx, next, value, now)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
+	}
+	if waiting := unanswered(tree, id, r.Backend.Signer().Public()); trusted && waiting != "" {
+		// A provider that has not answered the last rotation still holds
+		// the grant of the key before it, on the word of that rotation's
+		// statement: a second switch now would sign a statement it cannot
+		// follow, and it would withdraw the grant.
+		trusted, why = false, waiting+" has answered this cluster's previous key rotation"
 	}
 	if !trusted {
 		return next, value, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
@@ -100,4 +112,34 @@ func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte
 		return false, fmt.Sprintf("%s, %s after it was announced (--key-rollover-wait: this backend cannot see the cluster's Flux)", at.UTC().Format(time.RFC3339), wait), nil
 	}
 	return true, fmt.Sprintf("announced %s ago, at least --key-rollover-wait", now.Sub(next.Announced).Round(time.Second)), nil
+}
+
+// unanswered names the providers whose peering with cluster id is Ready on
+// id's side only by the Identity of id's previous key
+// (reconcile.ReasonKeyRotationInProgress), as id's status.yaml in tree
+// says, signed by key; "" when none. A status.yaml that is not the
+// cluster's own (someone else edited it: the pass writes it anew) is not
+// taken at its word either way: it holds the switch too.
+func unanswered(tree fs.FS, id string, key crypto.PublicKey) string {
+	file := layout.ClusterPath(id, layout.StatusFile)
+	keep, err := SignedByManifest(id, key)(tree)
+	if err != nil || !keep(file) {
+		return file + " is signed by " + id + " again and every provider there"
+	}
+	st, err := layout.ReadStatus(tree, id)
+	if err != nil {
+		return file + " reads again and every provider there"
+	}
+	var waiting []string
+	for _, p := range st.Peerings {
+		if p.Role != layout.RoleConsumer {
+			continue
+		}
+		for _, c := range p.Conditions {
+			if c.Type == "Ready" && c.Reason == reconcile.ReasonKeyRotationInProgress {
+				waiting = append(waiting, p.Provider)
+			}
+		}
+	}
+	return strings.Join(waiting, ", ")
 }

@@ -88,15 +88,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
-	next, nextValue, rollover, err := r.rollover(ctx, now())
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
-	}
-	res.KeyRollover = rollover
-	pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
-	}
+	var next *backend.NextKey
 	// The pass reads the tip from Git objects, never the worktree: what it
 	// sees is the commit, and reading it costs what the pass reads.
 	gres, err := r.Repo.SyncTree(ctx, func(ctx context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
@@ -109,6 +101,17 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		spec, err := r.loadSpec(ctx, tree)
+		if err != nil {
+			return nil, err
+		}
+		// A switch of keys happens here, on the tip it is decided on and
+		// before anything is signed: the rest of the pass, its commit and
+		// its seal are made with the key it promotes.
+		var nextValue []byte
+		if next, nextValue, res.KeyRollover, err = r.rollover(ctx, tree, now()); err != nil {
+			return nil, err
+		}
+		pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
 		if err != nil {
 			return nil, err
 		}
