@@ -179,6 +179,15 @@ type Store struct {
 	Published map[string]uint64 `json:"published,omitempty"`
 	// Peers by cluster ID.
 	Peers map[string]*Peer `json:"peers,omitempty"`
+	// Foreign are, per directory this cluster signs, the highest sequence
+	// of a manifest signed with its key that it did not sign (above Own
+	// when it was found): another process holding the key wrote it.
+	Foreign map[string]uint64 `json:"foreign,omitempty"`
+	// ForeignPasses counts the passes in a row that found such a manifest
+	// newer than any found before: one may be a predecessor's (a state
+	// dir restored from an older copy), two in a row are a second
+	// reconciler of the cluster still writing.
+	ForeignPasses int `json:"foreignPasses,omitempty"`
 }
 
 // Peer is what a cluster pinned for one peer.

@@ -105,6 +105,11 @@ type Output struct {
 	// sequences seen, nonce epochs issued): the caller saves them in the
 	// backend before publishing Files.
 	Pins *pins.Store
+	// ForeignWrites name this cluster's manifests in the repo that its key
+	// signed but its pin store did not (pins.Store.Foreign), newer than any
+	// found before; Pins.ForeignPasses counts the passes in a row that
+	// found one.
+	ForeignWrites []string
 	// Certificates are the client certificates of the peerings this pass
 	// found Ready on this cluster's side: as a provider the one it issued,
 	// as a consumer the one its verified Identity carries.

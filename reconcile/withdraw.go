@@ -261,11 +261,36 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 // inbox directories dirs (ownInboxDirs), the
 // sequence of its manifest the repo holds, when this cluster signed it:
 // the floor below which a later pass carries nothing over (ownRolledBack).
+//
+// A manifest of this cluster's key above every sequence its pin store says
+// it signed there, and above any such found before, was signed by another
+// process with the key: it is counted (pins.Store.Foreign, ForeignPasses,
+// Output.ForeignWrites), for the caller to tell a second reconciler.
 func (p *pass) recordPublished(dirs []string) error {
+	var own map[string]uint64
+	if p.in.Pins != nil {
+		own = p.in.Pins.Own
+	}
+	found := false
 	for _, dir := range append(dirs, layout.ClusterPath(p.self)) {
-		if m, ok := p.ownManifest(dir); ok {
-			p.pins.SeePublished(dir, m.Sequence)
+		m, ok := p.ownManifest(dir)
+		if !ok {
+			continue
 		}
+		p.pins.SeePublished(dir, m.Sequence)
+		if m.Sequence > own[dir] && m.Sequence > p.pins.Foreign[dir] {
+			if p.pins.Foreign == nil {
+				p.pins.Foreign = map[string]uint64{}
+			}
+			p.pins.Foreign[dir] = m.Sequence
+			p.out.ForeignWrites = append(p.out.ForeignWrites, fmt.Sprintf("%s/%s (sequence %d, above the %d this cluster signed)", dir, manifest.FileName, m.Sequence, own[dir]))
+			found = true
+		}
+	}
+	if found {
+		p.pins.ForeignPasses++
+	} else {
+		p.pins.ForeignPasses = 0
 	}
 	return nil
 }

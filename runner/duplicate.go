@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // ErrDuplicateReconciler is wrapped by the error of every pass of a Runner
@@ -73,6 +75,25 @@ func (s *selfWrites) check(tip, branch, cluster string, signed func(since, tip s
 		"stop every reconciler of %s but one, then restart that one (this one makes no further commits until restarted)",
 		ErrDuplicateReconciler, strings.Join(foreign, ", "), branch, cluster, cluster, cluster)
 	return s.dup
+}
+
+// foreignWriter returns the error wrapping ErrDuplicateReconciler when
+// out is the second pass in a row, of this process or an earlier one
+// (pins.Store.ForeignPasses), to find in the repo a manifest of cluster's
+// key that its pin store did not sign: the evidence that survives a
+// process, for reconcilers run once per pass (reconcile --once in CI or
+// a CronJob), which keep no memory of their commits. One such pass is a
+// predecessor's work (a state dir restored from an older copy); the pass
+// then signs over it, and the next finds nothing new unless another
+// process signs again.
+func foreignWriter(cluster string, out *reconcile.Output) error {
+	if out.Pins == nil || out.Pins.ForeignPasses < 2 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: signed with cluster %s's key, but not by this reconciler, whose state (pin store) records every manifest it signs, in %d passes in a row: "+
+		"two reconcilers run for %s with copies of one state (a copied state dir, a second Deployment or CronJob), and each undoes the other's handshake; "+
+		"stop every reconciler of %s but one (this pass pushed nothing)",
+		ErrDuplicateReconciler, strings.Join(out.ForeignWrites, ", "), cluster, out.Pins.ForeignPasses, cluster, cluster)
 }
 
 // proposed records a commit this Runner proposed on a review branch: once

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,36 +36,7 @@ func TestASecondReconcilerOfTheClusterIsNamed(t *testing.T) {
 		return &Runner{Repo: repo, Backend: r.Backend}
 	}
 	first := signed(r)
-	// A human's spec change, so that each pass has something to write.
-	work := filepath.Join(root, "work")
-	peers := []string{"beta"}
-	change := func(peer string) {
-		t.Helper()
-		peers = append(peers, peer)
-		var cl, pe []string
-		for _, p := range peers {
-			cl = append(cl, `{id: "`+p+`"}`)
-			pe = append(pe, `{consumer: "alpha", provider: "`+p+`"}`)
-		}
-		spec := "clusters: [{id: \"alpha\"}, " + strings.Join(cl, ", ") + "]\npeerings: [" + strings.Join(pe, ", ") + "]\n"
-		run := func(args ...string) {
-			t.Helper()
-			cmd := exec.Command("git", args...)
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-		}
-		run("pull", "-q", "--ff-only")
-		if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		run("add", "-A")
-		run("commit", "-qm", "peer with "+peer)
-		run("push", "-q", "origin", "main")
-	}
-
+	change := specChanger(t, root)
 	res, err := first.Pass(ctx)
 	if err != nil || res.Commit == "" {
 		t.Fatalf("first pass: %v (commit %q)", err, res.Commit)
@@ -164,5 +136,123 @@ func TestProposalsMergedAsTheyAreAreOwnCommits(t *testing.T) {
 	err := s.check("t2", "main", "alpha", func(string, string) ([]string, bool) { return []string{"x1", "x2"}, true })
 	if !errors.Is(err, ErrDuplicateReconciler) {
 		t.Fatalf("two commits it did not make: %v, want ErrDuplicateReconciler", err)
+	}
+}
+
+// specChanger returns a human's spec change in the clone root/work of
+// newRunner's repo: alpha peers with one more provider, peer, so that
+// each pass of alpha has something to write.
+func specChanger(t *testing.T, root string) func(peer string) {
+	work := filepath.Join(root, "work")
+	peers := []string{"beta"}
+	return func(peer string) {
+		t.Helper()
+		peers = append(peers, peer)
+		var cl, pe []string
+		for _, p := range peers {
+			cl = append(cl, `{id: "`+p+`"}`)
+			pe = append(pe, `{consumer: "alpha", provider: "`+p+`"}`)
+		}
+		spec := "clusters: [{id: \"alpha\"}, " + strings.Join(cl, ", ") + "]\npeerings: [" + strings.Join(pe, ", ") + "]\n"
+		run := func(args ...string) {
+			t.Helper()
+			cmd := exec.Command("git", args...)
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		run("pull", "-q", "--ff-only")
+		if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run("add", "-A")
+		run("commit", "-qm", "peer with "+peer)
+		run("push", "-q", "origin", "main")
+	}
+}
+
+// once runs one pass of cluster alpha from the state dir state in a new
+// process's shape (reconcile --once): a new Runner on its own clone,
+// remembering nothing of earlier passes but what the state dir holds.
+func once(t *testing.T, root, state, checkout string) (*Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := file.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := Signed(gitsync.Options{URL: filepath.Join(root, "remote.git"), Dir: filepath.Join(root, checkout)}, b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := gitsync.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&Runner{Repo: repo, Backend: b}).Pass(ctx)
+}
+
+// TestASecondReconcilerRunOncePerPassIsNamed: two reconcilers of alpha run
+// as one process per pass (reconcile --once, in CI or a CronJob), the
+// second on a copy of the first's state dir. Neither remembers its commits
+// from one process to the next; their pin stores do: the second pass in a
+// row to find a manifest of alpha's key that its own store did not sign
+// fails with ErrDuplicateReconciler, naming the manifests and what to do,
+// and pushes nothing. A state dir restored from an older copy of itself
+// is no second reconciler: its passes go on.
+func TestASecondReconcilerRunOncePerPassIsNamed(t *testing.T) {
+	r, tip := newRunner(t)
+	root := filepath.Dir(r.Repo.Dir())
+	state := filepath.Join(root, "state")
+	change := specChanger(t, root)
+	if res, err := once(t, root, state, "a"); err != nil || res.Commit == "" {
+		t.Fatalf("first pass: %v", err)
+	}
+	cp := func(from, to string) {
+		t.Helper()
+		_ = os.RemoveAll(to)
+		if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
+		}
+	}
+
+	// Restored from an older copy of itself: one pass finds the newer
+	// manifests, signs over them, and the next finds nothing new.
+	cp(state, filepath.Join(root, "backup"))
+	change("gamma")
+	if _, err := once(t, root, state, "a"); err != nil {
+		t.Fatal(err)
+	}
+	cp(filepath.Join(root, "backup"), state)
+	for _, peer := range []string{"delta", "epsilon", "zeta"} {
+		change(peer)
+		if _, err := once(t, root, state, "a"); err != nil {
+			t.Fatalf("a state dir restored from an older copy, pass after peering with %s: %v", peer, err)
+		}
+	}
+
+	// A copy that writes too.
+	second := filepath.Join(root, "state-copy")
+	cp(state, second)
+	var err error
+	for i, run := range []struct{ state, checkout string }{{second, "b"}, {state, "a"}, {second, "b"}, {state, "a"}} {
+		change(fmt.Sprintf("p%d", i))
+		before := tip()
+		if _, err = once(t, root, run.state, run.checkout); err != nil {
+			if tip() != before {
+				t.Errorf("the pass that named a second reconciler pushed")
+			}
+			break
+		}
+	}
+	if !errors.Is(err, ErrDuplicateReconciler) {
+		t.Fatalf("two reconcilers of alpha, once per pass: %v", err)
+	}
+	for _, want := range []string{"clusters/alpha/manifest.yaml (sequence", "not by this reconciler", "stop every reconciler of alpha but one"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
 	}
 }

@@ -133,6 +133,10 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if err := keeper.SavePins(ctx, out.Pins); err != nil {
 			return nil, fmt.Errorf("save pins: %w", err)
 		}
+		// After the save: the count is what the next process reads.
+		if err := foreignWriter(r.Backend.ClusterID(), out); err != nil {
+			return nil, err
+		}
 		crashpoint.Reached(crashpoint.PinsSaved)
 		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out.Files)
 		if err != nil {
