@@ -2,8 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
@@ -25,7 +23,6 @@ import (
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -189,19 +186,7 @@ func TestFluxTrustsRefusesAnEmptyKey(t *testing.T) {
 // the CRD is absent at the start). It needs a throwaway cluster:
 // flux-system/gitpeer-signing must not exist.
 func TestFluxTrustsRealCluster(t *testing.T) {
-	path := os.Getenv("GITPEER_TEST_KUBECONFIG")
-	if path == "" {
-		t.Skip("GITPEER_TEST_KUBECONFIG is not set")
-	}
-	admin, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	raw := make([]byte, 4)
-	_, _ = rand.Read(raw)
-	suffix := hex.EncodeToString(raw)
+	admin, ctx, suffix := realCluster(t)
 	var (
 		id     = "it-flux-" + suffix
 		name   = "gitpeer-it-flux-" + suffix

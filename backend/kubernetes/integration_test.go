@@ -35,19 +35,7 @@ import (
 // CABundle), and a kubeconfig Secret that authenticates to the cluster.
 // Everything lives in fresh namespaces and is deleted afterwards.
 func TestRealCluster(t *testing.T) {
-	path := os.Getenv("GITPEER_TEST_KUBECONFIG")
-	if path == "" {
-		t.Skip("GITPEER_TEST_KUBECONFIG is not set")
-	}
-	admin, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	raw := make([]byte, 4)
-	_, _ = rand.Read(raw)
-	suffix := hex.EncodeToString(raw)
+	admin, ctx, suffix := realCluster(t)
 	var (
 		name     = "gitpeer-it-" + suffix
 		liqoNS   = name // a fresh "Liqo namespace": no cluster ID ConfigMap, no keys
@@ -99,6 +87,7 @@ func TestRealCluster(t *testing.T) {
 	// RBAC reaches the authorizer's cache within a moment: retry Forbidden.
 	var b *Backend
 	var created bool
+	var err error
 	for {
 		b, created, err = Init(ctx, opts)
 		if !apierrors.IsForbidden(err) || ctx.Err() != nil {
@@ -180,4 +169,26 @@ func TestRealCluster(t *testing.T) {
 	if err := b.RemoveKubeconfig(ctx, provider); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// realCluster is the admin config of the throwaway cluster
+// GITPEER_TEST_KUBECONFIG names (hack/backend-real.sh starts one in make
+// e2e), a context that ends with the test (2 minutes at most), and a
+// random suffix for the names of what the test creates; the test is
+// skipped without it.
+func realCluster(t *testing.T) (*rest.Config, context.Context, string) {
+	t.Helper()
+	path := os.Getenv("GITPEER_TEST_KUBECONFIG")
+	if path == "" {
+		t.Skip("GITPEER_TEST_KUBECONFIG is not set (make e2e sets it)")
+	}
+	admin, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	raw := make([]byte, 4)
+	_, _ = rand.Read(raw)
+	return admin, ctx, hex.EncodeToString(raw)
 }
