@@ -233,7 +233,9 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 				kinds = append(kinds, o.Kind)
 			}
 			slices.Sort(kinds)
-			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"}
+			// Two Roles and RoleBindings: Liqo's namespace, and gitpeer-flux
+			// in flux-system (the key rollover reads what Flux trusts).
+			want := []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"}
 			if !slices.Equal(kinds, want) {
 				t.Fatalf("build has %v, want %v", kinds, want)
 			}
@@ -289,6 +291,15 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 
 	if !check(t, "both API servers accept every object of the build, applied server-side (docs step 6)", func(t *testing.T) {
 		forEach(t, func(t *testing.T, d *deployed) {
+			// These clusters run Flux in the docs' setting: its namespace
+			// exists before the reconciler's Role gitpeer-flux goes into it.
+			if out, err := s.kube(ctx, d.c, nil, "get", "namespace", "flux-system", "--ignore-not-found", "-o", "name"); err != nil {
+				t.Fatal(err)
+			} else if strings.TrimSpace(out) == "" {
+				if _, err := s.kube(ctx, d.c, nil, "create", "namespace", "flux-system"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, err := s.kube(ctx, d.c, d.build, "apply", "--server-side", "--field-manager", deployManager,
 				"--validate=strict", "-f", "-"); err != nil {
 				t.Fatal(err)

@@ -50,9 +50,9 @@ func rollOverKey(ctx context.Context, t *testing.T, c, provider *cluster, work s
 	if _, err := s.git(ctx, work, "pull", "--quiet", "--ff-only", "origin", "main"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.gitpeerCmd(ctx, "rotate-key", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id, "--repo", work)
-	if err != nil || !strings.Contains(out, "staged key sha256:") {
-		t.Fatalf("rotate-key: %v\n%s", err, out)
+	_, stderr, err := s.runBoth(ctx, "", nil, s.gitpeer, "rotate-key", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id, "--repo", work)
+	if err != nil || !strings.Contains(stderr, "staged key sha256:") {
+		t.Fatalf("rotate-key: %v\n%s", err, stderr)
 	}
 	started := time.Now()
 	grant := []struct {
