@@ -108,8 +108,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		// before anything is signed: the rest of the pass, its commit and
 		// its seal are made with the key it promotes.
 		var nextValue []byte
-		if next, nextValue, res.KeyRollover, err = r.rollover(ctx, tree, now()); err != nil {
+		var note string
+		if next, nextValue, note, err = r.rollover(ctx, tree, now()); err != nil {
 			return nil, err
+		}
+		if note != "" { // a retry on a new tip after the switch has none
+			res.KeyRollover = note
 		}
 		pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
 		if err != nil {
