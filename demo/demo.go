@@ -23,6 +23,7 @@ import (
 	"github.com/gitpeer/gitpeer/peerstatus"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/trailer"
 	"github.com/gitpeer/gitpeer/verify"
 )
 
@@ -164,7 +165,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 			if m != nil {
 				files[layout.ClusterPath(id, manifest.FileName)] = m
 			}
-			return &gitsync.Change{Writes: files, Message: fmt.Sprintf("%s: publish cluster identity\n\nGitpeer-Cluster: %s\nGitpeer-Step: publish\n", id, id)}, err
+			return &gitsync.Change{Writes: files, Message: trailer.Message(id, "publish cluster identity", "publish")}, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("publish %s: %w", id, err)

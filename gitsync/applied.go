@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/trailer"
 )
 
 // The applied branch (design, "Trust" point 3) is the ref this cluster's Flux
@@ -143,7 +144,7 @@ func (r *Repo) signedByUs(h plumbing.Hash) bool {
 // commit on the applied branch that vouches for scope as computed on the
 // shared branch tip that is its parent.
 func sealMessage(cluster, scope string) string {
-	return fmt.Sprintf("%s: seal %s\n\nGitpeer-Cluster: %s\nGitpeer-Step: seal\n", cluster, scope, cluster)
+	return trailer.Message(cluster, "seal "+scope, "seal")
 }
 
 type scopeEntry struct {

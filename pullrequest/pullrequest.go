@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gitpeer/gitpeer/trailer"
 )
 
 // Kind names a host's API.
@@ -244,7 +246,7 @@ func (p Proposal) Request() Request {
 	}
 	fmt.Fprintf(&b, "gitpeer's reconciler for cluster `%s` proposes commit %s on `%s`, signed with the cluster's key.\n\n",
 		p.Cluster, commit, p.Base)
-	if steps := trailers(p.Message, "Gitpeer-Step"); len(steps) > 0 {
+	if steps := trailer.Values(p.Message, trailer.Step); len(steps) > 0 {
 		b.WriteString("Steps:\n")
 		for _, s := range steps {
 			fmt.Fprintf(&b, "- %s\n", s)
@@ -265,15 +267,4 @@ func (p Proposal) Request() Request {
 		p.Base, p.Head, p.Base)
 	b.WriteString(markerEnd)
 	return Request{Head: p.Head, Base: p.Base, Title: subject, Body: b.String()}
-}
-
-// trailers returns the values of the key: trailer lines of msg, in order.
-func trailers(msg, key string) []string {
-	var out []string
-	for line := range strings.SplitSeq(msg, "\n") {
-		if v, ok := strings.CutPrefix(line, key+": "); ok {
-			out = append(out, strings.TrimSpace(v))
-		}
-	}
-	return out
 }

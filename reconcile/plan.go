@@ -15,6 +15,7 @@ import (
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/trailer"
 )
 
 // Plan is the difference between a pass's desired files and the repo: what
@@ -275,13 +276,7 @@ func message(self string, steps []string) string {
 	if len(steps) == 0 {
 		return ""
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n\n", self, strings.Join(steps, "; "))
-	fmt.Fprintf(&b, "Gitpeer-Cluster: %s\n", self)
-	for _, s := range steps {
-		fmt.Fprintf(&b, "Gitpeer-Step: %s\n", s)
-	}
-	return b.String()
+	return trailer.Message(self, strings.Join(steps, "; "), steps...)
 }
 
 // peerOfRendered is the peer of a path under liqo/ in a cluster's tree.

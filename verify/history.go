@@ -21,11 +21,6 @@ import (
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
-// TrailerCluster is the commit trailer naming the cluster whose reconciler
-// made a commit. It is informational: anyone can write it, so History never
-// relies on it.
-const TrailerCluster = "Gitpeer-Cluster:"
-
 // History checks every commit reachable from HEAD of the repository at dir
 // (or from opts.Ref; through every parent of merges; with opts.Base, only those not reachable
 // from Base). A commit's own changes are the paths whose content differs

@@ -1,0 +1,44 @@
+// Package trailer is the Git trailers of the commits gitpeer makes: which
+// cluster's reconciler made a commit and which handshake steps it takes
+// (git interpret-trailers' "Key: value" lines after the message body).
+// They are for humans, `git log --format=%(trailers)` and pull request
+// descriptions: anyone can write them, so no check relies on them (verify
+// and the reconcilers read signatures, never trailers).
+package trailer
+
+import (
+	"fmt"
+	"strings"
+)
+
+const (
+	// Cluster names the cluster whose reconciler made the commit.
+	Cluster = "Gitpeer-Cluster"
+	// Step names one step the commit takes, e.g. "send nonce to beta" or
+	// "seal"; one trailer per step.
+	Step = "Gitpeer-Step"
+)
+
+// Message is the commit message cluster's reconciler writes: the subject
+// "<cluster>: <subject>", a blank line, then a Cluster trailer and one Step
+// trailer per step, each line ending in a newline.
+func Message(cluster, subject string, steps ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n\n%s: %s\n", cluster, subject, Cluster, cluster)
+	for _, s := range steps {
+		fmt.Fprintf(&b, "%s: %s\n", Step, s)
+	}
+	return b.String()
+}
+
+// Values returns the values of the trailers named key in msg, in order,
+// without surrounding white space.
+func Values(msg, key string) []string {
+	var out []string
+	for line := range strings.SplitSeq(msg, "\n") {
+		if v, ok := strings.CutPrefix(line, key+": "); ok {
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
+	return out
+}
