@@ -42,6 +42,9 @@ type Backend interface {
 	// ClusterInfo is the cluster.yaml this cluster publishes: public facts
 	// only (cluster ID, public key and fingerprint, API server, CA bundle).
 	ClusterInfo() (*layout.ClusterInfo, error)
+	// PinKeeper keeps the cluster's trust anchors beside its private
+	// material.
+	PinKeeper
 }
 
 // ErrNoToken means a backend holds no token for a peer.
@@ -75,8 +78,8 @@ type KubeconfigRemover interface {
 	RemoveKubeconfig(ctx context.Context, providerID string) error
 }
 
-// PinKeeper is implemented by every backend: it keeps the cluster's trust
-// anchors (package pins) beside its private material, out of Git.
+// PinKeeper keeps a cluster's trust anchors (package pins) beside its
+// private material, out of Git: part of every Backend.
 type PinKeeper interface {
 	// LoadPins returns the stored pins, or an empty store for this cluster
 	// when none were saved yet. A store that exists but does not parse is an

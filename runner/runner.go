@@ -80,11 +80,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Kubeconfigs: map[string]string{}}
 	r.cacheOnce.Do(func() { r.cache = reconcile.NewCache() })
-	keeper, ok := r.Backend.(backend.PinKeeper)
-	if !ok {
-		return nil, fmt.Errorf("cluster %s: backend keeps no pins", r.Backend.ClusterID())
-	}
-	stored, err := keeper.LoadPins(ctx)
+	stored, err := r.Backend.LoadPins(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
@@ -129,12 +125,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		}
 		// Pins first, then the push: an epoch issued or a sequence seen is
 		// remembered even if the push is lost, never the other way round.
-		current, err := keeper.LoadPins(ctx)
+		current, err := r.Backend.LoadPins(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("pins: %w", err)
 		}
 		out.Pins.KeepRequests(stored, current)
-		if err := keeper.SavePins(ctx, out.Pins); err != nil {
+		if err := r.Backend.SavePins(ctx, out.Pins); err != nil {
 			return nil, fmt.Errorf("save pins: %w", err)
 		}
 		// After the save: the count is what the next process reads.

@@ -107,11 +107,7 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster strin
 	if err != nil {
 		return err
 	}
-	keeper, ok := b.(backend.PinKeeper)
-	if !ok {
-		return fmt.Errorf("cluster %s: backend keeps no pins", cluster)
-	}
-	stored, err := keeper.LoadPins(ctx)
+	stored, err := b.LoadPins(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster %s: pins: %w", cluster, err)
 	}

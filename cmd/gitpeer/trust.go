@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -80,11 +79,7 @@ what is damaged}.`,
 			if err != nil {
 				return err
 			}
-			keeper, ok := b.(backend.PinKeeper)
-			if !ok {
-				return fmt.Errorf("--backend %s keeps no pins", bf.kind)
-			}
-			store, err := keeper.LoadPins(cmd.Context())
+			store, err := b.LoadPins(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -119,7 +114,7 @@ what is damaged}.`,
 			pin := store.Peer(peer)
 			old := pin.Fingerprint
 			pin.Repin, pin.Fingerprint = true, fingerprint
-			if err := keeper.SavePins(cmd.Context(), store); err != nil {
+			if err := b.SavePins(cmd.Context(), store); err != nil {
 				return err
 			}
 			if fingerprint == "" {
