@@ -157,7 +157,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if in.Pins != nil {
 		store = in.Pins.Clone()
 	}
-	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string][2]string{}, providers: map[string]bool{},
+	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string]distrusted{}, providers: map[string]bool{},
 		out: &Output{Files: map[string][]byte{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
 	if err := p.ownInfo(ctx); err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ type pass struct {
 	// trusted are the peers whose cluster.yaml matched their pins in this
 	// pass; distrust says why the others did not.
 	trusted  map[string]trusted
-	distrust map[string][2]string
+	distrust map[string]distrusted
 	// providers are the peers the spec makes providers of this cluster:
 	// their API server and CA are pinned facts, whichever role of a
 	// two-way peering asks to trust them first.

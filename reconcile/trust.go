@@ -42,6 +42,10 @@ const (
 	ReasonKeyRotationInProgress = "KeyRotationInProgress"
 )
 
+// distrusted is why a peer's cluster.yaml did not match its pins in this
+// pass: the condition reason and message every peering with it stalls on.
+type distrusted struct{ reason, message string }
+
 // trusted is a peer whose cluster.yaml matched its pins in this pass.
 type trusted struct {
 	info *layout.ClusterInfo
@@ -91,7 +95,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 		return t.info, true
 	}
 	if d, ok := p.distrust[peer]; ok {
-		stall(st, layout.StepPending, d[0], "%s", d[1])
+		stall(st, layout.StepPending, d.reason, "%s", d.message)
 		return nil, false
 	}
 	provider := p.providers[peer]
@@ -107,7 +111,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	}
 	fail := func(reason, format string, a ...any) (*layout.ClusterInfo, bool) {
 		msg := fmt.Sprintf(format, a...)
-		p.distrust[peer] = [2]string{reason, msg}
+		p.distrust[peer] = distrusted{reason, msg}
 		stall(st, layout.StepPending, reason, "%s", msg)
 		return nil, false
 	}

@@ -101,6 +101,13 @@ const (
 	PolicyToken = "token"
 )
 
+// Pair names a peering by its two clusters (cluster IDs): comparable, for
+// a map key.
+type Pair struct{ Consumer, Provider string }
+
+// Pair is the peering's Pair.
+func (p Peering) Pair() Pair { return Pair{p.Consumer, p.Provider} }
+
 // Peering is a Liqo peering in which Consumer uses resources of Provider.
 // Both are cluster IDs.
 type Peering struct {

@@ -58,20 +58,20 @@ func (v *verifier) grants(pr schema.Peering) {
 	if len(found) == 0 {
 		return
 	}
-	var before map[[2]string]bool
+	var before map[findingAt]bool
 	if v.baseSpec != nil {
 		for _, bp := range v.baseSpec.Peerings {
 			if bp.Consumer == pr.Consumer && bp.Provider == pr.Provider {
-				before = map[[2]string]bool{}
+				before = map[findingAt]bool{}
 				for _, f := range v.grantFindings(v.baseSpec, bp) {
-					before[[2]string{f.File, f.Field}] = true
+					before[findingAt{f.File, f.Field}] = true
 				}
 				break
 			}
 		}
 	}
 	for _, f := range found {
-		if before != nil && !before[[2]string{f.File, f.Field}] {
+		if before != nil && !before[findingAt{f.File, f.Field}] {
 			continue // granted as the spec at Base lists it
 		}
 		v.problems = append(v.problems, f)
@@ -221,3 +221,6 @@ func (v *verifier) acceptedAnswers(provider, consumer string) []acceptedAnswer {
 	}
 	return out
 }
+
+// findingAt is where a finding is: its file and field.
+type findingAt struct{ file, field string }

@@ -184,8 +184,8 @@ func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Finding {
 }
 
 func newVerifier(tree fs.FS, spec *schema.Spec, now time.Time) *verifier {
-	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[[2]string]bool{}, accepted: map[string][][]byte{},
-		declaredIDs: map[string]int{}, peerings: map[[2]string]bool{}, encoder: liqo.NewEncoder()}
+	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[schema.Pair]bool{}, accepted: map[string][][]byte{},
+		declaredIDs: map[string]int{}, peerings: map[schema.Pair]bool{}, encoder: liqo.NewEncoder()}
 	if spec != nil {
 		for i, c := range spec.Clusters {
 			if _, dup := v.declaredIDs[c.ID]; !dup {
@@ -193,7 +193,7 @@ func newVerifier(tree fs.FS, spec *schema.Spec, now time.Time) *verifier {
 			}
 		}
 		for _, p := range spec.Peerings {
-			v.peerings[[2]string{p.Consumer, p.Provider}] = true
+			v.peerings[p.Pair()] = true
 		}
 	}
 	return v
@@ -252,7 +252,7 @@ type verifier struct {
 	// removed are (consumer, provider) pairs no longer in the spec whose
 	// handshake artifacts are still in the tree: the reconcilers withdraw
 	// them in their next passes.
-	removed map[[2]string]bool
+	removed map[schema.Pair]bool
 	tree    fs.FS
 	spec    *schema.Spec
 	now     time.Time
@@ -267,7 +267,7 @@ type verifier struct {
 	// spec's clusters and (consumer, provider) pairs: the checks ask for
 	// every file.
 	declaredIDs map[string]int
-	peerings    map[[2]string]bool
+	peerings    map[schema.Pair]bool
 	// guard answers Inspect for content already inspected (nil: none).
 	guard *guard.Cache
 	// encoder is liqo.Encode remembering what it encoded: the same RBAC
@@ -406,13 +406,13 @@ func (v *verifier) declared(id string) bool { _, ok := v.declaredIDs[id]; return
 
 // hasPeering reports whether the spec declares the peering.
 func (v *verifier) hasPeering(consumer, provider string) bool {
-	return v.peerings[[2]string{consumer, provider}]
+	return v.peerings[schema.Pair{Consumer: consumer, Provider: provider}]
 }
 
 // peers reports whether consumer and provider peer, or did and are being
 // withdrawn.
 func (v *verifier) peers(consumer, provider string) bool {
-	return v.hasPeering(consumer, provider) || v.removed[[2]string{consumer, provider}]
+	return v.hasPeering(consumer, provider) || v.removed[schema.Pair{Consumer: consumer, Provider: provider}]
 }
 
 // findRemoved finds peerings gone from the spec that left a nonce or a
@@ -428,16 +428,18 @@ func (v *verifier) findRemoved() {
 			if y == x.ID || !v.declared(y) {
 				continue
 			}
-			// (consumer, provider, file that shows it was peered)
-			for _, c := range [][3]string{
-				{x.ID, y, layout.InboxPath(x.ID, y, layout.NonceFile)},
-				{y, x.ID, layout.InboxPath(x.ID, y, layout.TenantFile)},
+			for _, c := range []struct {
+				schema.Pair
+				shown string // the file that shows it was peered
+			}{
+				{schema.Pair{Consumer: x.ID, Provider: y}, layout.InboxPath(x.ID, y, layout.NonceFile)},
+				{schema.Pair{Consumer: y, Provider: x.ID}, layout.InboxPath(x.ID, y, layout.TenantFile)},
 			} {
-				if v.hasPeering(c[0], c[1]) {
+				if v.hasPeering(c.Consumer, c.Provider) {
 					continue
 				}
-				if _, err := fs.Stat(v.tree, c[2]); err == nil {
-					v.removed[[2]string{c[0], c[1]}] = true
+				if _, err := fs.Stat(v.tree, c.shown); err == nil {
+					v.removed[c.Pair] = true
 				}
 			}
 		}

@@ -54,9 +54,9 @@ func reviewSpecChanges(tree fs.FS, file string, data []byte, spec *schema.Spec, 
 	for _, c := range spec.Clusters {
 		declared[c.ID] = true
 	}
-	wanted := map[[2]string]bool{}
+	wanted := map[schema.Pair]bool{}
 	for _, p := range spec.Peerings {
-		wanted[[2]string{p.Consumer, p.Provider}] = true
+		wanted[p.Pair()] = true
 	}
 
 	var live []livePeering
@@ -102,9 +102,9 @@ func reviewSpecChanges(tree fs.FS, file string, data []byte, spec *schema.Spec, 
 			c.ID, layout.ClusterPath(c.ID, layout.ClusterFile), c.ID))
 	}
 
-	seen := map[[2]string]bool{}
+	seen := map[schema.Pair]bool{}
 	for _, p := range live {
-		k := [2]string{p.Consumer, p.Provider}
+		k := schema.Pair{Consumer: p.Consumer, Provider: p.Provider}
 		if wanted[k] || seen[k] {
 			continue
 		}
