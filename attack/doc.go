@@ -1,4 +1,4 @@
-// Package attack holds gitpeer's attack suite (design, "Invariants" 6): every
+// Package attack holds gitpeer's attack suite (docs/design.md, invariant 6): every
 // promise of the trust model (docs/trust.md) tried the way a writer of the
 // peering repo would try to break it, against real repos.
 //

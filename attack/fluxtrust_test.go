@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -66,8 +65,16 @@ func TestALeakedKeyThatRetargetsFluxIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign := malloryKey(t, false)
-	files, err := fluxtrust.Files("alpha", fluxtrust.Keys{Format: commitsig.FormatSSH, Current: []byte(foreign)})
+	_, mallory, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := fluxtrust.Of("alpha", mallory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := string(keys.SSH)
+	files, err := fluxtrust.Files("alpha", keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +84,9 @@ func TestALeakedKeyThatRetargetsFluxIsNamed(t *testing.T) {
 	})
 	mustFind(t, w.verify(), fluxSecret, verify.ReasonFluxTrustMismatch, "")
 	w.pass("alpha")
-	k, err := fluxtrust.Parse(fluxSecret, "alpha", commitsig.FormatSSH, w.mustShow(fluxSecret))
-	if err != nil || string(k.Current) != string(own) || k.Next != nil {
-		t.Fatalf("after alpha's pass its verify Secret trusts %q and %q (%v), want alpha's key alone", k.Current, k.Next, err)
+	k, err := fluxtrust.Parse(fluxSecret, "alpha", w.mustShow(fluxSecret))
+	if err != nil || string(k.SSH) != string(own) || k.NextSSH != nil {
+		t.Fatalf("after alpha's pass its verify Secret trusts %q and %q (%v), want alpha's key alone", k.SSH, k.NextSSH, err)
 	}
 	if data := string(w.mustShow(fluxSecret)); strings.Contains(data, foreign) {
 		t.Fatalf("after alpha's pass its verify Secret is:\n%s", data)

@@ -1,7 +1,7 @@
 // Package commitsig signs and verifies Git commits with a cluster's Ed25519
 // key, as SSH signatures (what Flux verifies) or OpenPGP signatures (what
 // Argo CD verifies), and writes the public-key files that Git, Flux and
-// Argo CD need to check them (design, "Trust" point 3). A commit carries one
+// Argo CD need to check them (docs/design.md, trust point 3). A commit carries one
 // signature, so a cluster signs in one format (Format), named as Git's
 // gpg.format.
 //

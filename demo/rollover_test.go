@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/fluxtrust"
+	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/runner"
@@ -26,14 +27,17 @@ import (
 
 // flux is what source-controller does with alpha's applied branch, as far
 // as trust goes: it verifies each new head with the keys the Secret it
-// applied last holds (mode HEAD: the head's signature alone), and applies
-// the head's clusters/alpha/flux/ Secret if it verifies.
+// applied last holds in the head's signature format (mode HEAD: the
+// head's signature alone; .sshpub keys for SSH signatures, .asc keys for
+// OpenPGP ones), and applies the head's clusters/alpha/flux/ Secret if it
+// verifies.
 type flux struct {
 	t       *testing.T
 	remote  string
 	id      string
 	head    plumbing.Hash
-	trusted []crypto.PublicKey
+	trusted []crypto.PublicKey // by .sshpub
+	pgp     []crypto.PublicKey // whose OpenPGP form the Secret holds (.asc)
 	refused int
 }
 
@@ -57,7 +61,11 @@ func (f *flux) fetch(after string) {
 		f.t.Fatal(err)
 	}
 	keys := map[string]crypto.PublicKey{}
-	for i, k := range f.trusted {
+	trusted := f.trusted
+	if commitsig.FormatOf(c.PGPSignature) == commitsig.FormatOpenPGP {
+		trusted = f.pgp
+	}
+	for i, k := range trusted {
 		keys[string(rune('a'+i))] = k
 	}
 	if _, err := commitsig.Verify(c, keys); err != nil {
@@ -74,20 +82,24 @@ func (f *flux) fetch(after string) {
 		f.t.Fatalf("after %s: the applied head carries no verify Secret: %v", after, err)
 	}
 	data, _ := file.Contents()
-	k, err := fluxtrust.Parse(file.Name, f.id, commitsig.FormatSSH, []byte(data))
+	k, err := fluxtrust.Parse(file.Name, f.id, []byte(data))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.trusted = nil
-	for _, v := range [][]byte{k.Current, k.Next} {
-		if v == nil {
+	f.trusted, f.pgp = nil, nil
+	for _, v := range [][2][]byte{{k.SSH, k.OpenPGP}, {k.NextSSH, k.NextOpenPGP}} {
+		if v[0] == nil {
 			continue
 		}
-		pub, _, _, _, err := ssh.ParseAuthorizedKey(v)
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(v[0])
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		f.trusted = append(f.trusted, pub.(ssh.CryptoPublicKey).CryptoPublicKey())
+		key := pub.(ssh.CryptoPublicKey).CryptoPublicKey()
+		f.trusted = append(f.trusted, key)
+		if _, _, err := commitsig.CheckOpenPGPKey(v[1], key, commitsig.OpenPGPUserID(f.id)); err == nil {
+			f.pgp = append(f.pgp, key)
+		}
 	}
 	f.head = ref.Hash()
 }
@@ -301,4 +313,53 @@ func readyIn(p layout.PeeringStatus) bool {
 		}
 	}
 	return false
+}
+
+// TestSwitchingTheSigningFormatNeverBreaksFlux: alpha's reconciler moves
+// from SSH signatures to OpenPGP (for Argo CD) and back. Its Flux verifies
+// every head: the verify Secret gitpeer keeps holds alpha's key in both
+// forms, so the first head signed in the new format meets a key Flux
+// already trusts.
+func TestSwitchingTheSigningFormatNeverBreaksFlux(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alpha *demo.Cluster
+	for _, c := range rep.Clusters {
+		if c.ID == "alpha" {
+			alpha = c
+		}
+	}
+	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{alpha.Backend.Signer().Public()}}
+	fl.fetch("the demo")
+	for _, format := range []commitsig.Format{commitsig.FormatOpenPGP, commitsig.FormatSSH} {
+		opts, err := runner.Signed(gitsync.Options{URL: rep.Remote, Dir: alpha.Runner.Repo.Dir(), Now: clk.Now}, alpha.Backend, format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo, err := gitsync.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &runner.Runner{Repo: repo, Backend: alpha.Backend, Now: clk.Now}
+		clk.now = clk.now.Add(time.Minute)
+		res, err := r.Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Sealed {
+			t.Fatalf("the pass signing with %s did not reseal the applied branch", format)
+		}
+		fl.fetch("alpha's first pass signing with " + string(format))
+	}
+	if fl.refused > 0 {
+		t.Fatalf("Flux refused %d heads", fl.refused)
+	}
 }

@@ -42,18 +42,19 @@ const (
 const managedBy = "gitpeer"
 
 // Keys is what the Secret holds for one cluster: the key in force and,
-// during a rollover, the next one, each as source-controller reads it (an
-// authorized_keys line for SSH signatures, an armored public key for
-// OpenPGP ones).
+// during a rollover, the staged one, each in both forms source-controller
+// reads: an authorized_keys line (SSH signatures, SSHKey) and an armored
+// OpenPGP public key (OpenPGP signatures, commitsig.OpenPGPPublicKey).
+// Flux then verifies a head signed in either format, so changing the
+// cluster's --signing-format never meets a key Flux does not trust.
 type Keys struct {
-	Format  commitsig.Format
-	Current []byte
-	Next    []byte // nil: no rollover in progress
+	SSH, OpenPGP         []byte
+	NextSSH, NextOpenPGP []byte // nil: no rollover in progress
 }
 
-// KeyName is the Secret's data key for id's key (next: the staged one):
-// <id>.sshpub and <id>-next.sshpub, or .asc for OpenPGP, the suffixes
-// source-controller reads.
+// KeyName is the Secret's data key for id's key (next: the staged one) in
+// format: <id>.sshpub and <id>-next.sshpub, or .asc for OpenPGP, the
+// suffixes source-controller reads.
 func KeyName(id string, format commitsig.Format, next bool) string {
 	name := id
 	if next {
@@ -65,16 +66,44 @@ func KeyName(id string, format commitsig.Format, next bool) string {
 	return name + ".sshpub"
 }
 
+// Of is the keys of cluster id: key in force, and next when a key is
+// staged (nil otherwise), in both forms.
+func Of(id string, key, next crypto.Signer) (Keys, error) {
+	var k Keys
+	var err error
+	if k.SSH, k.OpenPGP, err = forms(id, key, false); err != nil {
+		return Keys{}, err
+	}
+	if next != nil {
+		if k.NextSSH, k.NextOpenPGP, err = forms(id, next, true); err != nil {
+			return Keys{}, err
+		}
+	}
+	return k, nil
+}
+
+func forms(id string, key crypto.Signer, next bool) (ssh, pgp []byte, err error) {
+	if ssh, err = SSHKey(id, key.Public(), next); err != nil {
+		return nil, nil, err
+	}
+	if pgp, err = commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id)); err != nil {
+		return nil, nil, err
+	}
+	return ssh, pgp, nil
+}
+
 // Files returns the Component of cluster id holding k, by path relative to
 // clusters/<id>/ (flux/kustomization.yaml and flux/secret-gitpeer-signing.yaml),
 // encoded as liqo.Encode does: the same keys always give the same bytes.
 func Files(id string, k Keys) (map[string][]byte, error) {
-	if len(bytes.TrimSpace(k.Current)) == 0 {
+	if len(bytes.TrimSpace(k.SSH)) == 0 || len(bytes.TrimSpace(k.OpenPGP)) == 0 {
 		return nil, fmt.Errorf("flux verify Secret of %s: no current key", id)
 	}
-	data := map[string]string{KeyName(id, k.Format, false): value(k.Current)}
-	if len(k.Next) > 0 {
-		data[KeyName(id, k.Format, true)] = value(k.Next)
+	data := map[string]string{}
+	for _, e := range k.entries(id) {
+		if len(e.value) > 0 {
+			data[e.name] = value(e.value)
+		}
 	}
 	secret := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -100,6 +129,23 @@ func Files(id string, k Keys) (map[string][]byte, error) {
 	return map[string][]byte{path.Join(Dir, ComponentFile): c, path.Join(Dir, SecretFile): s}, nil
 }
 
+type entry struct {
+	name  string
+	value []byte
+	ssh   bool
+	next  bool
+}
+
+// entries are k's values by the Secret's data key.
+func (k *Keys) entries(id string) []entry {
+	return []entry{
+		{KeyName(id, commitsig.FormatSSH, false), k.SSH, true, false},
+		{KeyName(id, commitsig.FormatOpenPGP, false), k.OpenPGP, false, false},
+		{KeyName(id, commitsig.FormatSSH, true), k.NextSSH, true, true},
+		{KeyName(id, commitsig.FormatOpenPGP, true), k.NextOpenPGP, false, true},
+	}
+}
+
 // Component is flux/kustomization.yaml: the kustomize Component whose one
 // resource is the verify Secret.
 func Component() ([]byte, error) {
@@ -117,43 +163,45 @@ func value(key []byte) string {
 }
 
 // Parse reads the Secret file data of cluster id (file names it in errors)
-// and returns the keys it holds, in format. It is the reader for verify: a
-// file that is not a Secret of exactly the shape Files writes is an error,
-// never a panic.
-func Parse(file, id string, format commitsig.Format, data []byte) (Keys, error) {
+// and returns the keys it holds. It is the reader for verify: a file that
+// is not a Secret of the shape Files writes, or whose authorized_keys lines
+// are not written as SSHKey writes them, is an error, never a panic. The
+// OpenPGP keys are returned as they are: whose key each is, is the
+// caller's check (commitsig.CheckOpenPGPKey).
+func Parse(file, id string, data []byte) (Keys, error) {
 	var s corev1.Secret
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return Keys{}, fmt.Errorf("%s: %w", file, err)
 	}
-	k := Keys{Format: format}
-	for name, v := range s.StringData {
-		switch name {
-		case KeyName(id, format, false):
-			k.Current = []byte(v)
-		case KeyName(id, format, true):
-			k.Next = []byte(v)
-		default:
-			return Keys{}, fmt.Errorf("%s: stringData.%s: not a key gitpeer writes for %s (want %s, and %s during a rollover)",
-				file, name, id, KeyName(id, format, false), KeyName(id, format, true))
-		}
-	}
 	if len(s.Data) > 0 {
 		return Keys{}, fmt.Errorf("%s: data: gitpeer writes keys in stringData only", file)
 	}
-	if k.Current == nil {
-		return Keys{}, fmt.Errorf("%s: stringData.%s: missing", file, KeyName(id, format, false))
+	var k Keys
+	fields := map[string]*[]byte{}
+	var names []string
+	for _, e := range k.entries(id) {
+		names = append(names, e.name)
 	}
-	if format != commitsig.FormatOpenPGP {
-		for _, v := range []struct {
-			value []byte
-			next  bool
-		}{{k.Current, false}, {k.Next, true}} {
-			if v.value != nil {
-				if err := checkSSHKey(id, v.value, v.next); err != nil {
-					return Keys{}, fmt.Errorf("%s: stringData.%s: %w", file, KeyName(id, format, v.next), err)
-				}
+	fields[names[0]], fields[names[1]], fields[names[2]], fields[names[3]] = &k.SSH, &k.OpenPGP, &k.NextSSH, &k.NextOpenPGP
+	for name, v := range s.StringData {
+		f, ok := fields[name]
+		if !ok {
+			return Keys{}, fmt.Errorf("%s: stringData.%s: not a key gitpeer writes for %s (%s)", file, name, id, strings.Join(names, ", "))
+		}
+		*f = []byte(v)
+	}
+	for _, e := range k.entries(id) {
+		switch {
+		case !e.next && len(e.value) == 0:
+			return Keys{}, fmt.Errorf("%s: stringData.%s: missing", file, e.name)
+		case e.ssh && len(e.value) > 0:
+			if err := checkSSHKey(id, e.value, e.next); err != nil {
+				return Keys{}, fmt.Errorf("%s: stringData.%s: %w", file, e.name, err)
 			}
 		}
+	}
+	if (k.NextSSH == nil) != (k.NextOpenPGP == nil) {
+		return Keys{}, fmt.Errorf("%s: a staged key in one format only (%s, %s)", file, names[2], names[3])
 	}
 	return k, nil
 }
@@ -201,8 +249,9 @@ func SSHKey(id string, pub crypto.PublicKey, next bool) ([]byte, error) {
 // for commits signed in format: SSHKey's line, or the armored OpenPGP
 // public key (commitsig.OpenPGPPublicKey), which takes a signature by key.
 func Key(id string, key crypto.Signer, format commitsig.Format, next bool) ([]byte, error) {
+	ssh, pgp, err := forms(id, key, next)
 	if format == commitsig.FormatOpenPGP {
-		return commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
+		return pgp, err
 	}
-	return SSHKey(id, key.Public(), next)
+	return ssh, err
 }

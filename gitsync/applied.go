@@ -14,7 +14,7 @@ import (
 	"github.com/gitpeer/gitpeer/trailer"
 )
 
-// The applied branch (design, "Trust" point 3) is the ref this cluster's Flux
+// The applied branch (docs/design.md, trust point 3) is the ref this cluster's Flux
 // applies from. Only this cluster writes it, so it is the one ref gitsync
 // force-updates: it must follow this cluster's view wherever someone else
 // moved it (back to an old commit, say). The shared branch is never forced.

@@ -7,38 +7,9 @@
 // reuse), Sync (fetch, reset, pass, guard, commit, push), SyncTree (the
 // same with a pass that reads the tip from Git objects, TreeFS) and a file
 // watcher.
-// Policy, after Flux's image-automation-controller:
-//
-//   - A rejected push is never merged and never forced. The remote is
-//     refetched, the worktree moved to the new tip and the pass's change
-//     re-applied on it (the same files, committed and signed afresh), with
-//     jittered backoff scaled by the contention seen (DefaultBackoff), bounded
-//     in time. Writers' paths never
-//     overlap (the ownership rule), so the change stands on any new tip and
-//     nothing is lost (design invariant 4), history stays linear, and a
-//     burst of writers costs one pass each, not one per attempt. A new tip
-//     that changed a path the pass owns is a broken rule: Sync stops
-//     (ErrForeignWrite) rather than write over it.
-//   - Every written file goes through guard.Check first; one refusal
-//     refuses the whole commit (design invariant 1).
-//   - With Options.AppliedBranch, every Sync also points this cluster's
-//     applied branch at a signed commit whose tree is the cluster's own
-//     directory alone, as it stands on the shared branch and filtered to
-//     what the cluster vouches for (appliedtree.go, docs/trust.md). That branch, written by this cluster alone, is the only ref
-//     gitsync force-pushes.
-//   - With Options.PushBranch (a review flow), the pass's commit goes to
-//     that branch instead, rebuilt on the shared branch tip; only this
-//     cluster's own previous proposal there is ever replaced. With
-//     Options.Reviewed, only the reviewed part of the change is proposed;
-//     the rest is pushed to the shared branch, without force.
-//   - Dir belongs to the Repo: anything in it that is not in the remote tip
-//     is discarded at the start of each Sync (of a SyncTree only when the
-//     Repo cannot vouch for the worktree; its pass never reads it).
-//
-// go-git has no rebase, its Status is slow on large trees, and its commits
-// rebuild every tree from the index, so gitsync never calls Status nor
-// Worktree.Commit: it compares blob hashes against the tip's tree to
-// decide what changed, and writes only the trees on changed paths.
+// Its policy (never merge, never force the shared branch; the guard
+// first; the applied branch; review branches; a clone that belongs to the
+// Repo) is docs/design.md, "Publishing a pass".
 package gitsync
 
 import (

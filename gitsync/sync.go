@@ -123,65 +123,22 @@ type Result struct {
 	Withdrawn bool
 }
 
-// Sync runs one pass and publishes its change as at most one commit:
-//
-//  1. fetch, hard-reset the worktree to origin/<branch> (discarding local
-//     commits and untracked files), run pass;
-//  2. check every written file with guard.Check: one refusal refuses the
-//     whole commit (nothing written, worktree reset, error wraps
-//     guard.ErrSecret);
-//  3. apply the change (directories left empty are removed), commit with
-//     Author as author and committer at Now, push without force.
-//
-// When the push is rejected because the remote moved (non-fast-forward),
-// Sync waits Backoff, refetches, and re-applies the pass's Change on the new
-// tip without running the pass again: writers' paths never overlap (the
-// ownership rule), so the change computed on the old tip is still this
-// pass's whole say. It first checks that the commits in between changed no
-// path the Change owns (Change.Owns); if one did, it stops with
-// ErrForeignWrite rather than write over someone's change. The re-applied
-// commit is made and signed afresh on the new tip (same message, author and
-// Now) and pushed; never a merge, never a force push. Retries go on until
-// the push lands, or the next one would start PushTimeout after the last
-// commit from a writer new to this Sync landed (or after the first attempt,
-// before any), or after MaxAttempts pushes when set; then Sync returns an
-// error wrapping ErrPushConflict. A burst of writers draining one commit
-// each keeps a pass waiting its turn however long the burst; a writer that
-// keeps landing commit after commit does not. Errors from pass are returned wrapped, as are
-// ErrInvalidChange, transport and storage errors. On every such error the
-// worktree is left reset to the last fetched tip and nothing of this Sync
-// is pushed.
-//
-// With Options.AppliedBranch, a Sync that got this far then updates the
-// applied branch for the shared branch's tip T (this Sync's commit, or the
-// fetched tip when nothing changed). Its applied tree is T's AppliedScope
-// alone, filtered (appliedTree: no inbox, dot-files, links, submodules,
-// nor what AppliedFilter does not keep):
-//
-//   - when the remote applied branch (fetched with the shared branch) is a
-//     commit of exactly that tree, signed by this cluster, it is left
-//     alone: nothing is made or pushed, so a settled repo stays still;
-//   - when nothing is left to vouch for (or AppliedFilter refuses T), it is
-//     left alone too, and Result.AppliedHeld says why;
-//   - else a seal commit is made, signed by Signer, with the applied tree,
-//     T as its only parent (provenance: the commit it was computed from),
-//     Author and Now as for other commits, and message "<ClusterID>: seal
-//     <AppliedScope>" with trailers Gitpeer-Cluster and Gitpeer-Step:
-//     seal; it is pushed to the applied branch only.
-//
-// The applied branch is force-updated (this cluster alone writes it). A
-// failure there fails the Sync with an error naming the ref; the shared
-// branch push, if any, stands and Result.Commit reports it.
-//
-// With Options.PushBranch, step 3 pushes nothing to the shared branch: the
-// commit (on the fetched tip) goes to PushBranch, leased to what the fetch
-// saw there, and replaces it only when the fetched head is absent, merged,
-// or this cluster's own proposal (else ErrForeignCommit); a pass that
-// changes nothing deletes PushBranch; an open proposal with the same tree
-// on the same tip is left alone. A push rejected because someone moved
-// PushBranch is retried within the same bounds, running the pass again
-// after a fresh look at what they pushed.
-// The applied branch then vouches for the fetched tip (merged = approved).
+// Sync runs one pass and publishes its change as at most one commit on
+// the shared branch (or, with Options.PushBranch, on the review branch),
+// then points the applied branch at the cluster's vouched tree of the tip
+// (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
+// fetch and reset, pass, guard.Check of every written file, commit, push
+// without force; a rejected push re-applies the same change on the new
+// tip after Backoff until it lands or PushTimeout (bounded by MaxPushWait)
+// passes. It returns what was pushed (Result) and errors wrapping
+// ErrForeignWrite (a new tip changed a path the Change owns and no commit
+// of this cluster's key explains it), ErrPushConflict (the retries ran
+// out), ErrForeignCommit (the review branch holds someone's work),
+// guard.ErrSecret, ErrInvalidChange, or the pass's, transport and storage
+// errors. On an error the worktree is left at the last fetched tip and
+// nothing of this Sync is pushed to the shared branch; a failure of the
+// applied branch's update is named with its ref, after the shared push
+// stood.
 func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 	return r.sync(ctx, func(ctx context.Context, root string, _ *TreeFS) (*Change, error) { return pass(ctx, root) }, false)
 }

@@ -644,7 +644,7 @@ func TestLiqoClusterRolesAreRenderedOnlyWhenAsked(t *testing.T) {
 	}
 }
 
-// TestEverySettledPeeringMakesNoFurtherCommit is invariant 3 across the
+// TestEverySettledPeeringMakesNoFurtherCommit is invariant 3 (docs/design.md) across the
 // spec's knobs: once converged, passes change nothing.
 func TestEverySettledPeeringMakesNoFurtherCommit(t *testing.T) {
 	peerings := map[string]string{

@@ -66,12 +66,12 @@ type Input struct {
 	// cluster's earlier passes (see Cache); nil: every pass starts afresh.
 	// The output is the same either way.
 	Cache *Cache
-	// FluxNextKey, when set, is the cluster's staged next key
-	// (backend.KeyRoller) as its Flux reads it, in the format the cluster
-	// signs in (fluxtrust.SSHKey, or the armored OpenPGP key): the pass
-	// adds it to the keys clusters/<self>/flux/ trusts, so that the key in
-	// force vouches for it before it signs anything Flux applies.
-	FluxNextKey []byte
+	// StagedKey, when set, is the cluster's staged next key
+	// (backend.KeyRoller): the pass adds it to the keys clusters/<self>/flux/
+	// trusts, so that the key in force vouches for it before it signs
+	// anything Flux applies. Only its public half is read, and it signs
+	// its own OpenPGP certification (fluxtrust.Of).
+	StagedKey crypto.Signer
 	// Pending, when set, is the tree of the cluster's own proposal not
 	// merged yet (gitsync.Repo.Pending, with a review branch). The pass
 	// decides from Tree alone; from Pending it only takes back the

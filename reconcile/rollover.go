@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
@@ -69,19 +68,13 @@ func (p *pass) ownInfo(ctx context.Context) error {
 }
 
 // renderFluxTrust writes clusters/<self>/flux/ (package fluxtrust): the
-// keys the cluster's Flux verifies its applied head with, in the format
-// this cluster signs in. The key in force is the backend's; the next one,
-// during a rollover, is Input.FluxNextKey.
+// keys the cluster's Flux verifies its applied head with, in both formats
+// Flux reads. The key in force is the backend's; the next one, during a
+// rollover, is Input.StagedKey.
 func (p *pass) renderFluxTrust() error {
-	k := fluxtrust.Keys{Format: commitsig.FormatSSH, Next: p.in.FluxNextKey}
-	if p.in.OpenPGPKey != nil {
-		k.Format, k.Current = commitsig.FormatOpenPGP, p.in.OpenPGPKey
-	} else {
-		line, err := fluxtrust.SSHKey(p.self, p.in.Backend.Signer().Public(), false)
-		if err != nil {
-			return err
-		}
-		k.Current = line
+	k, err := fluxtrust.Of(p.self, p.in.Backend.Signer(), p.in.StagedKey)
+	if err != nil {
+		return err
 	}
 	files, err := fluxtrust.Files(p.self, k)
 	if err != nil {

@@ -262,9 +262,9 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 // sequence of its manifest the repo holds, when this cluster signed it:
 // the floor below which a later pass carries nothing over (ownRolledBack).
 //
-// A manifest of this cluster's key above every sequence its pin store says
-// it signed there, and above any such found before, was signed by another
-// process with the key: it is counted (pins.Store.Foreign, ForeignPasses,
+// A manifest of this cluster's key in a directory its pin store signed,
+// above every sequence the store says it signed there and above any such
+// found before, was signed by another process with the key: it is counted (pins.Store.Foreign, ForeignPasses,
 // Output.ForeignWrites), for the caller to tell a second reconciler.
 func (p *pass) recordPublished(dirs []string) error {
 	var own map[string]uint64
@@ -278,7 +278,9 @@ func (p *pass) recordPublished(dirs []string) error {
 			continue
 		}
 		p.pins.SeePublished(dir, m.Sequence)
-		if m.Sequence > own[dir] && m.Sequence > p.pins.Foreign[dir] {
+		// A directory this store never signed holds what gitpeer init or
+		// a predecessor with another state signed: no evidence.
+		if own[dir] > 0 && m.Sequence > own[dir] && m.Sequence > p.pins.Foreign[dir] {
 			if p.pins.Foreign == nil {
 				p.pins.Foreign = map[string]uint64{}
 			}

@@ -28,8 +28,8 @@ const NoKeyRolloverWait time.Duration = -1
 
 // rollover is the step of a staged key rollover (backend.KeyRoller) a pass
 // takes before it computes. While the cluster does not trust the staged
-// key yet, it returns the key as the cluster's Flux reads it, for the pass
-// to announce (reconcile.Input.FluxNextKey), and a note saying what the
+// key yet, it returns the key for the pass to announce
+// (reconcile.Input.StagedKey), and a note saying what the
 // switch waits for. Once the cluster trusts it (backend.FluxTruster; a
 // backend that cannot see the cluster: KeyRolloverWait after the key was
 // announced), it promotes it and makes the Repo sign with it: this pass
@@ -37,39 +37,41 @@ const NoKeyRolloverWait time.Duration = -1
 // its Flux Secret trusts the new key alone. Flux verifies that head with
 // the keys the last one made it trust, old and new, so it never refuses
 // one.
-func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (announce *backend.NextKey, value []byte, note string, err error) {
+func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (announce *backend.NextKey, note string, err error) {
 	if kl, ok := r.Backend.(backend.KeyReloader); ok {
 		// Another replica may have switched keys while this one stood by.
 		changed, err := kl.ReloadKey(ctx)
 		if err != nil {
-			return nil, nil, "", err
+			return nil, "", err
 		}
 		if changed {
 			if err := rekey(r.Repo, r.Backend); err != nil {
-				return nil, nil, "", err
+				return nil, "", err
 			}
 		}
 	}
 	kr, ok := r.Backend.(backend.KeyRoller)
 	if !ok {
-		return nil, nil, "", nil
+		return nil, "", nil
 	}
 	next, err := kr.Next(ctx)
 	if err != nil || next == nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	id := r.Backend.ClusterID()
-	value, err = fluxtrust.Key(id, next.Signer, r.Repo.SignatureFormat(), true)
+	// The Secret holds the staged key in both forms: its authorized_keys
+	// line tells whether Flux's copy is the announced one.
+	value, err := fluxtrust.SSHKey(id, next.Signer.Public(), true)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	fp, err := handshake.Fingerprint(next.Signer.Public())
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	trusted, why, err := r.trusts(ctx, next, value, now)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
+		return nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
 	}
 	if waiting := unanswered(tree, id, r.Backend.Signer().Public()); trusted && waiting != "" {
 		// A provider that has not answered the last rotation still holds
@@ -79,17 +81,17 @@ func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (annou
 		trusted, why = false, waiting+" has answered this cluster's previous key rotation"
 	}
 	if !trusted {
-		return next, value, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
+		return next, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
 	}
 	old, err := kr.PromoteNextKey(ctx)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
+		return nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
 	}
 	if err := rekey(r.Repo, r.Backend); err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
 	was, _ := handshake.Fingerprint(old.Public())
-	return nil, nil, fmt.Sprintf("key rollover: %s replaces %s (%s); this pass publishes cluster.yaml with the rotation statement %s signed, and Flux trusts the new key alone from its next revision", fp, was, why, was), nil
+	return nil, fmt.Sprintf("key rollover: %s replaces %s (%s); this pass publishes cluster.yaml with the rotation statement %s signed, and Flux trusts the new key alone from its next revision", fp, was, why, was), nil
 }
 
 // trusts reports whether the cluster trusts next for the commits it

@@ -7,6 +7,7 @@ package runner
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"io/fs"
 	"sync"
@@ -103,9 +104,8 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		// A switch of keys happens here, on the tip it is decided on and
 		// before anything is signed: the rest of the pass, its commit and
 		// its seal are made with the key it promotes.
-		var nextValue []byte
 		var note string
-		if next, nextValue, note, err = r.rollover(ctx, tree, now()); err != nil {
+		if next, note, err = r.rollover(ctx, tree, now()); err != nil {
 			return nil, err
 		}
 		if note != "" { // a retry on a new tip after the switch has none
@@ -118,7 +118,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		out, err := reconcile.Pass(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
-			Pending: r.Repo.Pending(), FluxNextKey: nextValue,
+			Pending: r.Repo.Pending(), StagedKey: staged(next),
 		})
 		if err != nil {
 			return nil, err
@@ -207,4 +207,12 @@ func (r *Runner) loadSpec(ctx context.Context, tree fs.FS) (*schema.Spec, error)
 		}
 		return schema.Parse(file, data)
 	})
+}
+
+// staged is the signer of a key the pass announces, nil for none.
+func staged(next *backend.NextKey) crypto.Signer {
+	if next == nil {
+		return nil
+	}
+	return next.Signer
 }

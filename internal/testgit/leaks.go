@@ -2,22 +2,29 @@ package testgit
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Leaks finds credentials in what a program printed or wrote: any of its
 // secrets verbatim, or any 24 consecutive characters of a private key's
 // PEM body past its first 100, across line breaks (those first characters
 // encode an OpenSSH key's fixed header: "openssh-key-v1", cipher and KDF
-// names, common to every such key).
+// names, common to every such key), unless they are also in the key's own
+// public key, which an OpenSSH private key holds in clear: a program may
+// rightly print a public key, and every Ed25519 one (a Flux verify Secret,
+// allowed signers) starts with the same "ssh-ed25519" header.
 type Leaks struct {
 	secrets []string
 	key     string // the key's base64 body, without line breaks
+	public  string // its public key's authorized_keys line, when known
 }
 
 // NewLeaks looks for keyPEM (a PEM private key) and secrets.
@@ -27,6 +34,19 @@ func NewLeaks(keyPEM []byte, secrets ...string) *Leaks {
 		if !strings.HasPrefix(line, "-----") {
 			l.key += strings.TrimSpace(line)
 		}
+	}
+	// An encrypted key still tells its public key, in clear.
+	var pub ssh.PublicKey
+	var missing *ssh.PassphraseMissingError
+	if raw, err := ssh.ParseRawPrivateKey(keyPEM); err == nil {
+		if signer, err := ssh.NewSignerFromKey(raw); err == nil {
+			pub = signer.PublicKey()
+		}
+	} else if errors.As(err, &missing) {
+		pub = missing.PublicKey
+	}
+	if pub != nil {
+		l.public = string(ssh.MarshalAuthorizedKey(pub))
 	}
 	return l
 }
@@ -41,7 +61,8 @@ func (l *Leaks) Find(data []byte) string {
 	flat := bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\n"), nil), []byte("\r"), nil)
 	const window = 24
 	for i := 100; i+window <= len(l.key); i++ {
-		if bytes.Contains(flat, []byte(l.key[i:i+window])) {
+		w := l.key[i : i+window]
+		if bytes.Contains(flat, []byte(w)) && !strings.Contains(l.public, w) {
 			return "private key material"
 		}
 	}

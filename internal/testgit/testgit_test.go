@@ -97,3 +97,20 @@ func TestServerCertificate(t *testing.T) {
 		t.Fatal("another CA is trusted too")
 	}
 }
+
+// Leaks finds an OpenSSH private key's body in output, but not another
+// Ed25519 key's authorized_keys line, which shares its "ssh-ed25519"
+// header with the private key's embedded public key.
+func TestLeaksTellsAPrivateKeyFromAPublicOne(t *testing.T) {
+	key := NewKey(t, "deploy", "a passphrase")
+	leaks := NewLeaks(key.PEM)
+	if what := leaks.Find(key.PEM); what != "private key material" {
+		t.Errorf("the private key itself: %q", what)
+	}
+	for i := 0; i < 20; i++ {
+		other := NewKey(t, "other", "")
+		if what := leaks.Find([]byte(other.AuthorizedKey)); what != "" {
+			t.Fatalf("another key's public line %q: %q", other.AuthorizedKey, what)
+		}
+	}
+}
