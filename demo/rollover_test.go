@@ -109,6 +109,35 @@ func fp(k crypto.PublicKey) string {
 	return s
 }
 
+// peered is alpha and beta peered by the demo, at a controlled clock,
+// with alpha's Flux (flux) having applied the demo's last head.
+type peered struct {
+	rep      *demo.Report
+	clk      *clock
+	clusters map[string]*demo.Cluster
+	fl       *flux
+}
+
+func newPeered(t *testing.T) *peered {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	rep, err := demo.Run(context.Background(), demo.Options{Dir: t.TempDir(), Now: clk.Now,
+		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &peered{rep: rep, clk: clk, clusters: map[string]*demo.Cluster{}}
+	for _, c := range rep.Clusters {
+		p.clusters[c.ID] = c
+	}
+	p.fl = &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{p.clusters["alpha"].Backend.Signer().Public()}}
+	p.fl.fetch("the demo")
+	return p
+}
+
 // TestAKeyRolloverNeverBreaksFluxNorThePeering rolls alpha's key while
 // alpha and beta are peered, with alpha's Flux simulated to the letter of
 // its trust (flux above): rotate-key's staging, the announcement, the
@@ -117,27 +146,13 @@ func fp(k crypto.PublicKey) string {
 // not by Flux's Secret, not by beta's pin, not by the published
 // cluster.yaml, and verify finds nothing.
 func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git CLI not installed")
-	}
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
-		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPeered(t)
+	rep, clk, fl, alpha := p.rep, p.clk, p.fl, p.clusters["alpha"]
 	human := filepath.Join(t.TempDir(), "human")
 	git(t, "clone", "-q", rep.Remote, human)
 	l := &lifecycle{t: t, rep: rep, clock: clk, human: human}
-	alpha := rep.Clusters[0]
-	if alpha.ID != "alpha" {
-		alpha = rep.Clusters[1]
-	}
-	old := alpha.Backend.Signer().Public()
-	oldFP, _ := handshake.Fingerprint(old)
-	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{old}}
-	fl.fetch("the demo")
+	oldFP := fp(alpha.Backend.Signer().Public())
 
 	ready := func(after string) {
 		t.Helper()
@@ -162,17 +177,12 @@ func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
 	var notes []string
 	step := func(id string) {
 		t.Helper()
-		for _, c := range rep.Clusters {
-			if c.ID != id {
-				continue
-			}
-			res, err := c.Runner.Pass(ctx)
-			if err != nil {
-				t.Fatalf("%s's pass: %v", id, err)
-			}
-			if id == "alpha" && res.KeyRollover != "" {
-				notes = append(notes, res.KeyRollover)
-			}
+		res, err := p.clusters[id].Runner.Pass(ctx)
+		if err != nil {
+			t.Fatalf("%s's pass: %v", id, err)
+		}
+		if id == "alpha" && res.KeyRollover != "" {
+			notes = append(notes, res.KeyRollover)
 		}
 		after := id + "'s pass at " + clk.now.Format(time.TimeOnly)
 		fl.fetch(after)
@@ -210,17 +220,12 @@ func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
 	if info.Fingerprint != newFP || info.VerifyRotation(oldFP) != nil {
 		t.Errorf("cluster.yaml publishes %s (statement: %v), want %s signed over by %s", info.Fingerprint, info.VerifyRotation(oldFP), newFP, oldFP)
 	}
-	for _, c := range rep.Clusters {
-		if c.ID != "beta" {
-			continue
-		}
-		pins, err := c.Backend.LoadPins(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := pins.Lookup("alpha"); p == nil || p.Fingerprint != newFP {
-			t.Errorf("beta pins %+v for alpha, want %s", p, newFP)
-		}
+	pins, err := p.clusters["beta"].Backend.LoadPins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pin := pins.Lookup("alpha"); pin == nil || pin.Fingerprint != newFP {
+		t.Errorf("beta pins %+v for alpha, want %s", pin, newFP)
 	}
 	git(t, "-C", human, "pull", "-q", "--ff-only")
 	spec, _, err := schema.Load(human)
@@ -239,24 +244,10 @@ func TestAKeyRolloverNeverBreaksFluxNorThePeering(t *testing.T) {
 // rotation's statement, which a second statement would not carry. Both
 // sides stay Ready, and Flux never refuses a head.
 func TestASecondRolloverWaitsForTheProvidersAnswer(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git CLI not installed")
-	}
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
-		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lifecycle{t: t, rep: rep, clock: clk}
-	clusters := map[string]*demo.Cluster{}
-	for _, c := range rep.Clusters {
-		clusters[c.ID] = c
-	}
-	alpha := clusters["alpha"]
-	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{alpha.Backend.Signer().Public()}}
-	fl.fetch("the demo")
+	p := newPeered(t)
+	clk, fl, clusters, alpha := p.clk, p.fl, p.clusters, p.clusters["alpha"]
+	l := &lifecycle{t: t, rep: p.rep, clock: clk}
 	pass := func(id string) string {
 		t.Helper()
 		res, err := clusters[id].Runner.Pass(ctx)
@@ -321,24 +312,9 @@ func readyIn(p layout.PeeringStatus) bool {
 // forms, so the first head signed in the new format meets a key Flux
 // already trusts.
 func TestSwitchingTheSigningFormatNeverBreaksFlux(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git CLI not installed")
-	}
 	ctx := context.Background()
-	clk := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
-	rep, err := demo.Run(ctx, demo.Options{Dir: t.TempDir(), Now: clk.Now,
-		Files: map[string][]byte{"peering.cue": []byte(lifecycleSpec(active))}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alpha *demo.Cluster
-	for _, c := range rep.Clusters {
-		if c.ID == "alpha" {
-			alpha = c
-		}
-	}
-	fl := &flux{t: t, remote: rep.Remote, id: "alpha", trusted: []crypto.PublicKey{alpha.Backend.Signer().Public()}}
-	fl.fetch("the demo")
+	p := newPeered(t)
+	rep, clk, fl, alpha := p.rep, p.clk, p.fl, p.clusters["alpha"]
 	for _, format := range []commitsig.Format{commitsig.FormatOpenPGP, commitsig.FormatSSH} {
 		opts, err := runner.Signed(gitsync.Options{URL: rep.Remote, Dir: alpha.Runner.Repo.Dir(), Now: clk.Now}, alpha.Backend, format)
 		if err != nil {
