@@ -373,21 +373,13 @@ func (b *Backend) loadKeys(ctx context.Context, create bool) error {
 	case apierrors.IsNotFound(err) && !create:
 		return fmt.Errorf("%s: %w", b.ref("secret", KeysSecretName), ErrNotInitialized)
 	case apierrors.IsNotFound(err):
-		key, err := handshake.GenerateKey()
-		if err != nil {
-			return err
-		}
-		priv, err := handshake.MarshalPrivateKey(key)
-		if err != nil {
-			return err
-		}
-		pub, err := handshake.MarshalPublicKey(key.Public())
+		_, data, err := newKeyPair()
 		if err != nil {
 			return err
 		}
 		s = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: KeysSecretName, Namespace: b.ns()},
-			Data:       map[string][]byte{PrivateKeyKey: priv, PublicKeyKey: pub},
+			Data:       data,
 		}
 		if s, err = b.createOnce(ctx, s); err != nil {
 			return err

@@ -152,22 +152,14 @@ func (b *Backend) StageKey(ctx context.Context, apiServer string) (*backend.Next
 		return nil, err
 	}
 	if next == nil {
-		key, err := handshake.GenerateKey()
-		if err != nil {
-			return nil, err
-		}
-		priv, err := handshake.MarshalPrivateKey(key)
-		if err != nil {
-			return nil, err
-		}
-		pub, err := handshake.MarshalPublicKey(key.Public())
+		key, data, err := newKeyPair()
 		if err != nil {
 			return nil, err
 		}
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: NextKeysSecretName, Namespace: b.ns(), Labels: map[string]string{managedByLabel: "gitpeer"}},
 			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{PrivateKeyKey: priv, PublicKeyKey: pub},
+			Data:       data,
 		}
 		if apiServer != "" {
 			s.Annotations = map[string]string{APIServerAnnotation: apiServer}
@@ -380,4 +372,23 @@ func (b *Backend) ReloadKey(ctx context.Context) (bool, error) {
 	}
 	same, err := samePublic(before, b.key)
 	return !same, err
+}
+
+// newKeyPair is a new Ed25519 key and the data of a Secret holding it in
+// the format of Liqo's InitClusterKeys: privateKey (PEM PKCS#8) and
+// publicKey (PEM PKIX).
+func newKeyPair() (crypto.Signer, map[string][]byte, error) {
+	key, err := handshake.GenerateKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	priv, err := handshake.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := handshake.MarshalPublicKey(key.Public())
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, map[string][]byte{PrivateKeyKey: priv, PublicKeyKey: pub}, nil
 }
