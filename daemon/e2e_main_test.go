@@ -132,7 +132,9 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 		return err
 	}
 	core := corev1client.NewForConfigOrDie(c.admin)
-	for _, ns := range []string{"liqo", "gitpeer-system"} {
+	// flux-system: manifests/rbac holds Role gitpeer-flux there, as on a
+	// cluster Flux applies (docs/deploy.md: without Flux, an overlay drops it).
+	for _, ns := range []string{"liqo", "gitpeer-system", "flux-system"} {
 		_, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
