@@ -196,7 +196,8 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		testgit.WriteFiles(t, creds, map[string][]byte{"bearerToken": []byte(rwToken), "ca.crt": host.CACert})
 		args := []string{"reconcile", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id,
 			"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(root, c.id, "checkout"),
-			"--interval", fluxInterval, "--health-addr", testgit.FreeLoopbackAddr(t), "--log-level", "debug"}
+			"--interval", fluxInterval, "--health-addr", testgit.FreeLoopbackAddr(t), "--log-level", "debug",
+			"--key-rollover-wait", "5s"} // rollOverKey: announced 5s at least, then until Flux trusts it
 		n := len(daemons)
 		p := startProc(t, owner, c.id+"'s reconciler", filepath.Join(root, c.id, fmt.Sprintf("reconciler-%d.log", n)),
 			[]string{"HOME=" + filepath.Join(root, c.id)}, s.gitpeer, append(args, s.reconcileFlags...)...)

@@ -16,10 +16,10 @@ import (
 )
 
 // DefaultKeyRolloverWait is Runner.KeyRolloverWait when zero: how long a
-// staged key is announced before a backend that cannot see the cluster's
-// Flux promotes it. Flux fetches the applied branch every minute
-// (manifests/flux) and applies a new revision at once; ten minutes leave
-// room for a reconciler or Flux restart in between.
+// staged key is announced at least before it is promoted. Flux fetches the
+// applied branch every minute (manifests/flux) and applies a new revision
+// at once; ten minutes leave room for a reconciler or Flux restart in
+// between, and for an Argo CD admin to import the staged OpenPGP key.
 const DefaultKeyRolloverWait = 10 * time.Minute
 
 // NoKeyRolloverWait, as Runner.KeyRolloverWait, promotes a staged key as
@@ -95,11 +95,11 @@ func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (annou
 }
 
 // trusts reports whether the cluster trusts next for the commits it
-// applies, and why (or what it waits for).
+// applies, and why (or what it waits for): the key has been announced for
+// KeyRolloverWait at least (time for Flux to apply the announcing head, or
+// for an Argo CD admin to import the staged OpenPGP key), and, on a
+// backend that can see the cluster's Flux, Flux's verify Secret holds it.
 func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte, now time.Time) (bool, string, error) {
-	if ft, ok := r.Backend.(backend.FluxTruster); ok {
-		return ft.FluxTrusts(ctx, value)
-	}
 	wait := r.KeyRolloverWait
 	switch {
 	case wait == 0:
@@ -108,12 +108,17 @@ func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte
 		wait = 0
 	}
 	if next.Announced.IsZero() {
-		return false, "an applied tree that announces it is pushed, then for " + wait.String() + " (--key-rollover-wait: this backend cannot see the cluster's Flux)", nil
+		return false, "an applied tree that announces it is pushed, then for " + wait.String() + " (--key-rollover-wait)", nil
 	}
 	if at := next.Announced.Add(wait); now.Before(at) {
-		return false, fmt.Sprintf("%s, %s after it was announced (--key-rollover-wait: this backend cannot see the cluster's Flux)", at.UTC().Format(time.RFC3339), wait), nil
+		return false, fmt.Sprintf("%s, %s after it was announced (--key-rollover-wait)", at.UTC().Format(time.RFC3339), wait), nil
 	}
-	return true, fmt.Sprintf("announced %s ago, at least --key-rollover-wait", now.Sub(next.Announced).Round(time.Second)), nil
+	announced := fmt.Sprintf("announced %s ago, at least --key-rollover-wait", now.Sub(next.Announced).Round(time.Second))
+	if ft, ok := r.Backend.(backend.FluxTruster); ok {
+		ok, why, err := ft.FluxTrusts(ctx, value)
+		return ok, announced + "; " + why, err
+	}
+	return true, announced, nil
 }
 
 // unanswered names the providers whose peering with cluster id is Ready on

@@ -36,9 +36,9 @@ type Runner struct {
 	// its bytes from the commit), e.g. with schema.ParseBounded; nil:
 	// schema.Parse, in this process and unbounded.
 	LoadSpec func(ctx context.Context, file string, data []byte) (*schema.Spec, error)
-	// KeyRolloverWait is how long a staged key is announced before it is
-	// promoted when the backend cannot see the cluster's Flux (no
-	// backend.FluxTruster); zero: DefaultKeyRolloverWait; negative
+	// KeyRolloverWait is how long a staged key is announced at least
+	// before it is promoted (a backend.FluxTruster also waits for Flux to
+	// trust it); zero: DefaultKeyRolloverWait; negative
 	// (NoKeyRolloverWait): none.
 	KeyRolloverWait time.Duration
 	// Fetched, when set, is called each time a pass has fetched the remote

@@ -194,7 +194,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass; at most 10 times it in all")
 	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
-	f.DurationVar(&rolloverWait, "key-rollover-wait", runner.DefaultKeyRolloverWait, "file backend: how long a key staged by rotate-key is announced to the cluster's Flux before it signs; 0 for a cluster no Flux applies (the kubernetes backend reads Flux's verify Secret instead)")
+	f.DurationVar(&rolloverWait, "key-rollover-wait", runner.DefaultKeyRolloverWait, "how long a key staged by rotate-key is announced at least before it signs (time for Flux to apply the announcement, or to import the staged OpenPGP key into Argo CD); the kubernetes backend also waits until Flux's verify Secret holds it; 0: no wait")
 	addSpecLimitFlags(cmd)
 	df.register(cmd)
 	cmd.Long += pushBranchHelp + openPRHelp
