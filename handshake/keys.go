@@ -230,3 +230,17 @@ func checkSigner(key crypto.Signer) (crypto.Signer, error) {
 
 // errNoKey is returned when a check is asked to compare against no key at all.
 var errNoKey = errors.New("no expected public key given")
+
+// SameKey reports whether a and b are the same public key (same
+// Fingerprint). An unsupported or invalid key gives ErrMalformedKey.
+func SameKey(a, b crypto.PublicKey) (bool, error) {
+	fa, err := Fingerprint(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := Fingerprint(b)
+	if err != nil {
+		return false, err
+	}
+	return fa == fb, nil
+}

@@ -194,19 +194,7 @@ func (b *Backend) inForce(s *staged) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return samePublic(cur, s.key)
-}
-
-func samePublic(a, b crypto.Signer) (bool, error) {
-	fa, err := handshake.Fingerprint(a.Public())
-	if err != nil {
-		return false, err
-	}
-	fb, err := handshake.Fingerprint(b.Public())
-	if err != nil {
-		return false, err
-	}
-	return fa == fb, nil
+	return handshake.SameKey(cur.Public(), s.key.Public())
 }
 
 // finishPromotion completes a promotion once KeyFile holds s: the staged
@@ -358,7 +346,7 @@ func (b *Backend) PromoteNextKey(ctx context.Context) (crypto.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	done, err := samePublic(cur, s.key)
+	done, err := handshake.SameKey(cur.Public(), s.key.Public())
 	if err != nil {
 		return nil, err
 	}

@@ -90,18 +90,6 @@ func parseNext(where string, s *corev1.Secret) (*staged, error) {
 	return st, nil
 }
 
-func samePublic(a, b crypto.Signer) (bool, error) {
-	fa, err := handshake.Fingerprint(a.Public())
-	if err != nil {
-		return false, err
-	}
-	fb, err := handshake.Fingerprint(b.Public())
-	if err != nil {
-		return false, err
-	}
-	return fa == fb, nil
-}
-
 // currentKeys reads authentication-keys as it is now (not the key the
 // Backend loaded: another replica may have promoted since), and makes its
 // key the one the backend signs with.
@@ -208,7 +196,7 @@ func (b *Backend) Next(ctx context.Context) (*backend.NextKey, error) {
 	if _, err := b.currentKeys(ctx); err != nil {
 		return nil, err
 	}
-	done, err := samePublic(b.key, st.key)
+	done, err := handshake.SameKey(b.key.Public(), st.key.Public())
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +272,7 @@ func (b *Backend) PromoteNextKey(ctx context.Context) (crypto.Signer, error) {
 		return nil, err
 	}
 	old := b.key
-	done, err := samePublic(old, st.key)
+	done, err := handshake.SameKey(old.Public(), st.key.Public())
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +358,7 @@ func (b *Backend) ReloadKey(ctx context.Context) (bool, error) {
 	if _, err := b.currentKeys(ctx); err != nil {
 		return false, err
 	}
-	same, err := samePublic(before, b.key)
+	same, err := handshake.SameKey(before.Public(), b.key.Public())
 	return !same, err
 }
 
