@@ -240,8 +240,8 @@ func Open(dir string) (*Backend, error) {
 		if err != nil {
 			return nil, damaged(dir, name, err)
 		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			return nil, fmt.Errorf("%s: mode %04o lets other users read it; want 0600", p, fi.Mode().Perm())
+		if err := checkPrivate(p, fi); err != nil {
+			return nil, err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {

@@ -153,14 +153,23 @@ func readPrivate(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%s: mode %04o lets other users read it; want 0600", path, fi.Mode().Perm())
+	if err := checkPrivate(path, fi); err != nil {
+		return nil, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return data, nil
+}
+
+// checkPrivate refuses the file at path, of info fi, when other users may
+// read it (as ssh refuses such a key).
+func checkPrivate(path string, fi fs.FileInfo) error {
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: mode %04o lets other users read it; want 0600", path, fi.Mode().Perm())
+	}
+	return nil
 }
 
 func removeIfExists(path string) error {
