@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -130,6 +131,22 @@ type NextKey struct {
 	// Announced is when a pass first pushed an applied tree that trusts
 	// the key (MarkAnnounced); zero until then.
 	Announced time.Time
+}
+
+// Restage is StageKey's check when n is staged already: asked again with
+// the same apiServer ("" meaning unchanged), nil; with another, an error
+// naming both.
+func (n *NextKey) Restage(apiServer string) error {
+	if n.APIServer == apiServer {
+		return nil
+	}
+	describe := func(s string) string {
+		if s == "" {
+			return "unchanged"
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Errorf("a key is staged already with API server %s, not %s: let the reconciler promote it first", describe(n.APIServer), describe(apiServer))
 }
 
 // KeyRoller is implemented by backends that roll the cluster key in steps,

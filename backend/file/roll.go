@@ -248,9 +248,8 @@ func (b *Backend) StageKey(ctx context.Context, apiServer string) (*backend.Next
 		return nil, err
 	}
 	if next != nil {
-		if next.APIServer != apiServer {
-			return nil, fmt.Errorf("state dir %s: a key is staged already with API server %s, not %s: let the reconciler promote it first, or remove %s and %s to stage another",
-				b.dir, describeAPIServer(next.APIServer), describeAPIServer(apiServer), NextKeyFile, NextKeyMetaFile)
+		if err := next.Restage(apiServer); err != nil {
+			return nil, fmt.Errorf("state dir %s: %v, or remove %s and %s to stage another", b.dir, err, NextKeyFile, NextKeyMetaFile)
 		}
 		return next, nil
 	}
@@ -277,14 +276,6 @@ func (b *Backend) StageKey(ctx context.Context, apiServer string) (*backend.Next
 		return nil, err
 	}
 	return &backend.NextKey{Signer: key, APIServer: apiServer}, nil
-}
-
-// describeAPIServer names an API server of a NextKey in errors.
-func describeAPIServer(s string) string {
-	if s == "" {
-		return "unchanged"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // Next implements backend.KeyRoller: the key in NextKeyFile. When KeyFile

@@ -169,19 +169,10 @@ func (b *Backend) StageKey(ctx context.Context, apiServer string) (*backend.Next
 		}
 		next = st.nextKey()
 	}
-	if next.APIServer != apiServer {
-		return nil, fmt.Errorf("%s: a key is staged already with API server %s, not %s: let the reconciler promote it first, or delete the Secret to stage another",
-			b.ref("secret", NextKeysSecretName), describeAPIServer(next.APIServer), describeAPIServer(apiServer))
+	if err := next.Restage(apiServer); err != nil {
+		return nil, fmt.Errorf("%s: %v, or delete the Secret to stage another", b.ref("secret", NextKeysSecretName), err)
 	}
 	return next, nil
-}
-
-// describeAPIServer names an API server of a NextKey in errors.
-func describeAPIServer(s string) string {
-	if s == "" {
-		return "unchanged"
-	}
-	return fmt.Sprintf("%q", s)
 }
 
 // Next implements backend.KeyRoller: the key in NextKeysSecretName. When
