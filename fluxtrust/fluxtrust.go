@@ -83,10 +83,10 @@ func Of(id string, key, next crypto.Signer) (Keys, error) {
 }
 
 func forms(id string, key crypto.Signer, next bool) (ssh, pgp []byte, err error) {
-	if ssh, err = SSHKey(id, key.Public(), next); err != nil {
+	if ssh, err = Key(id, key, commitsig.FormatSSH, next); err != nil {
 		return nil, nil, err
 	}
-	if pgp, err = commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id)); err != nil {
+	if pgp, err = Key(id, key, commitsig.FormatOpenPGP, next); err != nil {
 		return nil, nil, err
 	}
 	return ssh, pgp, nil
@@ -249,9 +249,8 @@ func SSHKey(id string, pub crypto.PublicKey, next bool) ([]byte, error) {
 // for commits signed in format: SSHKey's line, or the armored OpenPGP
 // public key (commitsig.OpenPGPPublicKey), which takes a signature by key.
 func Key(id string, key crypto.Signer, format commitsig.Format, next bool) ([]byte, error) {
-	ssh, pgp, err := forms(id, key, next)
 	if format == commitsig.FormatOpenPGP {
-		return pgp, err
+		return commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(id))
 	}
-	return ssh, err
+	return SSHKey(id, key.Public(), next)
 }
