@@ -35,7 +35,7 @@ func BenchmarkProviderPassHub(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if plan, _ := reconcile.Diff(w.tree, "hub", out.Files); !plan.Empty() {
+				if plan, _ := reconcile.Diff(w.tree, "hub", out); !plan.Empty() {
 					b.Fatal("steady state changed")
 				}
 			}

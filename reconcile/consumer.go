@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -106,17 +107,15 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 		}
 		return p.refused(st, layout.StepTenantSent, err)
 	}
-	if err := p.render(provider, "Namespace", liqo.TenantNamespace(provider), liqo.Namespace(provider)); err != nil {
+	slices, err := p.acceptSlices(provider, requests, check, st)
+	if err != nil {
 		return err
 	}
-	clean := liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams)
-	if err := p.render(provider, authv1beta1.IdentityKind, clean.Name, clean); err != nil {
+	peering := render.Consumed{Provider: provider, Identity: &identity.Spec.AuthParams, Slices: slices}
+	if err := p.render(render.Consumer(p.self, peering)); err != nil {
 		return err
 	}
-	p.out.Identities = append(p.out.Identities, clean)
-	if err := p.acceptSlices(provider, requests, check, st); err != nil {
-		return err
-	}
+	p.out.Identities = append(p.out.Identities, liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams))
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: p.self, Provider: provider, Role: layout.RoleConsumer, NotAfter: notAfter})
 	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s%s",
@@ -271,21 +270,22 @@ func (p *pass) sendSliceRequests(pr schema.Peering) ([]sliceRequest, error) {
 	return out, nil
 }
 
-// acceptSlices reads the provider's answer to every request and, for each
-// accepted one, renders the ResourceSlice and its "resourceslice-<name>"
-// Identity into this cluster's kustomization. It runs only once the
+// acceptSlices reads the provider's answer to every request and returns
+// the accepted ones, whose ResourceSlice and "resourceslice-<name>"
+// Identity go into this cluster's kustomization. It runs only once the
 // provider's Identity is verified.
-func (p *pass) acceptSlices(provider string, requests []sliceRequest, check artifact.IdentityCheck, st *peeringObject) error {
+func (p *pass) acceptSlices(provider string, requests []sliceRequest, check artifact.IdentityCheck, st *peeringObject) ([]render.Slice, error) {
+	var accepted []render.Slice
 	for _, r := range requests {
 		req, answerFile := r.req, r.answerFile
 		data, found, err := p.read(answerFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !found {
 			kept, err := p.keepSlice(provider, req, answerFile, st)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !kept {
 				st.status.Slices = append(st.status.Slices, r.pending(provider))
@@ -295,16 +295,16 @@ func (p *pass) acceptSlices(provider string, requests []sliceRequest, check arti
 		// The request must round-trip through YAML to compare with the answer.
 		reqData, err := p.in.Cache.encode(req)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if req, err = liqo.DecodeResourceSlice(reqData); err != nil {
-			return err
+			return nil, err
 		}
 		ans, err := artifact.VerifySliceAnswer(answerFile, data, req, check)
 		if errors.Is(err, artifact.ErrStaleAnswer) {
 			ps := r.pending(provider)
 			if kept, err := p.keepRendered(provider, r.name, nil); err != nil {
-				return err
+				return nil, err
 			} else if kept {
 				ps.Message += "; the slice granted before stays applied until then"
 			}
@@ -318,21 +318,15 @@ func (p *pass) acceptSlices(provider string, requests []sliceRequest, check arti
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st.status.Slices = append(st.status.Slices, sliceStatus(ans.Slice))
 		if !ans.Accepted {
 			continue
 		}
-		if err := p.render(provider, authv1beta1.ResourceSliceKind, req.Name, req); err != nil {
-			return err
-		}
-		id := liqo.ResourceSliceIdentity(r.name, provider, *ans.Slice.Status.AuthParams)
-		if err := p.render(provider, authv1beta1.IdentityKind, id.Name, id); err != nil {
-			return err
-		}
+		accepted = append(accepted, render.Slice{Name: r.name, Request: req, AuthParams: ans.Slice.Status.AuthParams})
 	}
-	return nil
+	return accepted, nil
 }
 
 // keepSlice keeps, byte for byte, the ResourceSlice and Identity this

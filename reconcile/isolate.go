@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/render"
 )
 
 // ReasonPeerContentRefused: what this cluster would write for a peering
@@ -95,7 +96,7 @@ func (p *pass) peerOf(f string) string {
 		return to
 	case to == p.self && strings.HasPrefix(rest, layout.LiqoDir+"/"):
 		peer := peerOfRendered(rest)
-		if peer == SharedDir {
+		if peer == render.SharedDir {
 			return ""
 		}
 		return peer

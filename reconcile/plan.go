@@ -15,6 +15,7 @@ import (
 	"github.com/gitpeer/gitpeer/fluxtrust"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/trailer"
 )
 
@@ -31,9 +32,12 @@ type Plan struct {
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool { return len(p.Writes) == 0 && len(p.Deletes) == 0 }
 
-// Diff compares desired (Output.Files) with the managed paths of self in
-// tree. Only paths self may write are touched (layout.Writable).
-func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
+// Diff compares a pass's desired files (out.Files) with the managed paths
+// of self in tree, and names the change's steps from what the files are
+// (out.Rendered for the Liqo objects). Only paths self may write are
+// touched (layout.Writable).
+func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
+	desired := out.Files
 	plan := &Plan{Writes: map[string][]byte{}}
 	// parents are the directories desired files go in: anything else
 	// standing there (a symbolic link a writer committed) is in the way.
@@ -108,7 +112,7 @@ func Diff(tree fs.FS, self string, desired map[string][]byte) (*Plan, error) {
 		}
 	}
 	sort.Strings(plan.Deletes)
-	plan.Steps = steps(tree, self, parents, plan)
+	plan.Steps = steps(tree, self, parents, plan, out.Rendered)
 	plan.Message = message(self, plan.Steps)
 	return plan, nil
 }
@@ -136,8 +140,9 @@ func mayHold(self, dir string, parents map[string]bool) bool {
 }
 
 // steps names what a change does in the handshake's words, deterministically.
-// parents are the directories of the desired files, as Diff collects them.
-func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []string {
+// parents are the directories of the desired files, as Diff collects them;
+// rendered, the Liqo objects among the desired files.
+func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendered map[string]render.Object) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -185,25 +190,16 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan) []strin
 		case from == self && isRequest(rest):
 			name, _ := artifact.SliceName(rest)
 			add(fmt.Sprintf("request slice %s from %s", name, to))
-		case strings.HasPrefix(rest, layout.LiqoDir+"/"):
-			peer := peerOfRendered(rest)
-			base := path.Base(f)
+		default:
+			o, ok := rendered[f]
 			switch {
-			case strings.HasPrefix(base, "identity-resourceslice-"):
-				add(fmt.Sprintf("accept slice %s of %s", strings.TrimSuffix(strings.TrimPrefix(base, "identity-resourceslice-"), ".yaml"), peer))
-			case strings.HasPrefix(base, "resourceslice-"):
-				// A changed grant: the slice's Identity may stay the same.
-				add(fmt.Sprintf("accept slice %s of %s", strings.TrimSuffix(strings.TrimPrefix(base, "resourceslice-"), ".yaml"), peer))
-			case strings.HasPrefix(base, "identity-"):
-				add("accept identity of " + peer)
-			case strings.HasPrefix(base, "tenant-") && existed(f):
-				add("update tenant of " + peer)
-			case strings.HasPrefix(base, "tenant-"):
-				add("accept tenant of " + peer)
-			case strings.HasPrefix(base, "clusterrole-"):
-				add("render Liqo cluster roles")
-			case strings.HasPrefix(base, "validatingadmissionpolicy-"):
-				admitted = append(admitted, peer)
+			case !ok:
+			case o.Kind == render.KindValidatingAdmissionPolicy:
+				admitted = append(admitted, o.Peer)
+			default:
+				if s := o.Step(existed(f)); s != "" {
+					add(s)
+				}
 			}
 		}
 	}

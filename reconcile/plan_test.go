@@ -51,7 +51,7 @@ func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
 		"clusters/alpha/cluster.yaml":                      []byte("kept\n"),
 		"clusters/beta/inbox/alpha/resourceslice-new.yaml": []byte("new\n"),
 	}
-	plan, err := reconcile.Diff(layout.NewTree(dir), "alpha", desired)
+	plan, err := reconcile.Diff(layout.NewTree(dir), "alpha", &reconcile.Output{Files: desired})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestDiffDeletesWhatSelfWroteAndNothingElse(t *testing.T) {
 
 	// A file where a desired directory goes is in the way: deleted.
 	desired["clusters/delta/inbox/alpha/nonce.yaml"] = []byte("n\n")
-	plan, err = reconcile.Diff(layout.NewTree(dir), "alpha", desired)
+	plan, err = reconcile.Diff(layout.NewTree(dir), "alpha", &reconcile.Output{Files: desired})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestDiffRefusesToWriteAnythingButArtifactsIntoAnInbox(t *testing.T) {
 		"clusters/beta/inbox/alpha/sub/tenant.yaml",
 		"clusters/beta/inbox/alpha/kustomization.yaml",
 	} {
-		_, err := reconcile.Diff(tree, "alpha", map[string][]byte{f: []byte("x\n")})
+		_, err := reconcile.Diff(tree, "alpha", &reconcile.Output{Files: map[string][]byte{f: []byte("x\n")}})
 		if err == nil || !strings.Contains(err.Error(), "not an artifact") {
 			t.Errorf("Diff writing %s: %v, want a refusal naming it not an artifact", f, err)
 		}
@@ -102,7 +102,7 @@ func TestDiffRefusesToWriteAnythingButArtifactsIntoAnInbox(t *testing.T) {
 		"clusters/beta/inbox/alpha/manifest.yaml",
 		"clusters/alpha/liqo/beta/clusterrolebinding-x.yaml",
 	} {
-		if _, err := reconcile.Diff(tree, "alpha", map[string][]byte{f: []byte("x\n")}); err != nil {
+		if _, err := reconcile.Diff(tree, "alpha", &reconcile.Output{Files: map[string][]byte{f: []byte("x\n")}}); err != nil {
 			t.Errorf("Diff writing %s: %v", f, err)
 		}
 	}

@@ -24,21 +24,35 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
 // ReasonRevoking marks a peering removed from the spec while its Tenant is drained.
 const ReasonRevoking = "Revoking"
 
-// provide advances one peering where this cluster is the provider.
+// provide advances one peering where this cluster is the provider and
+// renders what its state grants (render.Provider).
 func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject) error {
-	consumer := pr.Consumer
-	pol := pr.AcceptPolicy()
-	if _, ok := p.trustPeer(consumer, st); !ok {
+	if _, ok := p.trustPeer(pr.Consumer, st); !ok {
 		// Whatever a repo writer did to the consumer's cluster.yaml, the
 		// peering accepted before stays as it was until an admin decides.
-		return p.carry(layout.PeerDir(p.self, consumer), layout.ClusterPath(consumer, layout.InboxDir, p.self))
+		return p.carry(layout.PeerDir(p.self, pr.Consumer), layout.ClusterPath(pr.Consumer, layout.InboxDir, p.self))
 	}
+	peering := render.Provided{Consumer: pr.Consumer}
+	if err := p.advanceProvided(ctx, pr, st, &peering); err != nil {
+		return err
+	}
+	return p.render(render.Provider(p.self, peering))
+}
+
+// advanceProvided runs the provider's side of the handshake for a trusted
+// consumer: it sends the nonce, checks the Tenant, issues the Identity and
+// answers the slices, recording in peering what is to be rendered and in
+// st the peering's condition.
+func (p *pass) advanceProvided(ctx context.Context, pr schema.Peering, st *peeringObject, peering *render.Provided) error {
+	consumer := pr.Consumer
+	pol := pr.AcceptPolicy()
 	pinned := p.trusted[consumer].der
 	accepted := p.acceptedTenant(consumer) // our own verified copy from earlier passes
 	rotating := ""                         // the consumer's previous key's fingerprint while its rotation is in progress
@@ -74,12 +88,7 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err := p.put(layout.InboxPath(consumer, p.self, layout.NonceFile), secret); err != nil {
 		return err
 	}
-	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
-		return err
-	}
-	if err := p.render(consumer, "Secret", liqo.NonceSecretName, liqo.NonceSecret(consumer, nonce.Value)); err != nil {
-		return err
-	}
+	peering.Nonce = nonce.Value
 
 	var tenant *authv1beta1.Tenant
 	switch {
@@ -125,29 +134,12 @@ func (p *pass) provide(ctx context.Context, pr schema.Peering, st *peeringObject
 		return err
 	}
 	condition := authv1beta1.TenantCondition(pr.Condition())
-	clean := artifact.NewTenant(consumer, tenantNonce(tenant, nonce), tenant.Spec.PublicKey, tenant.Spec.CSR, tenant.Spec.Signature)
-	if condition != authv1beta1.TenantConditionActive {
-		clean.Spec.TenantCondition = condition
-	}
-	if err := p.render(consumer, authv1beta1.TenantKind, consumer, clean); err != nil {
-		return err
-	}
-	if condition != authv1beta1.TenantConditionDrained {
-		// Liqo unbinds a drained tenant's roles: so does the kustomization.
-		if err := p.render(consumer, "RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(consumer)); err != nil {
-			return err
-		}
-		if err := p.render(consumer, "ClusterRoleBinding", liqo.ClusterWideBindingName(consumer), liqo.ClusterWideBinding(consumer)); err != nil {
-			return err
-		}
-	}
 	grants, err := p.answerSlices(ctx, consumer, pr.Slices, keyDER, condition, held, st)
 	if err != nil {
 		return err
 	}
-	if err := p.renderAdmission(consumer, grants); err != nil {
-		return err
-	}
+	peering.Tenant, peering.Epoch = tenant, tenantNonce(tenant, nonce).Epoch
+	peering.Condition, peering.Grants = condition, grants
 
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
 	msg := fmt.Sprintf("identity issued to %s; certificate valid until %s", consumer, notAfter.UTC().Format(time.RFC3339))
@@ -466,18 +458,6 @@ func (p *pass) answerSlices(ctx context.Context, consumer string, listed []schem
 	}
 	st.status.Slices = append(st.status.Slices, refused...)
 	return grants, nil
-}
-
-// renderAdmission renders consumer's admission policy and binding
-// (package admission): this cluster's API server then admits, in the
-// consumer's tenant namespace, only the slices in grants, whoever creates
-// them (Liqo's crd-replicator included).
-func (p *pass) renderAdmission(consumer string, grants []admission.Grant) error {
-	name := admission.Name(consumer)
-	if err := p.render(consumer, "ValidatingAdmissionPolicy", name, admission.Policy(p.self, consumer, liqo.TenantNamespace(consumer), grants)); err != nil {
-		return err
-	}
-	return p.render(consumer, "ValidatingAdmissionPolicyBinding", name, admission.Binding(consumer))
 }
 
 // answerSlice decides consumer's request for slice name (listed: the

@@ -15,21 +15,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -81,16 +79,15 @@ type Input struct {
 	Pending fs.FS
 }
 
-// SharedDir is the directory under clusters/<self>/liqo/ for objects that
-// belong to no single peer. The underscore keeps it from ever colliding with
-// a cluster ID (a DNS-1123 label).
-const SharedDir = "_shared"
-
 // Output is the outcome of one pass.
 type Output struct {
 	// Files is the desired content of every path the cluster manages
 	// (layout.Writable); a writable path absent here is to be deleted.
 	Files map[string][]byte
+	// Rendered are the Liqo objects of Files (render.Provider,
+	// render.Consumer, render.Shared), by path: plan names a change's
+	// steps from their kinds.
+	Rendered map[string]render.Object
 	// Status is the cluster's status.yaml as written into Files.
 	Status *layout.ClusterStatus
 	// Identities are the verified ControlPlane Identities this cluster holds
@@ -158,7 +155,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		store = in.Pins.Clone()
 	}
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string]distrusted{}, providers: map[string]bool{},
-		out: &Output{Files: map[string][]byte{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
+		out: &Output{Files: map[string][]byte{}, Rendered: map[string]render.Object{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
 	if err := p.ownInfo(ctx); err != nil {
 		return nil, err
 	}
@@ -205,10 +202,8 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	status.Peerings = append(status.Peerings, revoking...)
 	p.reportUnexpected(status)
 	if in.LiqoClusterRoles && len(asProvider) > 0 {
-		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
-			if err := p.render(SharedDir, "ClusterRole", cr.Name, cr); err != nil {
-				return nil, err
-			}
+		if err := p.render(render.Shared()); err != nil {
+			return nil, err
 		}
 	}
 	if err := p.finish(status, prev); err != nil {
@@ -318,9 +313,16 @@ func (p *pass) put(file string, obj any) error {
 	return nil
 }
 
-// render writes an object into clusters/<self>/liqo/<peer>/.
-func (p *pass) render(peer, kind, name string, obj any) error {
-	return p.put(path.Join(layout.PeerDir(p.self, peer), liqo.ObjectFileName(kind, name)), obj)
+// render writes objects into clusters/<self>/liqo/<peer>/.
+func (p *pass) render(objs []render.Object) error {
+	for _, o := range objs {
+		file := o.Path(p.self)
+		if err := p.put(file, o.Object); err != nil {
+			return err
+		}
+		p.out.Rendered[file] = o
+	}
+	return nil
 }
 
 func (p *pass) read(file string) ([]byte, bool, error) {

@@ -133,7 +133,7 @@ func (w *world) pass(id string) (*reconcile.Output, *reconcile.Plan) {
 		w.t.Fatalf("pass %s: %v", id, err)
 	}
 	w.pins[id] = out.Pins
-	plan, err := reconcile.Diff(w.tree, id, out.Files)
+	plan, err := reconcile.Diff(w.tree, id, out)
 	if err != nil {
 		w.t.Fatalf("diff %s: %v", id, err)
 	}

@@ -11,8 +11,10 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/render"
 )
 
 // revoke handles peerings removed from the spec, found by what this cluster
@@ -68,16 +70,11 @@ func (p *pass) drain(consumer string, prev *layout.ClusterStatus) (*layout.Peeri
 			return nil, nil
 		}
 	}
-	drained := t.DeepCopy()
-	drained.Spec.TenantCondition = authv1beta1.TenantConditionDrained
-	if err := p.render(consumer, "Namespace", liqo.TenantNamespace(consumer), liqo.Namespace(consumer)); err != nil {
-		return nil, err
-	}
-	if err := p.render(consumer, authv1beta1.TenantKind, consumer, drained); err != nil {
-		return nil, err
-	}
-	// A drained tenant gets no slice: the API server admits none.
-	if err := p.renderAdmission(consumer, nil); err != nil {
+	// A drained tenant keeps no binding and gets no slice: the API server
+	// admits none. The epoch is the one the Tenant was accepted with.
+	epoch, _ := artifact.TenantEpoch("", t)
+	drained := render.Provided{Consumer: consumer, Tenant: t, Epoch: epoch, Condition: authv1beta1.TenantConditionDrained}
+	if err := p.render(render.Provider(p.self, drained)); err != nil {
 		return nil, err
 	}
 	st := &peeringObject{status: &layout.PeeringStatus{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider}}
@@ -101,7 +98,7 @@ func (p *pass) formerPeers() ([]string, error) {
 		return nil, err
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != SharedDir {
+		if e.IsDir() && e.Name() != render.SharedDir {
 			seen[e.Name()] = true
 		}
 	}

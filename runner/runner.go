@@ -138,7 +138,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		crashpoint.Reached(crashpoint.PinsSaved)
-		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out.Files)
+		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out)
 		if err != nil {
 			return nil, err
 		}

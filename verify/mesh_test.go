@@ -12,7 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/meshbench"
 	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/verify"
 )
@@ -55,7 +55,7 @@ func TestATamperedFileInOneOfManyClustersIsNamed(t *testing.T) {
 	}
 	var rendered string
 	for _, p := range peers {
-		if p.Name() == reconcile.SharedDir {
+		if p.Name() == render.SharedDir {
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(dir, "clusters", "c0007", "liqo", p.Name()))

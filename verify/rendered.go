@@ -5,16 +5,17 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"reflect"
+	"slices"
 	"sort"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
-	rbacv1 "k8s.io/api/rbac/v1"
 
 	"github.com/gitpeer/gitpeer/admission"
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/render"
 )
 
 // rendered checks every file under clusters/<id>/liqo/: what Flux applies to
@@ -113,58 +114,61 @@ func (v *verifier) matchesAny(data []byte, forms []*form) (known, match bool) {
 }
 
 // expected lists, by file name, the objects a rendered file of self for
-// peer may be the encoding of (liqo.Encode), in order.
+// peer may be the encoding of (liqo.Encode), in order: the union of what
+// render lists for every state the peering may be in (a Tenant cordoned or
+// drained by the spec, its slices admitted or none while it drains).
 func (v *verifier) expected(self, peer string) map[string][]*form {
 	out := map[string][]*form{}
-	add := func(kind, name string, obj any) {
-		file := liqo.ObjectFileName(kind, name)
-		out[file] = append(out[file], &form{obj: obj})
-	}
-	if peer == reconcile.SharedDir {
-		for _, cr := range []*rbacv1.ClusterRole{liqo.RemoteControlPlaneClusterRole(), liqo.ClusterWideClusterRole()} {
-			add("ClusterRole", cr.Name, cr)
+	add := func(objs []render.Object) {
+		for _, o := range objs {
+			file := o.File()
+			if !slices.ContainsFunc(out[file], func(f *form) bool { return reflect.DeepEqual(f.obj, o.Object) }) {
+				out[file] = append(out[file], &form{obj: o.Object})
+			}
 		}
+	}
+	if peer == render.SharedDir {
+		add(render.Shared())
 		return out
 	}
-	add("Namespace", liqo.TenantNamespace(peer), liqo.Namespace(peer))
+	// The tenant namespace serves either side of any peering with peer.
+	add(render.Provider(self, render.Provided{Consumer: peer}))
 
 	// self provides to peer, or did until the peering was removed (a drained
 	// Tenant is what the first revocation pass leaves).
 	if v.peers(peer, self) || !v.peers(self, peer) {
+		provided := render.Provided{Consumer: peer}
 		if data, ok := v.readQuiet(layout.InboxPath(peer, self, layout.NonceFile)); ok {
 			if n, err := artifact.ParseNonce("", data, peer); err == nil {
-				add("Secret", liqo.NonceSecretName, liqo.NonceSecret(peer, n.Value))
+				provided.Nonce = n.Value
 			}
 		}
+		add(render.Provider(self, provided))
 		if data, ok := v.readQuiet(layout.InboxPath(self, peer, layout.TenantFile)); ok {
 			if t, err := artifact.DecodeTenant("", data); err == nil {
 				if e, err := artifact.TenantEpoch("", t); err == nil {
-					for _, cond := range []authv1beta1.TenantCondition{"", authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained} {
-						clean := artifact.NewTenant(peer, artifact.Nonce{Epoch: e}, t.Spec.PublicKey, t.Spec.CSR, t.Spec.Signature)
-						clean.Spec.TenantCondition = cond
-						add(authv1beta1.TenantKind, peer, clean)
-					}
+					provided.Tenant, provided.Epoch = t, e
 				}
 			}
 		}
-		add("RoleBinding", liqo.ControlPlaneRBName, liqo.ControlPlaneRoleBinding(peer))
-		add("ClusterRoleBinding", liqo.ClusterWideBindingName(peer), liqo.ClusterWideBinding(peer))
 		// The admission policy admits exactly the slices self's answers
 		// grant peer, or none (a drained tenant).
-		name, ns := admission.Name(peer), liqo.TenantNamespace(peer)
-		add("ValidatingAdmissionPolicy", name, admission.Policy(self, peer, ns, v.admitted(self, peer)))
-		add("ValidatingAdmissionPolicy", name, admission.Policy(self, peer, ns, nil))
-		add("ValidatingAdmissionPolicyBinding", name, admission.Binding(peer))
+		for _, cond := range []authv1beta1.TenantCondition{"", authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained} {
+			for _, grants := range [][]admission.Grant{v.admitted(self, peer), nil} {
+				provided.Condition, provided.Grants = cond, grants
+				add(render.Provider(self, provided))
+			}
+		}
 	}
 	if !v.hasPeering(self, peer) && !v.hasPeering(peer, self) {
 		v.leftovers(self, peer, add)
 	}
 	// self consumes from peer.
 	if v.peers(self, peer) {
+		consumed := render.Consumed{Provider: peer}
 		if data, ok := v.readQuiet(layout.InboxPath(self, peer, layout.IdentityFile)); ok {
 			if id, err := artifact.DecodeIdentity("", data); err == nil {
-				clean := liqo.ControlPlaneIdentity(self, peer, id.Spec.AuthParams)
-				add(authv1beta1.IdentityKind, clean.Name, clean)
+				consumed.Identity = &id.Spec.AuthParams
 			}
 		}
 		for _, name := range v.sliceRequests(peer, self) {
@@ -173,16 +177,15 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 			if err != nil {
 				continue
 			}
-			add(authv1beta1.ResourceSliceKind, name, req)
-			ansData, ok := v.readQuiet(layout.InboxPath(self, peer, artifact.SliceAnswerFile(name)))
-			if !ok {
-				continue
+			sl := render.Slice{Name: name, Request: req}
+			if ansData, ok := v.readQuiet(layout.InboxPath(self, peer, artifact.SliceAnswerFile(name))); ok {
+				if ans, err := artifact.DecodeSlice("", ansData); err == nil {
+					sl.AuthParams = ans.Status.AuthParams
+				}
 			}
-			if ans, err := artifact.DecodeSlice("", ansData); err == nil && ans.Status.AuthParams != nil {
-				id := liqo.ResourceSliceIdentity(name, peer, *ans.Status.AuthParams)
-				add(authv1beta1.IdentityKind, id.Name, id)
-			}
+			consumed.Slices = append(consumed.Slices, sl)
 		}
+		add(render.Consumer(self, consumed))
 	}
 	return out
 }
@@ -192,7 +195,7 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 // Secret only in the clean form gitpeer renders (a re-encoding of its own
 // fields, so nothing extra rides along); RBAC and namespaces only in Liqo's
 // exact form, added by the caller.
-func (v *verifier) leftovers(self, peer string, add func(kind, name string, obj any)) {
+func (v *verifier) leftovers(self, peer string, add func([]render.Object)) {
 	dir := layout.PeerDir(self, peer)
 	files, _ := fs.ReadDir(v.tree, dir)
 	for _, f := range files {
@@ -202,27 +205,23 @@ func (v *verifier) leftovers(self, peer string, add func(kind, name string, obj 
 		}
 		if t, err := artifact.DecodeTenant("", data); err == nil && t.Name == peer {
 			if e, err := artifact.TenantEpoch("", t); err == nil {
-				clean := artifact.NewTenant(peer, artifact.Nonce{Epoch: e}, t.Spec.PublicKey, t.Spec.CSR, t.Spec.Signature)
-				clean.Spec.TenantCondition = t.Spec.TenantCondition
-				add(authv1beta1.TenantKind, peer, clean)
+				add(render.Provider(self, render.Provided{Consumer: peer, Tenant: t, Epoch: e, Condition: t.Spec.TenantCondition}))
 			}
 		}
 		if id, err := artifact.DecodeIdentity("", data); err == nil {
 			if id.Spec.Type == authv1beta1.ControlPlaneIdentityType {
-				clean := liqo.ControlPlaneIdentity(self, peer, id.Spec.AuthParams)
-				add(authv1beta1.IdentityKind, clean.Name, clean)
+				add(render.Consumer(self, render.Consumed{Provider: peer, Identity: &id.Spec.AuthParams}))
 			} else if name := id.Labels[liqo.LabelResourceSliceName]; name != "" {
-				clean := liqo.ResourceSliceIdentity(name, peer, id.Spec.AuthParams)
-				add(authv1beta1.IdentityKind, clean.Name, clean)
+				add(render.Consumer(self, render.Consumed{Provider: peer, Slices: []render.Slice{{Name: name, AuthParams: &id.Spec.AuthParams}}}))
 			}
 		}
 		if rs, err := artifact.DecodeSlice("", data); err == nil && rs.Spec.ConsumerClusterID != nil && string(*rs.Spec.ConsumerClusterID) == self {
 			clean := liqo.ResourceSlice(rs.Name, self, peer, string(rs.Spec.Class), rs.Spec.Resources,
 				rs.Annotations[liqo.AnnotationCreateVirtualNode] == "true", rs.Spec.CSR)
-			add(authv1beta1.ResourceSliceKind, rs.Name, clean)
+			add(render.Consumer(self, render.Consumed{Provider: peer, Slices: []render.Slice{{Name: rs.Name, Request: clean}}}))
 		}
 		if _, n, err := liqo.DecodeNonceSecret(data); err == nil {
-			add("Secret", liqo.NonceSecretName, liqo.NonceSecret(peer, n))
+			add(render.Provider(self, render.Provided{Consumer: peer, Nonce: n}))
 		}
 	}
 }

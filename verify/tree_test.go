@@ -136,6 +136,19 @@ func TestTreeAttacksAreFound(t *testing.T) {
 			}
 		}, []want{{"clusters/alpha/inbox/gamma/nonce.yaml", "", verify.ReasonUnsignedChange}}},
 
+		// Bindings stand on a Tenant: with the Tenant gone from the inbox,
+		// what the provider rendered for it is no longer what render lists.
+		{"a provider's bindings with no Tenant behind them", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "clusters/beta/inbox/alpha/tenant.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}, []want{
+			{"clusters/beta/inbox/alpha/tenant.yaml", "", verify.ReasonUnsignedChange},
+			{"clusters/beta/liqo/alpha/tenant-alpha.yaml", "", verify.ReasonUnexpectedObject},
+			{"clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml", "", verify.ReasonUnexpectedObject},
+			{"clusters/beta/liqo/alpha/clusterrolebinding-liqo-binding-liqo-virtual-kubelet-remote-clusterwide-alpha.yaml", "", verify.ReasonUnexpectedObject},
+		}},
+
 		{"an inbox manifest deleted", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "clusters/beta/inbox/alpha/manifest.yaml")); err != nil {
 				t.Fatal(err)

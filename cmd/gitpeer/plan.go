@@ -135,7 +135,7 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster strin
 	}
 	// out.Pins, out.Identities and out.Revoked are what the runner would
 	// save, store and remove after the push: plan drops them.
-	plan, err := reconcile.Diff(tree, cluster, out.Files)
+	plan, err := reconcile.Diff(tree, cluster, out)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster, err)
 	}

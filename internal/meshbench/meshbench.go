@@ -191,7 +191,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			plan, err := reconcile.Diff(tip, id, out.Files)
+			plan, err := reconcile.Diff(tip, id, out)
 			if err != nil {
 				tb.Fatal(err)
 			}
