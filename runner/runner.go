@@ -111,15 +111,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if note != "" { // a retry on a new tip after the switch has none
 			res.KeyRollover = note
 		}
-		pgpKey, err := OpenPGPKey(r.Backend, r.Repo.SignatureFormat())
-		if err != nil {
-			return nil, err
-		}
-		out, err := reconcile.Pass(ctx, reconcile.Input{
+		out, plan, err := Compute(ctx, reconcile.Input{
 			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
-			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, OpenPGPKey: pgpKey, Cache: r.cache,
+			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, Cache: r.cache,
 			Pending: r.Repo.Pending(), StagedKey: staged(next),
-		})
+		}, r.Repo.SignatureFormat())
 		if err != nil {
 			return nil, err
 		}
@@ -138,10 +134,6 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		crashpoint.Reached(crashpoint.PinsSaved)
-		plan, err := reconcile.Diff(tree, r.Backend.ClusterID(), out)
-		if err != nil {
-			return nil, err
-		}
 		res.Output, res.Steps = out, plan.Steps
 		self := r.Backend.ClusterID()
 		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message,

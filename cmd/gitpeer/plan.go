@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -26,15 +25,15 @@ import (
 // errChanges is plan's exit 1: the diff is printed, nothing more to say.
 var errChanges = &exitError{code: 1, err: errors.New("the pass would change the repo"), silent: true}
 
+// planOptions are plan's flags: a pass's (reconcile's) and where to read
+// the repo.
+type planOptions struct {
+	pass passFlags
+	ref  string
+}
+
 func newPlanCmd() *cobra.Command {
-	var (
-		cluster, repoURL, branch, gitCredentials string
-		ref                                      string
-		signingFormat                            string
-		bf                                       backendFlags
-		clusterRoles                             bool
-		lifetime                                 time.Duration
-	)
+	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan --cluster ID [DIR | URL] (--state-dir DIR | --backend kubernetes)",
 		Short: "Show, as a diff, what this cluster's next pass would write",
@@ -56,28 +55,16 @@ read-only at --branch's tip into a temporary directory with
 --git-credentials, its tip read from Git objects. The cluster's backend flags are reconcile's: its pins,
 tokens and keys are read, never written.
 
+With a key staged by rotate-key, plan shows the pass that announces it; a
+pass whose rollover wait is over switches to it instead (reconcile prints
+where a rollover stands).
+
 Exit status, as flux diff's: 0 nothing to do, 1 the pass would change
 something, 2 plan could not tell (bad flags or spec, unreadable repo or
 backend, a pass that would fail).`,
 		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			target := dirArg(args)
-			switch {
-			case cluster == "":
-				return withCode(2, errors.New("--cluster is required"))
-			case repoURL != "" && len(args) > 0:
-				return withCode(2, errors.New("give the repo as DIR | URL or as --repo, not both"))
-			case repoURL != "":
-				target = repoURL
-			}
-			if err := checkCertificateLifetime(lifetime); err != nil {
-				return withCode(2, err)
-			}
-			format, err := commitsig.ParseFormat(signingFormat)
-			if err != nil {
-				return withCode(2, fmt.Errorf("--signing-format: %w", err))
-			}
-			err = runPlan(cmd, target, branch, gitCredentials, ref, cluster, &bf, clusterRoles, lifetime, format)
+			err := o.run(cmd, args)
 			if err == errChanges {
 				return err
 			}
@@ -85,25 +72,29 @@ backend, a pass that would fail).`,
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
-	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID (must match the state dir)")
-	f.StringVar(&repoURL, "repo", "", "peering repo URL or path, as reconcile takes it (instead of DIR | URL)")
-	bf.register(f, false)
-	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned")
-	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
-	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
-	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "as reconcile: render Liqo's ClusterRoles for a provider running no Liqo")
-	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "as reconcile: validity of certificates this cluster signs as a provider")
-	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "as reconcile: ssh or openpgp (which publishes clusters/<id>/openpgp.asc)")
-	addSpecLimitFlags(cmd)
+	o.pass.register(cmd, "branch to read, when the repo is cloned")
+	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
 	return cmd
 }
 
-// runPlan is plan's body: nil when the pass would change nothing,
-// errChanges when it would, another error when it cannot tell.
-func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster string, bf *backendFlags, clusterRoles bool, lifetime time.Duration, format commitsig.Format) error {
+// run is plan's body: nil when the pass would change nothing, errChanges
+// when it would, another error when it cannot tell.
+func (o *planOptions) run(cmd *cobra.Command, args []string) error {
+	target, cluster := dirArg(args), o.pass.cluster
+	switch {
+	case cluster == "":
+		return errors.New("--cluster is required")
+	case o.pass.repoURL != "" && len(args) > 0:
+		return errors.New("give the repo as DIR | URL or as --repo, not both")
+	case o.pass.repoURL != "":
+		target = o.pass.repoURL
+	}
+	format, err := o.pass.format()
+	if err != nil {
+		return err
+	}
 	ctx := cmd.Context()
-	b, err := bf.open(ctx, cluster)
+	b, err := o.pass.backend.open(ctx, cluster)
 	if err != nil {
 		return err
 	}
@@ -111,7 +102,11 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster strin
 	if err != nil {
 		return fmt.Errorf("cluster %s: pins: %w", cluster, err)
 	}
-	src, err := openSource(ctx, target, branch, credentials, ref, cmd.ErrOrStderr())
+	next, err := runner.StagedKey(ctx, b)
+	if err != nil {
+		return fmt.Errorf("cluster %s: staged key: %w", cluster, err)
+	}
+	src, err := openSource(ctx, target, o.pass.branch, o.pass.gitCredentials, o.ref, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -121,21 +116,13 @@ func runPlan(cmd *cobra.Command, target, branch, credentials, ref, cluster strin
 		return err
 	}
 	tree := src.Tree
-	pgpKey, err := runner.OpenPGPKey(b, format)
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w", cluster, err)
-	}
 	wrapped, readOnly := newPlanBackend(b)
-	out, err := reconcile.Pass(ctx, reconcile.Input{
-		Spec: spec, Tree: tree, Backend: wrapped, Now: time.Now(), CertificateLifetime: lifetime,
-		LiqoClusterRoles: clusterRoles, Pins: stored, OpenPGPKey: pgpKey,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster %s: %w", cluster, err)
-	}
 	// out.Pins, out.Identities and out.Revoked are what the runner would
 	// save, store and remove after the push: plan drops them.
-	plan, err := reconcile.Diff(tree, cluster, out)
+	out, plan, err := runner.Compute(ctx, reconcile.Input{
+		Spec: spec, Tree: tree, Backend: wrapped, Now: time.Now(), CertificateLifetime: o.pass.lifetime,
+		LiqoClusterRoles: o.pass.clusterRoles, Pins: stored, StagedKey: next,
+	}, format)
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", cluster, err)
 	}

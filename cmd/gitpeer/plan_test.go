@@ -103,6 +103,17 @@ func TestPlanShowsTheNextPassAndChangesNothing(t *testing.T) {
 		t.Fatalf("plan of an unpushed revocation: exit %d\n%s", code, out)
 	}
 
+	// A key staged by rotate-key: plan shows the pass that announces it,
+	// as reconcile's pass would write it, and switches nothing.
+	if code, _, stderr := gitpeer(t, "rotate-key", "--cluster", "beta", "--state-dir", state("beta")); code != 0 {
+		t.Fatalf("rotate-key: %s", stderr)
+	}
+	code, out, _ = plan("--cluster", "beta", remote, "--state-dir", state("beta"))
+	if code != 1 || !strings.Contains(out, "Gitpeer-Step: update the keys Flux verifies beta's commits with\n") ||
+		!strings.Contains(out, "+++ b/clusters/beta/flux/secret-gitpeer-signing.yaml") || !strings.Contains(out, "beta-next.sshpub") {
+		t.Fatalf("plan with a staged key: exit %d\n%s", code, out)
+	}
+
 	for _, tc := range []struct {
 		name string
 		args []string

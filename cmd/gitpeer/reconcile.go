@@ -12,27 +12,25 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
+// reconcileOptions are reconcile's flags: a pass's (plan's too), and how
+// passes run (once or as a daemon, pushing or proposing for review).
+type reconcileOptions struct {
+	pass                                             passFlags
+	checkout, pushBranch, reviewScope                string
+	pr                                               prFlags
+	daemon                                           daemonFlags
+	once, watch, wait                                bool
+	waitTimeout, interval, pushTimeout, rolloverWait time.Duration
+}
+
 func newReconcileCmd() *cobra.Command {
-	var (
-		cluster, repoURL, checkout, branch            string
-		pushBranch, signingFormat                     string
-		reviewScope                                   string
-		bf                                            backendFlags
-		gitCredentials                                string
-		pr                                            prFlags
-		df                                            daemonFlags
-		once, clusterRoles, watch, wait               bool
-		waitTimeout                                   time.Duration
-		interval, lifetime, pushTimeout, rolloverWait time.Duration
-	)
+	o := &reconcileOptions{}
 	cmd := &cobra.Command{
 		Use:   "reconcile --cluster ID --repo URL (--state-dir DIR | --backend kubernetes) [--once | --interval D]",
 		Short: "Run this cluster's reconciler against the peering repo",
@@ -79,129 +77,122 @@ Only one reconcile at a time uses a checkout: it holds a lock next to it
 (<checkout>.lock) for as long as it runs, the whole life of a daemon.
 Another one fails naming the holder's process, or with --wait waits.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if once && cmd.Flags().Changed("interval") {
-				return errors.New("--once and --interval are exclusive")
-			}
-			if pushTimeout <= 0 {
-				return fmt.Errorf("--push-timeout must be positive, got %s", pushTimeout)
-			}
-			if err := checkCertificateLifetime(lifetime); err != nil {
-				return err
-			}
-			switch {
-			case rolloverWait < 0:
-				return fmt.Errorf("--key-rollover-wait must not be negative, got %s (0 switches to a staged key as soon as it is announced: for a cluster no Flux applies)", rolloverWait)
-			case rolloverWait == 0:
-				rolloverWait = runner.NoKeyRolloverWait
-			}
-			format, err := commitsig.ParseFormat(signingFormat)
-			if err != nil {
-				return fmt.Errorf("--signing-format: %w", err)
-			}
-			if err := checkRemote(repoURL); err != nil {
-				return err
-			}
-			var review *reviewFlow
-			if cmd.Flags().Changed("push-branch") {
-				b, err := expandPushBranch(pushBranch, cluster, branch)
-				if err != nil {
-					return err
-				}
-				review = &reviewFlow{branch: b, target: branch, repoURL: repoURL}
-			}
-			reviewed, err := runner.Reviewed(reviewScope, cluster)
-			switch {
-			case err != nil:
-				return fmt.Errorf("--review-scope: %w", err)
-			case review == nil && cmd.Flags().Changed("review-scope"):
-				return errors.New("--review-scope needs --push-branch: without a review branch every change goes to --branch")
-			}
-			lim, err := specLimits(cmd)
-			if err != nil {
-				return err
-			}
-			creds, err := gitauth.New(gitCredentials, repoURL)
-			if err != nil {
-				return fmt.Errorf("--repo, --git-credentials: %w", err)
-			}
-			warnUnknownCredentials(cmd.ErrOrStderr(), creds)
-			opener, err := pr.opener(review, creds)
-			if err != nil {
-				return err
-			}
-			if opener != nil {
-				review.pr = opener
-			}
-			b, err := bf.open(cmd.Context(), cluster)
-			if err != nil {
-				return err
-			}
-			if checkout == "" {
-				checkout = bf.defaultCheckout(cluster)
-			}
-			lock, err := lockCheckout(cmd.Context(), checkout, wait, waitTimeout, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer lock.Unlock()
-			gopts := gitsync.Options{URL: repoURL, Dir: checkout, Branch: branch, BranchMustExist: true, Credentials: creds, PushTimeout: pushTimeout}
-			if review != nil {
-				gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
-			}
-			opts, err := runner.Signed(gopts, b, format)
-			if err != nil {
-				return err
-			}
-			repo, err := gitsync.Open(cmd.Context(), opts)
-			if err != nil {
-				return branchFlagError(err)
-			}
-			r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: lifetime, LiqoClusterRoles: clusterRoles,
-				LoadSpec: boundedSpecLoader(lim), KeyRolloverWait: rolloverWait}
-			if once {
-				return passOnce(cmd.Context(), r, review, cmd.OutOrStdout())
-			}
-			var pushed <-chan struct{}
-			if watch {
-				refs, err := localRefs(repoURL)
-				if err != nil {
-					return fmt.Errorf("--watch: %w", err)
-				}
-				if pushed, err = gitsync.Watch(cmd.Context(), refs, 200*time.Millisecond); err != nil {
-					return fmt.Errorf("--watch: %w", err)
-				}
-			}
-			return df.run(cmd.Context(), r, &bf, interval, pushed, review)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
+	o.pass.register(cmd, "branch to reconcile; it must exist on the remote, holding the peering spec")
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID (must match the state dir)")
-	f.StringVar(&repoURL, "repo", "", "peering repo URL or path")
-	bf.register(f, false)
-	f.StringVar(&checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
-	f.StringVar(&branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
-	f.StringVar(&pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
-	f.StringVar(&reviewScope, "review-scope", runner.ReviewAll, "with --push-branch, what is proposed for review: all (every change) or applied (what the cluster applies, clusters/<id>/ but its inbox; handshake artifacts in peers' inboxes go to --branch directly)")
-	pr.register(f)
-	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "sign commits with the cluster key as ssh (Flux) or openpgp (Argo CD), git's gpg.format words")
-	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
-	f.BoolVar(&wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
-	f.DurationVar(&waitTimeout, "wait-timeout", defaultWaitTimeout, "with --wait, how long to wait for the checkout before failing (a daemon holds it as long as it runs)")
-	f.BoolVar(&once, "once", false, "run one pass and exit")
-	f.BoolVar(&watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
-	f.DurationVar(&interval, "interval", time.Minute, "time between passes")
-	f.DurationVar(&pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass; at most 10 times it in all")
-	f.BoolVar(&clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
-	f.DurationVar(&lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")
-	f.DurationVar(&rolloverWait, "key-rollover-wait", runner.DefaultKeyRolloverWait, "how long a key staged by rotate-key is announced at least before it signs (time for Flux to apply the announcement, or to import the staged OpenPGP key into Argo CD); the kubernetes backend also waits until Flux's verify Secret holds it; 0: no wait")
-	addSpecLimitFlags(cmd)
-	df.register(cmd)
+	f.StringVar(&o.checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
+	f.StringVar(&o.pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
+	f.StringVar(&o.reviewScope, "review-scope", runner.ReviewAll, "with --push-branch, what is proposed for review: all (every change) or applied (what the cluster applies, clusters/<id>/ but its inbox; handshake artifacts in peers' inboxes go to --branch directly)")
+	o.pr.register(f)
+	f.BoolVar(&o.wait, "wait", false, "wait for another process using the checkout to finish, instead of failing")
+	f.DurationVar(&o.waitTimeout, "wait-timeout", defaultWaitTimeout, "with --wait, how long to wait for the checkout before failing (a daemon holds it as long as it runs)")
+	f.BoolVar(&o.once, "once", false, "run one pass and exit")
+	f.BoolVar(&o.watch, "watch", false, "also run a pass as soon as the branch moves (repos on this machine's filesystem only)")
+	f.DurationVar(&o.interval, "interval", time.Minute, "time between passes")
+	f.DurationVar(&o.pushTimeout, "push-timeout", gitsync.DefaultPushTimeout, "how long a pass retries pushes rejected because other writers pushed first, counted from the last commit of a writer new to the pass; at most 10 times it in all")
+	f.DurationVar(&o.rolloverWait, "key-rollover-wait", runner.DefaultKeyRolloverWait, "how long a key staged by rotate-key is announced at least before it signs (time for Flux to apply the announcement, or to import the staged OpenPGP key into Argo CD); the kubernetes backend also waits until Flux's verify Secret holds it; 0: no wait")
+	o.daemon.register(cmd)
 	cmd.Long += pushBranchHelp + openPRHelp
 	for _, name := range []string{"cluster", "repo"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// run is reconcile's body: it checks the flags, opens the backend and the
+// checkout, and runs one pass or the daemon.
+func (o *reconcileOptions) run(cmd *cobra.Command) error {
+	if o.once && cmd.Flags().Changed("interval") {
+		return errors.New("--once and --interval are exclusive")
+	}
+	if o.pushTimeout <= 0 {
+		return fmt.Errorf("--push-timeout must be positive, got %s", o.pushTimeout)
+	}
+	switch {
+	case o.rolloverWait < 0:
+		return fmt.Errorf("--key-rollover-wait must not be negative, got %s (0 switches to a staged key as soon as it is announced: for a cluster no Flux applies)", o.rolloverWait)
+	case o.rolloverWait == 0:
+		o.rolloverWait = runner.NoKeyRolloverWait
+	}
+	format, err := o.pass.format()
+	if err != nil {
+		return err
+	}
+	if err := checkRemote(o.pass.repoURL); err != nil {
+		return err
+	}
+	var review *reviewFlow
+	if cmd.Flags().Changed("push-branch") {
+		b, err := expandPushBranch(o.pushBranch, o.pass.cluster, o.pass.branch)
+		if err != nil {
+			return err
+		}
+		review = &reviewFlow{branch: b, target: o.pass.branch, repoURL: o.pass.repoURL}
+	}
+	reviewed, err := runner.Reviewed(o.reviewScope, o.pass.cluster)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--review-scope: %w", err)
+	case review == nil && cmd.Flags().Changed("review-scope"):
+		return errors.New("--review-scope needs --push-branch: without a review branch every change goes to --branch")
+	}
+	lim, err := specLimits(cmd)
+	if err != nil {
+		return err
+	}
+	creds, err := gitauth.New(o.pass.gitCredentials, o.pass.repoURL)
+	if err != nil {
+		return fmt.Errorf("--repo, --git-credentials: %w", err)
+	}
+	warnUnknownCredentials(cmd.ErrOrStderr(), creds)
+	opener, err := o.pr.opener(review, creds)
+	if err != nil {
+		return err
+	}
+	if opener != nil {
+		review.pr = opener
+	}
+	b, err := o.pass.backend.open(cmd.Context(), o.pass.cluster)
+	if err != nil {
+		return err
+	}
+	if o.checkout == "" {
+		o.checkout = o.pass.backend.defaultCheckout(o.pass.cluster)
+	}
+	lock, err := lockCheckout(cmd.Context(), o.checkout, o.wait, o.waitTimeout, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.pass.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
+	if review != nil {
+		gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
+	}
+	opts, err := runner.Signed(gopts, b, format)
+	if err != nil {
+		return err
+	}
+	repo, err := gitsync.Open(cmd.Context(), opts)
+	if err != nil {
+		return branchFlagError(err)
+	}
+	r := &runner.Runner{Repo: repo, Backend: b, CertificateLifetime: o.pass.lifetime, LiqoClusterRoles: o.pass.clusterRoles,
+		LoadSpec: boundedSpecLoader(lim), KeyRolloverWait: o.rolloverWait}
+	if o.once {
+		return passOnce(cmd.Context(), r, review, cmd.OutOrStdout())
+	}
+	var pushed <-chan struct{}
+	if o.watch {
+		refs, err := localRefs(o.pass.repoURL)
+		if err != nil {
+			return fmt.Errorf("--watch: %w", err)
+		}
+		if pushed, err = gitsync.Watch(cmd.Context(), refs, 200*time.Millisecond); err != nil {
+			return fmt.Errorf("--watch: %w", err)
+		}
+	}
+	return o.daemon.run(cmd.Context(), r, &o.pass.backend, o.interval, pushed, review)
 }
 
 // branchFlagError names --branch in an error saying that the branch does
