@@ -337,11 +337,10 @@ func (g *gitea) onlyPull(t *testing.T, head string) pull {
 func (g *gitea) git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	auth := base64.StdEncoding.EncodeToString([]byte(g.user + ":" + g.token))
-	cmd := exec.Command("git", append([]string{"-c", "http.extraHeader=Authorization: Basic " + auth}, args...)...)
-	cmd.Dir = dir
+	cmd := testgit.Command(dir, append([]string{"-c", "http.extraHeader=Authorization: Basic " + auth}, args...)...)
 	// GIT_SSL_CAINFO, not http.sslCAInfo: an environment that sets the
 	// variable (CI images do) overrides the config.
-	cmd.Env = append(os.Environ(), "GIT_SSL_CAINFO="+g.caFile, "GIT_AUTHOR_NAME=Ann Reviewer", "GIT_AUTHOR_EMAIL=ann@example.org",
+	cmd.Env = append(cmd.Env, "GIT_SSL_CAINFO="+g.caFile, "GIT_AUTHOR_NAME=Ann Reviewer", "GIT_AUTHOR_EMAIL=ann@example.org",
 		"GIT_COMMITTER_NAME=Ann Reviewer", "GIT_COMMITTER_EMAIL=ann@example.org", "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -639,7 +638,7 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 		if tip == proposed || signed(t, tip) {
 			t.Errorf("main's tip %s after a squash: want a new unsigned commit, not the proposal %s", tip, proposed)
 		}
-		if err := exec.Command("git", "-C", work, "merge-base", "--is-ancestor", proposed, tip).Run(); err == nil {
+		if err := testgit.Command(work, "merge-base", "--is-ancestor", proposed, tip).Run(); err == nil {
 			t.Error("the squashed proposal is on main")
 		}
 	})

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ func TestServersWithTheGitCLI(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(clone, "f")); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("git", "-c", "core.sshCommand="+sshCmd("stranger"), "ls-remote", s.URL("repo.git"))
+		cmd := Command("", "-c", "core.sshCommand="+sshCmd("stranger"), "ls-remote", s.URL("repo.git"))
 		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Permission denied") {
 			t.Fatalf("a stranger's key: %v\n%s", err, out)
 		}
@@ -58,13 +57,30 @@ func TestServersWithTheGitCLI(t *testing.T) {
 		Git(t, root, "-c", "http.extraHeader="+basic, "ls-remote", s.URL("repo.git"))
 		Git(t, work, "-c", "http.extraHeader=Authorization: Bearer tok",
 			"push", "--quiet", s.URL("repo.git"), "main:other")
-		cmd := exec.Command("git", "-c", "http.extraHeader=Authorization: Bearer nope",
+		cmd := Command("", "-c", "http.extraHeader=Authorization: Bearer nope",
 			"-c", "credential.helper=", "ls-remote", s.URL("repo.git"))
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0")
 		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "terminal prompts disabled") {
 			t.Fatalf("a wrong token: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestCommandCommitsAsTUnlessTheTestSaysWho: Command's identity is config,
+// so a test's -c user.name=... (a human or an attacker committing) wins over
+// it, and the user's own config is never read.
+func TestCommandCommitsAsTUnlessTheTestSaysWho(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	if err := os.WriteFile(filepath.Join(os.Getenv("HOME"), ".gitconfig"), []byte("[user]\n\tname = home\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	Git(t, dir, "init", "--quiet", "--initial-branch=main")
+	Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "first")
+	Git(t, dir, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "--quiet", "--allow-empty", "-m", "second")
+	if got, want := Git(t, dir, "log", "--format=%an <%ae> %cn <%ce>"), "mallory <m@example.com> mallory <m@example.com>\nt <t@example.com> t <t@example.com>"; got != want {
+		t.Errorf("authors and committers:\n%s\nwant\n%s", got, want)
+	}
 }
 
 // TestServerCertificate: a TLS server on 127.0.0.1 with the written files
