@@ -113,15 +113,14 @@ func WriteFiles(t testing.TB, dir string, files map[string][]byte) {
 	}
 }
 
-// gitExecPath is the directory of git's helper programs (git-http-backend,
-// git-shell's neighbours).
+// gitExecPath is ExecPath, failing the test when git cannot tell.
 func gitExecPath(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
+	dir, err := ExecPath()
 	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return dir
 }
 
 // SyncBuffer is a bytes.Buffer that a process (an exec.Cmd's Stdout or

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,6 +65,35 @@ func TestServersWithTheGitCLI(t *testing.T) {
 			t.Fatalf("a wrong token: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestHTTPBackendPushesOnlyWhenAsked: the handler hack/gitserve serves with
+// no authentication of its own takes a clone, and a push only with push.
+func TestHTTPBackendPushesOnlyWhenAsked(t *testing.T) {
+	root := t.TempDir()
+	Bare(t, filepath.Join(root, "repo.git"))
+	work := t.TempDir()
+	Git(t, work, "init", "--quiet", "--initial-branch=main", ".")
+	Git(t, work, "commit", "--quiet", "--allow-empty", "-m", "first")
+	for _, push := range []bool{false, true} {
+		h, err := HTTPBackend(root, "", push, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		out, err := Command(work, "push", "--quiet", srv.URL+"/repo.git", "main").CombinedOutput()
+		if push && err != nil {
+			t.Errorf("a push with push set: %v\n%s", err, out)
+		}
+		if !push && (err == nil || !strings.Contains(string(out), "403")) {
+			t.Errorf("a push without push set: %v\n%s", err, out)
+		}
+		Git(t, root, "clone", "--quiet", srv.URL+"/repo.git", filepath.Join(t.TempDir(), "c"))
+		srv.Close()
+	}
+	if _, err := HTTPBackend(root, filepath.Join(root, "no-such-backend"), false, nil); err == nil || !strings.Contains(err.Error(), "git-http-backend") {
+		t.Errorf("a missing backend: %v", err)
+	}
 }
 
 // TestCommandCommitsAsTUnlessTheTestSaysWho: Command's identity is config,
