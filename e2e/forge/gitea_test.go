@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -50,33 +51,13 @@ type gitea struct {
 	log    string // its log file
 }
 
-// cacheDir is where the Makefile's e2e targets put what they build.
-func cacheDir() string {
-	if d := os.Getenv("GITPEER_E2E_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "gitpeer-e2e")
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // startGitea runs `gitea migrate`, `gitea admin user create --admin
 // --access-token` and `gitea web` in a temp dir; the server is stopped (by
 // its PID) when the test ends.
 func startGitea(t *testing.T) *gitea {
 	t.Helper()
-	bin := envOr("GITEA_BIN", filepath.Join(cacheDir(), "bin", "gitea"))
-	static := envOr("GITEA_STATIC", filepath.Join(cacheDir(), "gitea-static"))
+	bin := e2eharness.Env("GITEA_BIN", filepath.Join(e2eharness.CacheDir(), "bin", "gitea"))
+	static := e2eharness.Env("GITEA_STATIC", filepath.Join(e2eharness.CacheDir(), "gitea-static"))
 	for _, p := range []string{bin, filepath.Join(static, "templates")} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%v: run `make e2e-gitea-tools` (builds Gitea from the Go module proxy)", err)
@@ -353,20 +334,11 @@ func (g *gitea) git(t *testing.T, dir string, args ...string) string {
 // build of ./cmd/gitpeer.
 func gitpeerBin(t *testing.T) string {
 	t.Helper()
-	if b := os.Getenv("GITPEER_E2E_BIN"); b != "" {
-		abs, err := filepath.Abs(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
+	bin, err := e2eharness.GitpeerBinary(context.Background(), filepath.Join("..", ".."), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "gitpeer")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/gitpeer")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gitpeer: %v\n%s", err, b)
-	}
-	return out
+	return bin
 }
 
 const spec = `clusters: [{id: "alpha"}, {id: "beta"}]
