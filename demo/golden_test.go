@@ -20,6 +20,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/gitpeer/gitpeer/demo"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // update rewrites the expected trees of testdata/<example>/expected/ from
@@ -101,15 +102,7 @@ func expectTree(t *testing.T, want string, got map[string][]byte) {
 		if err := os.RemoveAll(want); err != nil {
 			t.Fatal(err)
 		}
-		for name, data := range got {
-			path := filepath.Join(want, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		testgit.WriteTree(t, want, got)
 		return
 	}
 	expected := map[string][]byte{}

@@ -43,15 +43,7 @@ func newRunner(t *testing.T) (*Runner, func() string) {
 		t.Fatal(err)
 	}
 	files["peering.cue"] = []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\npeerings: [{consumer: \"alpha\", provider: \"beta\"}]\n")
-	for name, data := range files {
-		p := filepath.Join(work, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testgit.WriteTree(t, work, files)
 	git(work, "add", "-A")
 	git(work, "commit", "-qm", "spec")
 	git(work, "push", "-q", "origin", "main")

@@ -220,13 +220,5 @@ func write(tb testing.TB, dir string, writes map[string][]byte, deletes []string
 			tb.Fatal(err)
 		}
 	}
-	for p, data := range writes {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	testgit.WriteTree(tb, dir, writes)
 }

@@ -113,6 +113,21 @@ func WriteFiles(t testing.TB, dir string, files map[string][]byte) {
 	}
 }
 
+// WriteTree writes files (slash path relative to dir → content) into dir
+// as a work tree holds them: files 0644, the directories they need 0755.
+func WriteTree(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // gitExecPath is ExecPath, failing the test when git cannot tell.
 func gitExecPath(t testing.TB) string {
 	t.Helper()
