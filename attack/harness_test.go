@@ -30,6 +30,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/runner"
@@ -604,7 +605,7 @@ func settledSigning(t *testing.T, spec string, format commitsig.Format, setup ..
 		}
 		// One pack instead of hundreds of loose objects: each test copies
 		// and clones this repo several times.
-		if out, err := exec.Command("git", "-C", w.remote, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
+		if out, err := testgit.Command(w.remote, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
 			tpl.err = fmt.Errorf("repack: %v: %s", err, out)
 			return
 		}
@@ -659,6 +660,8 @@ func (w *world) withLoadSpec(load func(ctx context.Context, file string, data []
 type writer struct {
 	w   *world
 	dir string
+	// env is added to testgit.Command's environment: mallory's home and
+	// identity, and what a test adds (a GnuPG home).
 	env []string
 }
 
@@ -674,21 +677,19 @@ func (w *world) writer() *writer {
 		w.t.Fatal(err)
 	}
 	a := &writer{w: w, dir: filepath.Join(w.dir, fmt.Sprintf("writer-%d", n)),
-		env: append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			"GIT_COMMITTER_NAME=mallory", "GIT_COMMITTER_EMAIL=mallory@example.com")}
+		env: []string{"HOME=" + home, "GIT_AUTHOR_NAME=mallory", "GIT_AUTHOR_EMAIL=mallory@example.com",
+			"GIT_COMMITTER_NAME=mallory", "GIT_COMMITTER_EMAIL=mallory@example.com"}}
 	a.run("", "clone", "-q", w.remote, a.dir)
 	a.git("config", "commit.gpgsign", "false")
-	a.git("config", "user.name", "mallory")
-	a.git("config", "user.email", "mallory@example.com")
 	return a
 }
 
 func (a *writer) run(dir string, args ...string) string {
 	a.w.t.Helper()
-	cmd := exec.Command("git", args...)
+	cmd := testgit.Command(dir, args...)
 	// Commits are dated by the world's clock, like the reconcilers'.
 	date := fmt.Sprintf("@%d +0000", a.w.clock.Now().Unix())
-	cmd.Dir, cmd.Env = dir, append(a.env, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	cmd.Env = append(append(cmd.Env, a.env...), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		a.w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -816,7 +817,7 @@ func assertContains(t *testing.T, what, s string, want ...string) {
 // lsTree is `git ls-tree rev path` on the remote: "<mode> <type> <hash>\t<path>".
 func (w *world) lsTree(rev, p string) string {
 	w.t.Helper()
-	out, err := exec.Command("git", "-C", w.remote, "ls-tree", rev, "--", p).Output()
+	out, err := testgit.Command(w.remote, "ls-tree", rev, "--", p).Output()
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -826,7 +827,7 @@ func (w *world) lsTree(rev, p string) string {
 // listTree lists the files of revision rev under dir, sorted.
 func (w *world) listTree(rev, dir string) []string {
 	w.t.Helper()
-	out, err := exec.Command("git", "-C", w.remote, "ls-tree", "-r", "--name-only", rev, "--", dir).Output()
+	out, err := testgit.Command(w.remote, "ls-tree", "-r", "--name-only", rev, "--", dir).Output()
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -929,7 +930,7 @@ func (w *world) reconcilerCommitsClean() int {
 // git runs the git CLI on the remote and returns its output.
 func (w *world) git(args ...string) string {
 	w.t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", w.remote}, args...)...).CombinedOutput()
+	out, err := testgit.Command(w.remote, args...).CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -3,7 +3,6 @@ package attack
 import (
 	"crypto"
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,8 +130,8 @@ func TestAnOpenPGPCommitOfAnotherKeyOnTheAppliedBranch(t *testing.T) {
 			raw := a.git("cat-file", "commit", "HEAD")
 			head, body, _ := strings.Cut(raw, "\n\n")
 			forged := head + "\n" + sig + "\n\n" + body + "\n"
-			cmd := exec.Command("git", "hash-object", "-t", "commit", "-w", "--stdin")
-			cmd.Dir, cmd.Stdin = a.dir, strings.NewReader(forged)
+			cmd := testgit.Command(a.dir, "hash-object", "-t", "commit", "-w", "--stdin")
+			cmd.Stdin = strings.NewReader(forged)
 			out, err := cmd.Output()
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +205,7 @@ func gpgsigHeader(t *testing.T, raw string) string {
 func (w *world) verifyAt(branch string) []verify.Finding {
 	w.t.Helper()
 	dir := filepath.Join(w.t.TempDir(), "review")
-	if out, err := exec.Command("git", "clone", "-q", "-b", branch, w.remote, dir).CombinedOutput(); err != nil {
+	if out, err := testgit.Command("", "clone", "-q", "-b", branch, w.remote, dir).CombinedOutput(); err != nil {
 		w.t.Fatalf("clone %s: %v\n%s", branch, err, out)
 	}
 	spec, _, err := schema.Load(dir)

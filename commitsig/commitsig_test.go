@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // testKey is a fixed Ed25519 key, so failures reproduce.
@@ -38,10 +40,7 @@ var (
 )
 
 func gitCmd(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	out, err := cmd.CombinedOutput()
+	out, err := testgit.Command(dir, args...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,12 +33,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/gitpeer/gitpeer/internal/e2elogs"
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 )
 
 // e2eClusterIdx is the port block of hack/start-cluster.sh for this suite
 // (20000+33*100); e2e/ uses 31 and 32, so both suites can run at once.
-const e2eClusterIdx = "33"
+const e2eClusterIdx = 33
 
 // e2eCluster is the name of the control plane's directory.
 const e2eCluster = "gitpeer-daemon-e2e"
@@ -49,15 +48,18 @@ var cp = &controlPlane{}
 
 type controlPlane struct {
 	root, tmp, kubeBin, kubectl string
-	adminKubeconfig             string
-	admin                       *rest.Config
+	// plane is the control plane hack/start-cluster.sh runs.
+	plane           *e2eharness.ControlPlane
+	adminKubeconfig string
+	admin           *rest.Config
 	// sa is ServiceAccount gitpeer-system/gitpeer with manifests/rbac
 	// applied; saKubeconfig is the same as a kubeconfig file.
 	sa           *rest.Config
 	saKubeconfig string
 	started      bool
 	stopOnce     sync.Once
-	// failed keeps the logs (e2elogs.Dir) when the control plane is stopped.
+	// failed keeps the logs (e2eharness.Dispose) when the control plane is
+	// stopped.
 	failed bool
 }
 
@@ -94,15 +96,7 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 	if c.root, err = filepath.Abs(".."); err != nil {
 		return err
 	}
-	c.kubeBin = os.Getenv("KUBE_BIN")
-	if c.kubeBin == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		c.kubeBin = filepath.Join(base, "gitpeer-e2e", "bin")
-	}
+	c.kubeBin = e2eharness.KubeBin()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(c.kubeBin, b)); err != nil {
 			return fmt.Errorf("%s not in KUBE_BIN=%s: run `make e2e-tools`", b, c.kubeBin)
@@ -112,22 +106,13 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 	if c.tmp, err = os.MkdirTemp("", "gitpeer-daemon-e2e-"); err != nil {
 		return err
 	}
+	c.plane = &e2eharness.ControlPlane{Name: e2eCluster, Idx: e2eClusterIdx, Root: filepath.Join(c.tmp, "clusters"), Bin: c.kubeBin,
+		Hack: filepath.Join(c.root, "hack"), Logs: c.tmp, Prefix: "daemon e2e"}
 	c.started = true
-	// A start that fails on a loaded machine is retried once, after
-	// stopping what it started; the first attempt's logs are kept aside.
-	if err := c.start(ctx, "start-cluster.log"); err != nil {
-		fmt.Fprintf(os.Stderr, "daemon e2e: %v\ndaemon e2e: stopping what started and retrying once\n", err)
-		c.stopCluster()
-		dir := filepath.Join(c.tmp, "clusters", e2eCluster)
-		if rerr := os.Rename(dir, dir+"-attempt-1"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			return errors.Join(err, rerr)
-		}
-		if err := c.start(ctx, "start-cluster-attempt-2.log"); err != nil {
-			return fmt.Errorf("second attempt: %w", err)
-		}
-		fmt.Fprintln(os.Stderr, "daemon e2e: control plane started at the second attempt")
+	if err := c.plane.Start(ctx); err != nil {
+		return err
 	}
-	c.adminKubeconfig = filepath.Join(c.tmp, "clusters", e2eCluster, "admin.kubeconfig")
+	c.adminKubeconfig = c.plane.Kubeconfig()
 	if c.admin, err = clientcmd.BuildConfigFromFlags("", c.adminKubeconfig); err != nil {
 		return err
 	}
@@ -165,54 +150,14 @@ func (c *controlPlane) setUp(ctx context.Context) error {
 	return clientcmd.WriteToFile(*kc, c.saKubeconfig)
 }
 
-// start runs hack/start-cluster.sh once, its output in logName.
-func (c *controlPlane) start(ctx context.Context, logName string) error {
-	log, err := os.Create(filepath.Join(c.tmp, logName))
-	if err != nil {
-		return err
-	}
-	defer log.Close()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(c.root, "hack", "start-cluster.sh"), e2eCluster, e2eClusterIdx)
-	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"), "BIN="+c.kubeBin)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Run(); err != nil {
-		out, _ := os.ReadFile(log.Name())
-		return fmt.Errorf("start-cluster.sh: %w\n%s", err, out)
-	}
-	return nil
-}
-
-// stopCluster stops the control plane by the PIDs start-cluster.sh recorded.
-func (c *controlPlane) stopCluster() {
-	cmd := exec.Command("bash", filepath.Join(c.root, "hack", "stop-cluster.sh"), e2eCluster)
-	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(c.tmp, "clusters"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "daemon e2e: stop-cluster.sh: %v\n%s", err, out)
-	}
-}
-
-// stop stops the control plane, keeps its logs when the run failed (see
-// e2elogs), and removes the temp dir unless GITPEER_E2E_KEEP is set.
+// stop stops the control plane, keeps its logs when the run failed and
+// removes the temp dir (e2eharness.Dispose).
 func (c *controlPlane) stop() {
 	c.stopOnce.Do(func() {
 		if c.started {
-			c.stopCluster()
+			c.plane.Stop()
 		}
-		if c.tmp == "" {
-			return
-		}
-		if dir := e2elogs.Dir(); dir != "" && c.failed {
-			kept, err := e2elogs.Keep(c.tmp, dir, "daemon")
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "daemon e2e: %v\n", err)
-			}
-			fmt.Fprintf(os.Stderr, "daemon e2e: logs (apiserver, controller-manager, etcd) kept in %s\n", kept)
-		}
-		if os.Getenv("GITPEER_E2E_KEEP") != "" {
-			fmt.Fprintf(os.Stderr, "daemon e2e: kept %s\n", c.tmp)
-			return
-		}
-		_ = os.RemoveAll(c.tmp)
+		e2eharness.Dispose(c.tmp, "daemon", "daemon e2e", c.failed)
 	})
 }
 

@@ -21,15 +21,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
-
-// gitEnv keeps git away from the user's configuration.
-var gitEnv = []string{
-	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-	"GIT_AUTHOR_NAME=gitpeer e2e", "GIT_AUTHOR_EMAIL=e2e@gitpeer.invalid",
-	"GIT_COMMITTER_NAME=gitpeer e2e", "GIT_COMMITTER_EMAIL=e2e@gitpeer.invalid",
-}
 
 func run(t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
@@ -37,7 +31,7 @@ func run(t *testing.T, dir, name string, args ...string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Env = append(os.Environ(), e2eharness.GitEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
@@ -47,15 +41,10 @@ func run(t *testing.T, dir, name string, args ...string) string {
 
 // gitpeerBinary is GITPEER_E2E_BIN (make e2e builds it), else one built here.
 func gitpeerBinary(t *testing.T) string {
-	if bin := os.Getenv("GITPEER_E2E_BIN"); bin != "" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
+	bin, err := e2eharness.GitpeerBinary(context.Background(), cp.root, filepath.Join(cp.tmp, "bin"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	bin := filepath.Join(cp.tmp, "bin", "gitpeer")
-	run(t, cp.root, "go", "build", "-o", bin, "./cmd/gitpeer")
 	return bin
 }
 
@@ -171,8 +160,8 @@ func TestE2EThreeGitpeerReplicasOneLeader(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run(t, dir, "git", "init", "--quiet", "--bare", "--initial-branch=main", bare)
-	run(t, dir, "git", "clone", "--quiet", bare, work)
+	testgit.Git(t, dir, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	testgit.Git(t, dir, "clone", "--quiet", bare, work)
 	spec := "clusters: [{id: \"gamma\"}, {id: \"delta\"}]\npeerings: [{consumer: \"gamma\", provider: \"delta\"}]\n"
 	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -181,9 +170,9 @@ func TestE2EThreeGitpeerReplicasOneLeader(t *testing.T) {
 	// backend whose reconciler never runs, so gamma waits for its nonce.
 	run(t, "", bin, "init", "--backend", "kubernetes", "--kubeconfig", cp.adminKubeconfig, "--cluster", "gamma", "--repo", work)
 	run(t, "", bin, "init", "--cluster", "delta", "--state-dir", filepath.Join(dir, "delta"), "--api-server", "https://delta.example:6443", "--repo", work)
-	run(t, work, "git", "add", "-A")
-	run(t, work, "git", "commit", "--quiet", "-m", "peer gamma with delta")
-	run(t, work, "git", "push", "--quiet", "origin", "main")
+	testgit.Git(t, work, "add", "-A")
+	testgit.Git(t, work, "commit", "--quiet", "-m", "peer gamma with delta")
+	testgit.Git(t, work, "push", "--quiet", "origin", "main")
 
 	start := func(name string) *process {
 		p := &process{name: name, log: filepath.Join(dir, "logs", name+".log"), metricsAddr: testgit.FreeLoopbackAddr(t), healthAddr: testgit.FreeLoopbackAddr(t), exited: make(chan struct{})}
@@ -196,7 +185,7 @@ func TestE2EThreeGitpeerReplicasOneLeader(t *testing.T) {
 			"--leader-elect", "--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
 			"--leader-election-retry-period", "500ms", "--metrics-addr", p.metricsAddr, "--health-addr", p.healthAddr,
 			"--log-level", "debug")
-		p.cmd.Env = append(os.Environ(), gitEnv...)
+		p.cmd.Env = append(os.Environ(), e2eharness.GitEnv...)
 		p.cmd.Stdout, p.cmd.Stderr = logf, logf
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)

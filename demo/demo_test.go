@@ -14,16 +14,15 @@ import (
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
+// git is testgit.Git in the current directory (args name the repo with
+// -C): its trimmed output.
 func git(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return testgit.Git(t, "", args...)
 }
 
 // TestTwoClustersPeerThroughARealRepo is the end-to-end run: a bare repo on

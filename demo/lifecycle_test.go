@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/demo"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -74,7 +75,7 @@ func (l *lifecycle) pass(id string) {
 
 // show reads a file at the remote's tip; "" when absent.
 func (l *lifecycle) show(path string) string {
-	out, err := exec.Command("git", "-C", l.rep.Remote, "show", "main:"+path).Output()
+	out, err := testgit.Command(l.rep.Remote, "show", "main:"+path).Output()
 	if err != nil {
 		return ""
 	}

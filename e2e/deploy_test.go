@@ -32,6 +32,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -206,7 +207,7 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 				<-d.proc.exited
 			}
 			if t.Failed() {
-				t.Logf("log of %s's reconciler:\n%s", d.c.id, tail(d.proc.log, 60))
+				t.Logf("log of %s's reconciler:\n%s", d.c.id, e2eharness.Tail(d.proc.log, 60))
 			}
 		}
 	})

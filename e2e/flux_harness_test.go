@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -33,7 +34,7 @@ func findFluxTools(t *testing.T) fluxTools {
 	ft := fluxTools{
 		sourceController:    filepath.Join(s.kubeBin, "source-controller"),
 		kustomizeController: filepath.Join(s.kubeBin, "kustomize-controller"),
-		crds:                env("FLUX_CRDS", filepath.Join(cacheDir(), "flux-crds")),
+		crds:                e2eharness.Env("FLUX_CRDS", filepath.Join(e2eharness.CacheDir(), "flux-crds")),
 	}
 	for _, f := range []string{ft.sourceController, ft.kustomizeController, filepath.Join(ft.crds, "source.toolkit.fluxcd.io_gitrepositories.yaml")} {
 		if _, err := os.Stat(f); err != nil {
@@ -76,7 +77,7 @@ func startProc(t, owner *testing.T, name, log string, env []string, bin string, 
 	owner.Cleanup(func() {
 		p.stop()
 		if owner.Failed() {
-			t.Logf("log of %s:\n%s", name, tail(log, 40))
+			t.Logf("log of %s:\n%s", name, e2eharness.Tail(log, 40))
 		}
 	})
 	return p
@@ -127,9 +128,9 @@ func waitHTTPOK(ctx context.Context, p *proc, url string, timeout time.Duration)
 	})
 	switch {
 	case exited:
-		return fmt.Errorf("%s exited before %s answered 200: %v; last lines of %s:\n%s", p.name, url, p.err, p.log, tail(p.log, 20))
+		return fmt.Errorf("%s exited before %s answered 200: %v; last lines of %s:\n%s", p.name, url, p.err, p.log, e2eharness.Tail(p.log, 20))
 	case err != nil:
-		return fmt.Errorf("%s not ready after %s (%v); last lines of %s:\n%s", p.name, timeout, err, p.log, tail(p.log, 20))
+		return fmt.Errorf("%s not ready after %s (%v); last lines of %s:\n%s", p.name, timeout, err, p.log, e2eharness.Tail(p.log, 20))
 	}
 	return nil
 }

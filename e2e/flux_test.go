@@ -326,15 +326,7 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 			"clusters/" + providerID + "/inbox/" + consumerID + "/" + plantedName + "-inbox.yaml": configMap(plantedName + "-inbox"),
 			"clusters/" + providerID + "/inbox/" + consumerID + "/" + plantedName + "-peer.yaml":  configMap(plantedName + "-peer"),
 		}
-		for name, data := range files {
-			f := filepath.Join(attacker, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(f, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		testgit.WriteTree(t, attacker, files)
 		out, err := s.kube(ctx, alpha, nil, "get", "secret", "authentication-keys", "-n", "liqo", "-o", "jsonpath={.data.privateKey}")
 		if err != nil {
 			t.Fatal(err)

@@ -10,13 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/internal/e2elogs"
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 )
 
 // Versions and places the suite depends on. The Liqo version is the one
@@ -77,7 +75,7 @@ type suite struct {
 	stopOnce sync.Once
 	stopping atomic.Bool
 	// failed is set when set-up or a test failed, or the run was cut short:
-	// stop then keeps the logs (e2elogs.Dir).
+	// stop then keeps the logs (e2eharness.Dispose).
 	failed atomic.Bool
 	mu     sync.Mutex
 	// consumerKubeconfig is alpha's kubeconfig for beta, read from the Secret
@@ -116,28 +114,6 @@ func (r objRef) String() string {
 	return k + " " + r.Name
 }
 
-// env reads an environment variable with a default.
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// cacheDir is where hack/build-k8s-bins.sh puts its output; the same
-// expression as the Makefile's.
-func cacheDir() string {
-	if d := os.Getenv("GITPEER_E2E_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "gitpeer-e2e")
-}
-
 // setUp builds what the suite needs, starts both clusters and the Git
 // server. On error the caller still runs stop: whatever started is stopped.
 func (s *suite) setUp(ctx context.Context) error {
@@ -148,7 +124,7 @@ func (s *suite) setUp(ctx context.Context) error {
 	if s.tmp, err = os.MkdirTemp("", "gitpeer-e2e-"); err != nil {
 		return err
 	}
-	s.kubeBin = env("KUBE_BIN", filepath.Join(cacheDir(), "bin"))
+	s.kubeBin = e2eharness.KubeBin()
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		if _, err := os.Stat(filepath.Join(s.kubeBin, b)); err != nil {
 			return fmt.Errorf("%s not in KUBE_BIN=%s: run `make e2e-tools` (builds Kubernetes and etcd from the Go module proxy)", b, s.kubeBin)
@@ -168,16 +144,8 @@ func (s *suite) setUp(ctx context.Context) error {
 
 	// Binaries: gitpeer as the Makefile built it (or built here for a bare
 	// `go test -tags e2e ./e2e/`), and the Git server, which only this suite uses.
-	s.gitpeer = os.Getenv("GITPEER_E2E_BIN")
-	if s.gitpeer == "" {
-		s.gitpeer = filepath.Join(s.tmp, "bin", "gitpeer")
-		if _, err := s.run(ctx, s.root, nil, "go", "build", "-o", s.gitpeer, "./cmd/gitpeer"); err != nil {
-			return err
-		}
-	} else if s.gitpeer, err = filepath.Abs(s.gitpeer); err != nil {
+	if s.gitpeer, err = e2eharness.GitpeerBinary(ctx, s.root, filepath.Join(s.tmp, "bin")); err != nil {
 		return err
-	} else if _, err := os.Stat(s.gitpeer); err != nil {
-		return fmt.Errorf("GITPEER_E2E_BIN: %w (make build writes bin/gitpeer)", err)
 	}
 	gitserve := filepath.Join(s.tmp, "bin", "gitserve")
 	if _, err := s.run(ctx, s.root, nil, "go", "build", "-o", gitserve, "./hack/gitserve"); err != nil {
@@ -240,58 +208,23 @@ func (s *suite) setUp(ctx context.Context) error {
 	return s.startGitServer(ctx)
 }
 
-// startCluster starts c, retrying once, after stopping what the first
-// attempt started: a start that fails on a loaded machine (hack/start-
-// cluster.sh waits up to its START_TIMEOUT for each component) is retried
-// rather than failing the whole run. The retry is reported, and the first
-// attempt's directory (its logs) is kept as <dir>-attempt-1.
-func (s *suite) startCluster(ctx context.Context, c *cluster) error {
-	err := s.startClusterOnce(ctx, c, "start-"+c.id+".log")
-	if err == nil {
-		return nil
-	}
-	fmt.Fprintf(os.Stderr, "e2e: %v\ne2e: cluster %s: stopping what started and retrying once\n", err, c.id)
-	s.stopCluster(c.id)
-	if rerr := os.Rename(c.dir, c.dir+"-attempt-1"); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		return errors.Join(err, rerr)
-	}
-	if err := s.startClusterOnce(ctx, c, "start-"+c.id+"-attempt-2.log"); err != nil {
-		return fmt.Errorf("second attempt: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "e2e: cluster %s started at the second attempt\n", c.id)
-	return nil
+// controlPlane is the control plane of cluster id, port block idx, under
+// the suite's temp dir: clusters/<id>, its start-up logs in logs/.
+func (s *suite) controlPlane(id string, idx int) *e2eharness.ControlPlane {
+	return &e2eharness.ControlPlane{Name: id, Idx: idx, Root: filepath.Join(s.tmp, "clusters"), Bin: s.kubeBin,
+		Hack: filepath.Join(s.root, "hack"), Logs: filepath.Join(s.tmp, "logs"), Prefix: "e2e"}
 }
 
-// startClusterOnce runs hack/start-cluster.sh, its output in logs/<logName>,
-// and reads the API server's port back from the env file it writes.
-func (s *suite) startClusterOnce(ctx context.Context, c *cluster, logName string) error {
-	log := filepath.Join(s.tmp, "logs", logName)
-	f, err := os.Create(log)
-	if err != nil {
+// startCluster starts c's control plane (with its one retry) and reads its
+// API server's URL.
+func (s *suite) startCluster(ctx context.Context, c *cluster) error {
+	cp := s.controlPlane(c.id, c.idx)
+	if err := cp.Start(ctx); err != nil {
 		return err
 	}
-	defer f.Close()
-	// Output goes to a file, not a pipe: the control plane outlives the
-	// script, and a pipe it inherited would keep Wait waiting.
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(s.root, "hack", "start-cluster.sh"), c.id, strconv.Itoa(c.idx))
-	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"), "BIN="+s.kubeBin)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("start cluster %s: %w\n%s", c.id, err, tail(log, 30))
-	}
-	data, err := os.ReadFile(filepath.Join(c.dir, "env"))
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if port, ok := strings.CutPrefix(line, "API_PORT="); ok {
-			c.apiServer = "https://127.0.0.1:" + port
-		}
-	}
-	if c.apiServer == "" {
-		return fmt.Errorf("start cluster %s: no API_PORT in %s/env", c.id, c.dir)
-	}
-	return nil
+	var err error
+	c.apiServer, err = cp.APIServer()
+	return err
 }
 
 // startGitServer creates the bare peering repo and serves it over smart
@@ -326,7 +259,7 @@ func (s *suite) startGitServer(ctx context.Context) error {
 	select {
 	case base := <-line:
 		if !strings.HasPrefix(base, "http://127.0.0.1:") {
-			return fmt.Errorf("gitserve did not start: %q\n%s", base, tail(log.Name(), 10))
+			return fmt.Errorf("gitserve did not start: %q\n%s", base, e2eharness.Tail(log.Name(), 10))
 		}
 		s.gitURL = base + "peering.git"
 	case <-time.After(30 * time.Second):
@@ -360,35 +293,13 @@ func (s *suite) stop() {
 			}()
 		}
 		wg.Wait()
-		if s.tmp == "" {
-			return
-		}
-		if dir := e2elogs.Dir(); dir != "" && s.failed.Load() {
-			kept, err := e2elogs.Keep(s.tmp, dir, "e2e")
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-			}
-			fmt.Fprintf(os.Stderr, "e2e: logs (apiserver, controller-manager, etcd, Flux, reconcilers) kept in %s\n", kept)
-		}
-		if os.Getenv("GITPEER_E2E_KEEP") != "" {
-			fmt.Fprintf(os.Stderr, "e2e: kept %s (logs, repo, cluster PKI); processes are stopped\n", s.tmp)
-			return
-		}
-		if err := os.RemoveAll(s.tmp); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: remove %s: %v\n", s.tmp, err)
-		}
+		e2eharness.Dispose(s.tmp, "e2e", "e2e", s.failed.Load())
 	})
 }
 
 // stopCluster stops the processes hack/start-cluster.sh started for id, by
 // the PIDs it recorded.
-func (s *suite) stopCluster(id string) {
-	cmd := exec.Command("bash", filepath.Join(s.root, "hack", "stop-cluster.sh"), id)
-	cmd.Env = append(os.Environ(), "ROOT="+filepath.Join(s.tmp, "clusters"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: stop cluster %s: %v\n%s", id, err, out)
-	}
-}
+func (s *suite) stopCluster(id string) { s.controlPlane(id, 0).Stop() }
 
 // stopOnSignal stops everything when the run is interrupted, and shortly
 // before go test's -timeout would kill the process without running any
@@ -429,7 +340,7 @@ func (s *suite) runBoth(ctx context.Context, dir string, stdin []byte, name stri
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Env = append(os.Environ(), e2eharness.GitEnv...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -444,18 +355,6 @@ func (s *suite) runBoth(ctx context.Context, dir string, stdin []byte, name stri
 		return stdout.String(), stderr.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, msg)
 	}
 	return stdout.String(), stderr.String(), nil
-}
-
-// gitEnv keeps git and go-git away from the user's configuration and gives
-// commits made by the suite an author.
-var gitEnv = []string{
-	"GIT_CONFIG_GLOBAL=/dev/null",
-	"GIT_CONFIG_NOSYSTEM=1",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_AUTHOR_NAME=gitpeer e2e",
-	"GIT_AUTHOR_EMAIL=e2e@gitpeer.invalid",
-	"GIT_COMMITTER_NAME=gitpeer e2e",
-	"GIT_COMMITTER_EMAIL=e2e@gitpeer.invalid",
 }
 
 func (s *suite) git(ctx context.Context, dir string, args ...string) (string, error) {
@@ -600,19 +499,6 @@ func parseObjects(stream []byte) ([]object, error) {
 		}
 		out = append(out, object{objRef{group, o.Kind, o.Metadata.Namespace, o.Metadata.Name}, o.APIVersion})
 	}
-}
-
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // results counts the leaf steps for the closing "N passed, N failed" line.

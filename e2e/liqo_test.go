@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -91,7 +92,7 @@ func findLiqoTools(t *testing.T) liqoTools {
 		virtualKubelet:    filepath.Join(s.kubeBin, "liqo-virtual-kubelet"),
 		webhook:           filepath.Join(s.kubeBin, "liqo-webhook"),
 		driver:            filepath.Join(s.kubeBin, "gitpeer-liqo-driver"),
-		chart:             env("LIQO_CHART", filepath.Join(cacheDir(), "liqo-chart")),
+		chart:             e2eharness.Env("LIQO_CHART", filepath.Join(e2eharness.CacheDir(), "liqo-chart")),
 	}
 	for _, f := range []string{lt.controllerManager, lt.crdReplicator, lt.virtualKubelet, lt.webhook, lt.driver, filepath.Join(lt.chart, "Chart.yaml")} {
 		if _, err := os.Stat(f); err != nil {
@@ -733,7 +734,7 @@ func startLiqoClusters(ctx context.Context, t *testing.T, root string) []*liqoCl
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	crds := filepath.Join(env("LIQO_CHART", filepath.Join(cacheDir(), "liqo-chart")), "charts", "liqo-crds", "crds")
+	crds := filepath.Join(e2eharness.Env("LIQO_CHART", filepath.Join(e2eharness.CacheDir(), "liqo-chart")), "charts", "liqo-crds", "crds")
 	for _, c := range out {
 		if _, err := s.kube(ctx, c.cluster, nil, "apply", "--server-side", "--field-manager", fieldManager, "-f", crds); err != nil {
 			t.Fatal(err)
@@ -953,7 +954,7 @@ current-context: home
 	t.Logf("virtual-kubelet %s: args %q", d.Metadata.Name, args)
 	err = eventually(ctx, liqoTimeout, time.Second, func() error {
 		if !vk.running() {
-			return fmt.Errorf("the virtual-kubelet exited: %v\n%s", vk.err, tail(vk.log, 20))
+			return fmt.Errorf("the virtual-kubelet exited: %v\n%s", vk.err, e2eharness.Tail(vk.log, 20))
 		}
 		if got := kubeField(ctx, c.cluster, `{.status.conditions[?(@.type=="Ready")].status}`, "node", node); got != "True" {
 			return fmt.Errorf("Node %s on %s: Ready %q", node, c.id, got)

@@ -3,31 +3,28 @@ package gitsync
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // clock is the fixed commit time of the tests.
 var clock = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 
-// runGit runs the real git CLI, which is what checks what go-git wrote.
+// runGit runs the real git CLI, which is what checks what go-git wrote:
+// testgit.Git.
 func runGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := gitOutput(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return testgit.Git(t, dir, args...)
 }
 
+// gitOutput is runGit's trimmed output and error, for a git command a test
+// expects to fail.
 func gitOutput(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	out, err := cmd.CombinedOutput()
+	out, err := testgit.Command(dir, args...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 

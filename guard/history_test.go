@@ -2,26 +2,17 @@ package guard
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
-// git runs the real git CLI in dir with a fixed identity and clock.
+// runGit runs the real git CLI in dir: testgit.Git, a fixed identity.
 func runGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.io",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.io",
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testgit.Git(t, dir, args...)
 }
 
 func write(t *testing.T, dir, name, content string) {
@@ -38,13 +29,8 @@ func write(t *testing.T, dir, name, content string) {
 func commitAt(t *testing.T, dir, date, msg string) string {
 	t.Helper()
 	runGit(t, dir, "add", "-A")
-	cmd := []string{"-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", msg, "--date", date}
-	c := exec.Command("git", cmd...)
-	c.Dir = dir
-	c.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.io",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.io",
-		"GIT_COMMITTER_DATE="+date, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	c := testgit.Command(dir, "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", msg, "--date", date)
+	c.Env = append(c.Env, "GIT_COMMITTER_DATE="+date)
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("git commit: %v\n%s", err, out)
 	}

@@ -707,9 +707,7 @@ func TestFluxComponentIsWhatGitpeerInitPrints(t *testing.T) {
 	const id, url, gitSecret = "alpha", "ssh://git@github.com/example-org/peering.git", "gitpeer-alpha-auth"
 	// init writes into the root of a clone's working tree, and refuses
 	// anything else.
-	if out, err := exec.Command("git", "init", "-q", filepath.Join(tmp, "repo")).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
+	testgit.Git(t, tmp, "init", "-q", filepath.Join(tmp, "repo"))
 	init := exec.Command(bin, "init", "--cluster", id, "--api-server", "https://alpha.example:6443",
 		"--state-dir", filepath.Join(tmp, "state"), "--repo", filepath.Join(tmp, "repo"),
 		"--repo-url", url, "--git-secret", gitSecret)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // TestASecondReconcilerOfTheClusterIsNamed runs two reconcilers of alpha,
@@ -156,12 +157,7 @@ func specChanger(t *testing.T, root string) func(peer string) {
 		spec := "clusters: [{id: \"alpha\"}, " + strings.Join(cl, ", ") + "]\npeerings: [" + strings.Join(pe, ", ") + "]\n"
 		run := func(args ...string) {
 			t.Helper()
-			cmd := exec.Command("git", args...)
-			cmd.Dir = work
-			cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
+			testgit.Git(t, work, args...)
 		}
 		run("pull", "-q", "--ff-only")
 		if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {

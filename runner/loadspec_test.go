@@ -10,6 +10,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -24,14 +25,7 @@ func newRunner(t *testing.T) (*Runner, func() string) {
 	root := t.TempDir()
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return testgit.Git(t, dir, args...)
 	}
 	remote, work := filepath.Join(root, "remote.git"), filepath.Join(root, "work")
 	git(root, "init", "-q", "--bare", "--initial-branch=main", remote)
@@ -49,15 +43,7 @@ func newRunner(t *testing.T) (*Runner, func() string) {
 		t.Fatal(err)
 	}
 	files["peering.cue"] = []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\npeerings: [{consumer: \"alpha\", provider: \"beta\"}]\n")
-	for name, data := range files {
-		p := filepath.Join(work, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testgit.WriteTree(t, work, files)
 	git(work, "add", "-A")
 	git(work, "commit", "-qm", "spec")
 	git(work, "push", "-q", "origin", "main")

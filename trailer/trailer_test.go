@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // What Message writes, git reads as trailers, and Values reads back.
@@ -23,7 +25,7 @@ func TestGitReadsTheTrailersMessageWrites(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}
-	cmd := exec.Command("git", "interpret-trailers", "--parse")
+	cmd := testgit.Command("", "interpret-trailers", "--parse")
 	cmd.Stdin = strings.NewReader(msg)
 	out, err := cmd.Output()
 	if err != nil {

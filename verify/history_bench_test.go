@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/verify"
 )
 
@@ -33,7 +34,7 @@ func BenchmarkHistory(b *testing.B) {
 		stream.WriteString("\n")
 	}
 	for _, args := range [][]string{{"init", "-q", "-b", "main", dir}, {"-C", dir, "fast-import", "--quiet"}} {
-		cmd := exec.Command("git", args...)
+		cmd := testgit.Command("", args...)
 		cmd.Stdin = bytes.NewReader(stream.Bytes())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("git %v: %v\n%s", args, err, out)

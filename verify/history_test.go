@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/verify"
@@ -148,12 +149,10 @@ func (r *histRepo) commitWith(msg string, signer git.Signer) string {
 // git runs the git CLI in the repo and returns its trimmed output.
 func (r *histRepo) git(args ...string) string {
 	r.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = r.dir
+	cmd := testgit.Command(r.dir, args...)
 	r.when = r.when.Add(time.Minute)
 	date := r.when.Format(time.RFC3339)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date, "GIT_CONFIG_NOSYSTEM=1", "HOME="+r.dir)
+	cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date, "HOME="+r.dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -575,7 +574,7 @@ func fullClone(t *testing.T) string {
 	t.Helper()
 	cleanRepo(t)
 	dir := filepath.Join(t.TempDir(), "clone")
-	if out, err := exec.Command("git", "clone", "-q", filepath.Join(workDir, "demo", "remote.git"), dir).CombinedOutput(); err != nil {
+	if out, err := testgit.Command("", "clone", "-q", filepath.Join(workDir, "demo", "remote.git"), dir).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
 	return dir

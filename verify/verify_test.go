@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/schema"
@@ -58,7 +59,7 @@ func cleanRepo(t *testing.T) string {
 			return
 		}
 		repoDir = filepath.Join(workDir, "clone")
-		if out, err := exec.Command("git", "clone", "-q", rep.Remote, repoDir).CombinedOutput(); err != nil {
+		if out, err := testgit.Command("", "clone", "-q", rep.Remote, repoDir).CombinedOutput(); err != nil {
 			repoErr = fmt.Errorf("git clone: %v: %s", err, out)
 			return
 		}

@@ -89,19 +89,13 @@ func TestCIStatusJobKeepsOffProtectedBranches(t *testing.T) {
 					}
 				}
 			}
-			branch := func() string {
-				out, err := exec.Command("git", "-C", bare, "rev-parse", "--verify", "-q", "gitpeer-status").Output()
-				if err != nil {
-					return ""
-				}
-				return strings.TrimSpace(string(out))
-			}
+			branch := func() string { return revParse(bare, "gitpeer-status") }
 			run("# Peering status\n\nalpha → beta: Ready")
 			first := branch()
 			if first == "" {
 				t.Fatal("the status job made no gitpeer-status branch")
 			}
-			if got := git(t, bare, "ls-tree", "-r", "--name-only", first); got != "STATUS.md\n" {
+			if got := git(t, bare, "ls-tree", "-r", "--name-only", first); got != "STATUS.md" {
 				t.Errorf("gitpeer-status holds %q, want STATUS.md alone", got)
 			}
 			if got := git(t, bare, "show", first+":STATUS.md"); !strings.Contains(got, "alpha → beta: Ready") {
@@ -118,7 +112,7 @@ func TestCIStatusJobKeepsOffProtectedBranches(t *testing.T) {
 			if got := strings.TrimSpace(git(t, bare, "rev-parse", "main")); got != main {
 				t.Errorf("the status job moved main to %s", got)
 			}
-			if refs := git(t, bare, "for-each-ref", "--format=%(refname)"); refs != "refs/heads/gitpeer-status\nrefs/heads/main\n" {
+			if refs := git(t, bare, "for-each-ref", "--format=%(refname)"); refs != "refs/heads/gitpeer-status\nrefs/heads/main" {
 				t.Errorf("the remote's branches after the status job:\n%s", refs)
 			}
 		})

@@ -23,6 +23,7 @@ import (
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/pins"
@@ -444,7 +445,7 @@ func loadPins(t *testing.T, stateDir string) *pins.Store {
 
 // revParse is the hash rev names in the repository dir, "" if none.
 func revParse(dir, rev string) string {
-	out, err := exec.Command("git", "-C", dir, "rev-parse", "--verify", "-q", rev).Output()
+	out, err := testgit.Command(dir, "rev-parse", "--verify", "-q", rev).Output()
 	if err != nil {
 		return ""
 	}

@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 // gitpeer runs the CLI in-process and returns its exit code and output.
@@ -20,16 +21,10 @@ func gitpeer(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// git is testgit.Git: the git CLI in dir, its trimmed output.
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return testgit.Git(t, dir, args...)
 }
 
 func write(t *testing.T, path, content string) {
@@ -301,7 +296,7 @@ func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
 			"--state-dir", filepath.Join(root, "state", "beta")}, &out, &errw)
 	}()
 	identity := func() bool {
-		return exec.Command("git", "-C", remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/identity.yaml").Run() == nil
+		return testgit.Command(remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/identity.yaml").Run() == nil
 	}
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
@@ -314,7 +309,7 @@ func TestWatchRunsAPassWhenTheBranchMoves(t *testing.T) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 	waitFor("beta's first pass", func() bool {
-		return exec.Command("git", "-C", remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/nonce.yaml").Run() == nil
+		return testgit.Command(remote, "cat-file", "-e", "main:clusters/alpha/inbox/beta/nonce.yaml").Run() == nil
 	})
 	if code, _, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", remote, "--state-dir", filepath.Join(root, "state", "alpha")); code != 0 {
 		t.Fatal(stderr)

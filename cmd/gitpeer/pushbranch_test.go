@@ -2,7 +2,6 @@ package main
 
 import (
 	"maps"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -101,7 +100,7 @@ func TestReconcileProposesOnAReviewBranch(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "beta: up to date; deleted branch gitpeer/beta: nothing left to propose") {
 		t.Fatalf("reconcile after the merge: %d\n%s%s", code, out, stderr)
 	}
-	if exec.Command("git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/gitpeer/beta").Run() == nil {
+	if revParse(remote, "refs/heads/gitpeer/beta") != "" {
 		t.Error("gitpeer/beta still exists")
 	}
 
@@ -192,11 +191,7 @@ type reviewRun struct {
 }
 
 func (r *reviewRun) rev(ref string) string {
-	out, err := exec.Command("git", "-C", r.remote, "rev-parse", "--verify", "-q", ref).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
+	return revParse(r.remote, ref)
 }
 
 // round runs beta's then alpha's pass once and reports whether it changed

@@ -36,6 +36,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/e2eharness"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -50,33 +51,13 @@ type gitea struct {
 	log    string // its log file
 }
 
-// cacheDir is where the Makefile's e2e targets put what they build.
-func cacheDir() string {
-	if d := os.Getenv("GITPEER_E2E_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "gitpeer-e2e")
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 // startGitea runs `gitea migrate`, `gitea admin user create --admin
 // --access-token` and `gitea web` in a temp dir; the server is stopped (by
 // its PID) when the test ends.
 func startGitea(t *testing.T) *gitea {
 	t.Helper()
-	bin := envOr("GITEA_BIN", filepath.Join(cacheDir(), "bin", "gitea"))
-	static := envOr("GITEA_STATIC", filepath.Join(cacheDir(), "gitea-static"))
+	bin := e2eharness.Env("GITEA_BIN", filepath.Join(e2eharness.CacheDir(), "bin", "gitea"))
+	static := e2eharness.Env("GITEA_STATIC", filepath.Join(e2eharness.CacheDir(), "gitea-static"))
 	for _, p := range []string{bin, filepath.Join(static, "templates")} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%v: run `make e2e-gitea-tools` (builds Gitea from the Go module proxy)", err)
@@ -337,11 +318,10 @@ func (g *gitea) onlyPull(t *testing.T, head string) pull {
 func (g *gitea) git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	auth := base64.StdEncoding.EncodeToString([]byte(g.user + ":" + g.token))
-	cmd := exec.Command("git", append([]string{"-c", "http.extraHeader=Authorization: Basic " + auth}, args...)...)
-	cmd.Dir = dir
+	cmd := testgit.Command(dir, append([]string{"-c", "http.extraHeader=Authorization: Basic " + auth}, args...)...)
 	// GIT_SSL_CAINFO, not http.sslCAInfo: an environment that sets the
 	// variable (CI images do) overrides the config.
-	cmd.Env = append(os.Environ(), "GIT_SSL_CAINFO="+g.caFile, "GIT_AUTHOR_NAME=Ann Reviewer", "GIT_AUTHOR_EMAIL=ann@example.org",
+	cmd.Env = append(cmd.Env, "GIT_SSL_CAINFO="+g.caFile, "GIT_AUTHOR_NAME=Ann Reviewer", "GIT_AUTHOR_EMAIL=ann@example.org",
 		"GIT_COMMITTER_NAME=Ann Reviewer", "GIT_COMMITTER_EMAIL=ann@example.org", "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -354,20 +334,11 @@ func (g *gitea) git(t *testing.T, dir string, args ...string) string {
 // build of ./cmd/gitpeer.
 func gitpeerBin(t *testing.T) string {
 	t.Helper()
-	if b := os.Getenv("GITPEER_E2E_BIN"); b != "" {
-		abs, err := filepath.Abs(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
+	bin, err := e2eharness.GitpeerBinary(context.Background(), filepath.Join("..", ".."), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "gitpeer")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/gitpeer")
-	cmd.Dir = filepath.Join("..", "..")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/gitpeer: %v\n%s", err, b)
-	}
-	return out
+	return bin
 }
 
 const spec = `clusters: [{id: "alpha"}, {id: "beta"}]
@@ -639,7 +610,7 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 		if tip == proposed || signed(t, tip) {
 			t.Errorf("main's tip %s after a squash: want a new unsigned commit, not the proposal %s", tip, proposed)
 		}
-		if err := exec.Command("git", "-C", work, "merge-base", "--is-ancestor", proposed, tip).Run(); err == nil {
+		if err := testgit.Command(work, "merge-base", "--is-ancestor", proposed, tip).Run(); err == nil {
 			t.Error("the squashed proposal is on main")
 		}
 	})

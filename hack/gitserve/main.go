@@ -17,14 +17,13 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
 func main() {
@@ -52,32 +51,12 @@ func run(addr, root, backend string, push, quiet bool) error {
 	if err != nil {
 		return err
 	}
-	if backend == "" {
-		out, err := exec.Command("git", "--exec-path").Output()
-		if err != nil {
-			return fmt.Errorf("find git-http-backend: git --exec-path: %w", err)
-		}
-		backend = filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	// testgit's HTTPS server runs the same handler behind authentication;
+	// here the loopback-only address stands for it.
+	cgiHandler, err := testgit.HTTPBackend(root, backend, push, nil)
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(backend); err != nil {
-		return fmt.Errorf("git-http-backend: %w", err)
-	}
-
-	env := []string{
-		"GIT_PROJECT_ROOT=" + root,
-		// Serve every repository under root without a git-daemon-export-ok file.
-		"GIT_HTTP_EXPORT_ALL=1",
-		// Only the repositories' own config counts: nothing from the user running the tests.
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-	}
-	if push {
-		// git-http-backend enables receive-pack only for authenticated users
-		// unless http.receivepack is set; set it through the environment so the
-		// repositories need no config of their own.
-		env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true")
-	}
-	cgiHandler := &cgi.Handler{Path: backend, Root: "/", Env: env, InheritEnv: []string{"PATH"}}
 	handler := http.Handler(cgiHandler)
 	if !quiet {
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/internal/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
@@ -126,11 +126,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 	}
 	git := func(args ...string) {
 		tb.Helper()
-		cmd := exec.Command("git", append([]string{"-C", mesh.Repo, "-c", "user.name=meshbench", "-c", "user.email=meshbench@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tb.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		testgit.Git(tb, "", append([]string{"-C", mesh.Repo, "-c", "user.name=meshbench", "-c", "user.email=meshbench@example.com", "-c", "commit.gpgsign=false"}, args...)...)
 	}
 	commit := func(message string) {
 		if opts.Commit {
@@ -224,13 +220,5 @@ func write(tb testing.TB, dir string, writes map[string][]byte, deletes []string
 			tb.Fatal(err)
 		}
 	}
-	for p, data := range writes {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
+	testgit.WriteTree(tb, dir, writes)
 }

@@ -84,9 +84,8 @@ func (g *GnuPG) Import(armored []byte) string {
 // Git runs git in dir with this GnuPG home and returns its combined output
 // and error.
 func (g *GnuPG) Git(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = g.Env()
+	cmd := Command(dir, args...)
+	cmd.Env = append(cmd.Env, "GNUPGHOME="+g.Home, "LANGUAGE=C", "TZ=UTC")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

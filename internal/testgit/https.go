@@ -14,7 +14,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -51,24 +50,12 @@ type HTTPSServer struct {
 // pushes included, to clients presenting auth. It stops when the test ends.
 func StartHTTPS(t testing.TB, root string, auth HTTPAuth) *HTTPSServer {
 	t.Helper()
-	backend := filepath.Join(gitExecPath(t), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Fatalf("git-http-backend: %v", err)
+	// Stderr: "Not a git repository" for the tests of a missing one.
+	h, err := HTTPBackend(root, "", true, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
 	caPEM, leaf := newCA(t)
-	h := &cgi.Handler{
-		Path: backend,
-		Root: "/",
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			"GIT_CONFIG_NOSYSTEM=1",
-			"GIT_CONFIG_GLOBAL=/dev/null",
-			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
-		},
-		InheritEnv: []string{"PATH"},
-		Stderr:     io.Discard, // "Not a git repository" for the tests of a missing one
-	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		push := r.URL.Query().Get("service") == "git-receive-pack" || strings.HasSuffix(r.URL.Path, "/git-receive-pack")
 		switch authorize(r, auth) {

@@ -71,19 +71,32 @@ func Bare(t testing.TB, path string) {
 	Git(t, filepath.Dir(path), "init", "--quiet", "--bare", "--initial-branch=main", path)
 }
 
-// Git runs the git CLI in dir, ignoring the user's and the system's config,
-// and returns its trimmed combined output; it fails the test on error.
+// Git runs the git CLI in dir as Command makes it and returns its trimmed
+// combined output; it fails the test on error.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
+	out, err := Command(dir, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Command is the git CLI command every test runs: args in dir ("" is the
+// current directory), ignoring the user's and the system's config, in the C
+// locale, with user.name t and user.email t@example.com. The identity is
+// config from the environment (GIT_CONFIG_COUNT), which a -c user.name=...
+// or --author among args overrides, so a test can commit as someone else.
+// Command is for the tests Git does not fit: a command that reads stdin,
+// whose stdout alone is parsed, that is expected to fail, or that needs
+// more environment (append to its Env: a later KEY=value wins).
+func Command(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C",
+		"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=t",
+		"GIT_CONFIG_KEY_1=user.email", "GIT_CONFIG_VALUE_1=t@example.com")
+	return cmd
 }
 
 // WriteFiles writes files (name → content) into dir with mode 0600, creating
@@ -100,15 +113,29 @@ func WriteFiles(t testing.TB, dir string, files map[string][]byte) {
 	}
 }
 
-// gitExecPath is the directory of git's helper programs (git-http-backend,
-// git-shell's neighbours).
+// WriteTree writes files (slash path relative to dir → content) into dir
+// as a work tree holds them: files 0644, the directories they need 0755.
+func WriteTree(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gitExecPath is ExecPath, failing the test when git cannot tell.
 func gitExecPath(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("git", "--exec-path").Output()
+	dir, err := ExecPath()
 	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(out))
+	return dir
 }
 
 // SyncBuffer is a bytes.Buffer that a process (an exec.Cmd's Stdout or

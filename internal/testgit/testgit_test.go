@@ -4,10 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,7 +41,7 @@ func TestServersWithTheGitCLI(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(clone, "f")); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("git", "-c", "core.sshCommand="+sshCmd("stranger"), "ls-remote", s.URL("repo.git"))
+		cmd := Command("", "-c", "core.sshCommand="+sshCmd("stranger"), "ls-remote", s.URL("repo.git"))
 		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Permission denied") {
 			t.Fatalf("a stranger's key: %v\n%s", err, out)
 		}
@@ -58,13 +58,59 @@ func TestServersWithTheGitCLI(t *testing.T) {
 		Git(t, root, "-c", "http.extraHeader="+basic, "ls-remote", s.URL("repo.git"))
 		Git(t, work, "-c", "http.extraHeader=Authorization: Bearer tok",
 			"push", "--quiet", s.URL("repo.git"), "main:other")
-		cmd := exec.Command("git", "-c", "http.extraHeader=Authorization: Bearer nope",
+		cmd := Command("", "-c", "http.extraHeader=Authorization: Bearer nope",
 			"-c", "credential.helper=", "ls-remote", s.URL("repo.git"))
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0")
 		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "terminal prompts disabled") {
 			t.Fatalf("a wrong token: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestHTTPBackendPushesOnlyWhenAsked: the handler hack/gitserve serves with
+// no authentication of its own takes a clone, and a push only with push.
+func TestHTTPBackendPushesOnlyWhenAsked(t *testing.T) {
+	root := t.TempDir()
+	Bare(t, filepath.Join(root, "repo.git"))
+	work := t.TempDir()
+	Git(t, work, "init", "--quiet", "--initial-branch=main", ".")
+	Git(t, work, "commit", "--quiet", "--allow-empty", "-m", "first")
+	for _, push := range []bool{false, true} {
+		h, err := HTTPBackend(root, "", push, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		out, err := Command(work, "push", "--quiet", srv.URL+"/repo.git", "main").CombinedOutput()
+		if push && err != nil {
+			t.Errorf("a push with push set: %v\n%s", err, out)
+		}
+		if !push && (err == nil || !strings.Contains(string(out), "403")) {
+			t.Errorf("a push without push set: %v\n%s", err, out)
+		}
+		Git(t, root, "clone", "--quiet", srv.URL+"/repo.git", filepath.Join(t.TempDir(), "c"))
+		srv.Close()
+	}
+	if _, err := HTTPBackend(root, filepath.Join(root, "no-such-backend"), false, nil); err == nil || !strings.Contains(err.Error(), "git-http-backend") {
+		t.Errorf("a missing backend: %v", err)
+	}
+}
+
+// TestCommandCommitsAsTUnlessTheTestSaysWho: Command's identity is config,
+// so a test's -c user.name=... (a human or an attacker committing) wins over
+// it, and the user's own config is never read.
+func TestCommandCommitsAsTUnlessTheTestSaysWho(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	if err := os.WriteFile(filepath.Join(os.Getenv("HOME"), ".gitconfig"), []byte("[user]\n\tname = home\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	Git(t, dir, "init", "--quiet", "--initial-branch=main")
+	Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "first")
+	Git(t, dir, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "--quiet", "--allow-empty", "-m", "second")
+	if got, want := Git(t, dir, "log", "--format=%an <%ae> %cn <%ce>"), "mallory <m@example.com> mallory <m@example.com>\nt <t@example.com> t <t@example.com>"; got != want {
+		t.Errorf("authors and committers:\n%s\nwant\n%s", got, want)
+	}
 }
 
 // TestServerCertificate: a TLS server on 127.0.0.1 with the written files

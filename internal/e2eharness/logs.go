@@ -1,10 +1,4 @@
-// Package e2elogs keeps the logs of an end-to-end run (the control planes'
-// etcd, kube-apiserver and kube-controller-manager, Flux's controllers, the
-// reconcilers, the start-up scripts) out of the run's temp dir before that
-// dir is removed, so that a failed `make e2e` leaves them where its last line
-// says: the directory named by GITPEER_E2E_LOGS (the Makefile sets
-// _output/e2e-logs).
-package e2elogs
+package e2eharness
 
 import (
 	"errors"
@@ -19,9 +13,39 @@ import (
 // EnvDir is the environment variable naming the directory logs are kept in.
 const EnvDir = "GITPEER_E2E_LOGS"
 
+// EnvKeep is the environment variable that, when set, keeps a run's whole
+// temp dir (logs, repos, the control planes' PKI) for debugging.
+const EnvKeep = "GITPEER_E2E_KEEP"
+
 // Dir is the directory logs are kept in, from EnvDir; "" when unset (the
 // logs then go with the temp dir, as before).
 func Dir() string { return os.Getenv(EnvDir) }
+
+// Dispose ends a suite's run in tmp once its processes are stopped: when
+// the run failed and EnvDir is set, the logs under tmp are kept in
+// EnvDir/suite (Keep); then tmp is removed, unless EnvKeep is set. What it
+// keeps, and what goes wrong, it says on stderr after prefix ("e2e",
+// "daemon e2e"). An empty tmp (set-up failed before making it) is nothing
+// to do.
+func Dispose(tmp, suite, prefix string, failed bool) {
+	if tmp == "" {
+		return
+	}
+	if dir := Dir(); dir != "" && failed {
+		kept, err := Keep(tmp, dir, suite)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", prefix, err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: logs kept in %s\n", prefix, kept)
+	}
+	if os.Getenv(EnvKeep) != "" {
+		fmt.Fprintf(os.Stderr, "%s: kept %s (logs, repos, cluster PKI); processes are stopped\n", prefix, tmp)
+		return
+	}
+	if err := os.RemoveAll(tmp); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: remove %s: %v\n", prefix, tmp, err)
+	}
+}
 
 // Keep copies every regular file under src whose name ends in ".log" into
 // dst/suite, keeping its path relative to src (clusters/alpha/logs/etcd.log

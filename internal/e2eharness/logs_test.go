@@ -1,4 +1,4 @@
-package e2elogs
+package e2eharness
 
 import (
 	"os"
@@ -58,5 +58,39 @@ func TestKeepCopiesTheLogsOfARunAndNothingElse(t *testing.T) {
 			t.Errorf("kept %v, want %v", kept, want)
 			break
 		}
+	}
+}
+
+// TestDisposeKeepsTheLogsOfAFailedRunAndRemovesTheRest: a failed run's logs
+// go to GITPEER_E2E_LOGS and its temp dir is removed; a passed run keeps no
+// logs; GITPEER_E2E_KEEP keeps the whole temp dir.
+func TestDisposeKeepsTheLogsOfAFailedRunAndRemovesTheRest(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		failed, keep   bool
+		wantLogs, want bool // logs kept; temp dir still there
+	}{
+		{"a failed run", true, false, true, false},
+		{"a passed run", false, false, false, false},
+		{"a failed run with GITPEER_E2E_KEEP", true, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp, logs := filepath.Join(t.TempDir(), "run"), t.TempDir()
+			if err := os.MkdirAll(filepath.Join(tmp, "logs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, "logs", "etcd.log"), []byte("etcd\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(EnvDir, logs)
+			t.Setenv(EnvKeep, map[bool]string{true: "1"}[tc.keep])
+			Dispose(tmp, "suite", "test", tc.failed)
+			if _, err := os.Stat(filepath.Join(logs, "suite", "logs", "etcd.log")); (err == nil) != tc.wantLogs {
+				t.Errorf("logs kept: %v, want %v", err == nil, tc.wantLogs)
+			}
+			if _, err := os.Stat(tmp); (err == nil) != tc.want {
+				t.Errorf("temp dir still there: %v, want %v", err == nil, tc.want)
+			}
+		})
 	}
 }
