@@ -153,7 +153,7 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 // hard reset still run on the Repo's first Sync, after any failure that
 // left the worktree unknown, and on every plain Sync. What the worktree
 // holds otherwise never reaches a commit: commits are built from the tip's
-// tree and the change (commit.go), not from the worktree.
+// tree and the change (gitobj.Writer), not from the worktree.
 func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
 	return r.sync(ctx, func(ctx context.Context, _ string, tip *TreeFS) (*Change, error) { return pass(ctx, tip) }, true)
 }
@@ -513,7 +513,7 @@ func (r *Repo) commitPass(ctx context.Context, pass passFunc, tip plumbing.Hash)
 // commitPlan commits p on tip, signed with Signer, and leaves the worktree
 // and index at the commit (the local branch too). It returns the zero hash
 // when there is nothing to commit. The commit's tree is built from tip's
-// (commit.go); the worktree and index follow it by tree difference when
+// (gitobj.Writer); the worktree and index follow it by tree difference when
 // this Repo knows the worktree is tip's, else by writing and staging each
 // file.
 func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
