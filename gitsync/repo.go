@@ -626,10 +626,10 @@ func Seed(ctx context.Context, opts Options, files map[string][]byte, message st
 	if err != nil {
 		return "", fmt.Errorf("seed: %w", err)
 	}
-	res, err := r.Sync(ctx, func(_ context.Context, root string) (*Change, error) {
-		if entries, err := os.ReadDir(root); err != nil {
+	res, err := r.SyncTree(ctx, func(_ context.Context, tip *TreeFS) (*Change, error) {
+		if entries, err := tip.ReadDir("."); err != nil {
 			return nil, err
-		} else if len(entries) > 1 || len(entries) == 1 && entries[0].Name() != ".git" {
+		} else if len(entries) > 0 {
 			return nil, ErrNotEmpty
 		}
 		// The seed owns every path: a concurrent seed (or anything) that
