@@ -1,7 +1,7 @@
 package gitobj
 
 import (
-	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -27,14 +27,16 @@ func TestDiffIsWhatGitDiffTreeLists(t *testing.T) {
 		for _, p := range remove {
 			testgit.Git(t, dir, "rm", "-r", "--quiet", p)
 		}
+		byDir := map[string]map[string][]byte{}
 		for name, data := range files {
-			p := filepath.Join(dir, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
+			d := path.Dir(name)
+			if byDir[d] == nil {
+				byDir[d] = map[string][]byte{}
 			}
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			byDir[d][path.Base(name)] = data
+		}
+		for d, in := range byDir {
+			testgit.WriteFiles(t, filepath.Join(dir, filepath.FromSlash(d)), in)
 		}
 		testgit.Git(t, dir, "add", "-A")
 		testgit.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "c")

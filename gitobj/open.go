@@ -3,7 +3,6 @@ package gitobj
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	git "github.com/go-git/go-git/v5"
@@ -130,14 +129,9 @@ func (s *lockedStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (pl
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
 	m := &plumbing.MemoryObject{}
 	m.SetType(o.Type())
-	if _, err := io.Copy(m, r); err != nil {
+	if err := copyObject(m, o); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -232,16 +232,22 @@ func (t *TreeFS) blob(h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
 	buf := bytes.NewBuffer(make([]byte, 0, o.Size()))
-	if _, err := io.Copy(buf, r); err != nil {
+	if err := copyObject(buf, o); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// copyObject copies the content of object o to w.
+func copyObject(w io.Writer, o plumbing.EncodedObject) error {
+	r, err := o.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // ReadDir implements fs.ReadDirFS: the entries sorted by name.
