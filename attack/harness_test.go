@@ -188,8 +188,7 @@ func (w *world) publish(c *cluster) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.r.Repo.Sync(ctx, func(_ context.Context, root string) (*gitsync.Change, error) {
-		tree := layout.NewTree(root)
+	_, err = c.r.Repo.SyncTree(ctx, func(_ context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
 		files, err := layout.PublishFiles(tree, info)
 		if err != nil {
 			return nil, err

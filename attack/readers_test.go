@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/verify"
 )
@@ -44,7 +44,7 @@ func TestAnAttributeFilterShowsReviewersWhatTheReconcilersRead(t *testing.T) {
 	}
 
 	// What the review tools read: the commit.
-	tree, err := gitsync.OpenCommitTree(a.dir, "")
+	tree, err := gitobj.OpenCommitTree(a.dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

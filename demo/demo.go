@@ -155,8 +155,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		res, err := c.Runner.Repo.Sync(ctx, func(_ context.Context, root string) (*gitsync.Change, error) {
-			tree := layout.NewTree(root)
+		res, err := c.Runner.Repo.SyncTree(ctx, func(_ context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
 			files, err := layout.PublishFiles(tree, info)
 			if err != nil {
 				return nil, err

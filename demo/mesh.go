@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/peerstatus"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -169,10 +168,16 @@ func (r *Report) observe(ctx context.Context, spec *schema.Spec) ([]peerstatus.P
 	if r.observer == nil {
 		return nil, errors.New("demo: no observer clone")
 	}
-	if _, err := r.observer.Sync(ctx, func(context.Context, string) (*gitsync.Change, error) { return nil, nil }); err != nil {
+	var peerings []peerstatus.Peering
+	var collectErr error
+	_, err := r.observer.SyncTree(ctx, func(_ context.Context, tip *gitsync.TreeFS) (*gitsync.Change, error) {
+		peerings, collectErr = peerstatus.Collect(tip, spec)
+		return nil, nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read the remote: %w", err)
 	}
-	return peerstatus.Collect(layout.NewTree(r.observer.Dir()), spec)
+	return peerings, collectErr
 }
 
 // runMesh opens the observer clone, runs the rounds of a mesh demo and

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/trailer"
 )
 
@@ -113,8 +114,8 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 // signed by another key or in another format, a ref pointed at a tree) is
 // replaced rather than left to fail every Sync.
 func (r *Repo) holds(h, tree plumbing.Hash) bool {
-	c, err := r.repo.CommitObject(h)
-	if err != nil || c.TreeHash != tree {
+	t, err := gitobj.TreeHash(r.repo.Storer, h)
+	if err != nil || t != tree {
 		return false
 	}
 	return r.signedByUs(h)
@@ -155,13 +156,9 @@ type scopeEntry struct {
 // scopeEntry returns the tree entry at AppliedScope in commit h, the zero
 // value when there is none.
 func (r *Repo) scopeEntry(h plumbing.Hash) (scopeEntry, error) {
-	c, err := r.repo.CommitObject(h)
+	tree, err := gitobj.Tree(r.repo.Storer, h)
 	if err != nil {
-		return scopeEntry{}, fmt.Errorf("read commit %s: %w", h, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return scopeEntry{}, fmt.Errorf("read tree of %s: %w", h, err)
+		return scopeEntry{}, err
 	}
 	e, err := tree.FindEntry(r.opts.AppliedScope)
 	switch {

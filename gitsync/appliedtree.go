@@ -10,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/gitpeer/gitpeer/gitobj"
 )
 
 // The applied tree is all a cluster's engine ever sees: GitOps engines read
@@ -69,7 +71,7 @@ func (r *Repo) appliedTree(tip plumbing.Hash) (tree plumbing.Hash, held string, 
 	}
 	var keep func(string) bool
 	if r.opts.AppliedFilter != nil {
-		tipFS, err := newTreeFS(r.repo.Storer, tip, r.decoded)
+		tipFS, err := gitobj.NewTreeFS(r.repo.Storer, tip, r.decoded)
 		if err != nil {
 			return plumbing.ZeroHash, "", err
 		}
@@ -77,7 +79,7 @@ func (r *Repo) appliedTree(tip plumbing.Hash) (tree plumbing.Hash, held string, 
 			return plumbing.ZeroHash, err.Error(), nil
 		}
 	}
-	ob := objectWriter{r.repo.Storer}
+	ob := gitobj.Writer{S: r.repo.Storer}
 	sub, empty, err := r.vouched(ob, r.opts.AppliedScope, e.Hash, true, keep)
 	if err != nil {
 		return plumbing.ZeroHash, "", err
@@ -89,7 +91,7 @@ func (r *Repo) appliedTree(tip plumbing.Hash) (tree plumbing.Hash, held string, 
 	h := sub
 	for dir := r.opts.AppliedScope; dir != "."; dir = path.Dir(dir) {
 		t := &object.Tree{Entries: []object.TreeEntry{{Name: path.Base(dir), Mode: filemode.Dir, Hash: h}}}
-		if h, err = ob.writeTreeObject(t); err != nil {
+		if h, err = ob.StoreTree(t); err != nil {
 			return plumbing.ZeroHash, "", fmt.Errorf("write applied tree of %s: %w", dir, err)
 		}
 	}
@@ -99,7 +101,7 @@ func (r *Repo) appliedTree(tip plumbing.Hash) (tree plumbing.Hash, held string, 
 
 // vouched writes the filtered copy of tree h at repo directory dir (see
 // appliedTree) and returns its hash, and whether nothing is left.
-func (r *Repo) vouched(ob objectWriter, dir string, h plumbing.Hash, top bool, keep func(string) bool) (plumbing.Hash, bool, error) {
+func (r *Repo) vouched(ob gitobj.Writer, dir string, h plumbing.Hash, top bool, keep func(string) bool) (plumbing.Hash, bool, error) {
 	t, err := object.GetTree(r.repo.Storer, h)
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("read tree of %s: %w", dir, err)
@@ -107,7 +109,7 @@ func (r *Repo) vouched(ob objectWriter, dir string, h plumbing.Hash, top bool, k
 	out := &object.Tree{}
 	for _, e := range t.Entries {
 		name := dir + "/" + e.Name
-		if strings.HasPrefix(e.Name, ".") || checkEntryName(e.Name) != nil || (top && slices.Contains(r.opts.AppliedExclude, e.Name)) {
+		if strings.HasPrefix(e.Name, ".") || gitobj.CheckEntryName(e.Name) != nil || (top && slices.Contains(r.opts.AppliedExclude, e.Name)) {
 			continue
 		}
 		switch e.Mode {
@@ -130,15 +132,6 @@ func (r *Repo) vouched(ob objectWriter, dir string, h plumbing.Hash, top bool, k
 	}
 	// Entries keep the source tree's order, which is Git's: dropping
 	// entries and the executable bit does not change it.
-	nh, err := ob.writeTreeObject(out)
+	nh, err := ob.StoreTree(out)
 	return nh, false, err
-}
-
-// writeTreeObject stores t, whose entries are in Git's order.
-func (ob objectWriter) writeTreeObject(t *object.Tree) (plumbing.Hash, error) {
-	o := ob.s.NewEncodedObject()
-	if err := t.Encode(o); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return ob.storeObject(o)
 }

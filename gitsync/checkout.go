@@ -2,7 +2,6 @@ package gitsync
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
+
+	"github.com/gitpeer/gitpeer/gitobj"
 )
 
 // A hard reset with go-git hashes every file of the worktree and compares
@@ -128,15 +129,12 @@ func (r *Repo) moveTo(tip plumbing.Hash) error {
 		return nil
 	}
 	from, files := r.snap.commit, r.snap.files
-	r.snap = nil // unknown until done
-	var err error
-	ft := &object.Tree{} // the branch had no commits
-	if !from.IsZero() {
-		if ft, err = r.commitTree(from); err != nil {
-			return err
-		}
+	r.snap = nil                                // unknown until done
+	ft, err := gitobj.Tree(r.repo.Storer, from) // empty: the branch had no commits
+	if err != nil {
+		return err
 	}
-	tt, err := r.commitTree(tip)
+	tt, err := gitobj.Tree(r.repo.Storer, tip)
 	if err != nil {
 		return err
 	}
@@ -260,14 +258,6 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
 	idx.Cache = nil // a tree cache extension would be stale
 	return r.repo.Storer.SetIndex(idx)
-}
-
-func (r *Repo) commitTree(h plumbing.Hash) (*object.Tree, error) {
-	c, err := r.repo.CommitObject(h)
-	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", h, err)
-	}
-	return c.Tree()
 }
 
 // trackParents records in files whether each directory above name exists

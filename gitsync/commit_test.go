@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/internal/testgit"
 )
 
@@ -138,7 +139,7 @@ func TestATreeEntryNamedDotDotIsRefused(t *testing.T) {
 		t.Fatal("SyncTree on a tree with '..' succeeded")
 	}
 	// What a pass would read refuses the entry by name.
-	tree, err := newTreeFS(r.repo.Storer, plumbing.NewHash(commit), nil)
+	tree, err := gitobj.NewTreeFS(r.repo.Storer, plumbing.NewHash(commit), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

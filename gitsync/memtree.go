@@ -3,6 +3,8 @@ package gitsync
 import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/gitpeer/gitpeer/gitobj"
 )
 
 // MemoryTree is a repo's tree held as Git objects in memory, changed as
@@ -12,17 +14,17 @@ import (
 type MemoryTree struct {
 	s       *memory.Storage
 	root    plumbing.Hash // zero: empty
-	decoded *treeCache
+	decoded *gitobj.TreeCache
 }
 
 // NewMemoryTree is an empty tree.
-func NewMemoryTree() *MemoryTree { return &MemoryTree{s: memory.NewStorage(), decoded: newTreeCache()} }
+func NewMemoryTree() *MemoryTree {
+	return &MemoryTree{s: memory.NewStorage(), decoded: gitobj.NewTreeCache()}
+}
 
 // FS is the tree as it stands, as a pass reads the tip: a fresh TreeFS, so
 // each pass decodes the trees it reads, as in a Sync.
-func (m *MemoryTree) FS() *TreeFS {
-	return &TreeFS{s: m.s, root: m.root, dirs: map[string]*treeDir{}, decoded: m.decoded}
-}
+func (m *MemoryTree) FS() *TreeFS { return gitobj.TreeFSOf(m.s, m.root, m.decoded) }
 
 // Apply changes the tree by ch as a Sync would commit it, with the same
 // checks: an error wrapping ErrInvalidChange (or guard.ErrSecret) for a
@@ -35,7 +37,7 @@ func (m *MemoryTree) Apply(ch *Change) error {
 	if len(p.files) == 0 {
 		return nil
 	}
-	h, _, err := objectWriter{m.s}.rebuild("", m.root, changeOf(p))
+	h, err := treeWithPlan(gitobj.Writer{S: m.s}, p, m.root)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/manifest"
 )
 
@@ -247,7 +248,7 @@ func (r *Repo) pendingTree(cur plumbing.Hash, own bool) (*TreeFS, error) {
 	if !own || cur.IsZero() {
 		return nil, nil
 	}
-	t, err := newTreeFS(r.repo.Storer, cur, r.decoded)
+	t, err := gitobj.NewTreeFS(r.repo.Storer, cur, r.decoded)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.pushRef(), err)
 	}

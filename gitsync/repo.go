@@ -36,6 +36,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
+	"github.com/gitpeer/gitpeer/gitobj"
 )
 
 // Default values of Options.
@@ -210,7 +211,7 @@ type Repo struct {
 	// the whole worktree (tests read them).
 	moves, scans int
 	// decoded is the trees passes decoded, by hash (TreeFS).
-	decoded *treeCache
+	decoded *gitobj.TreeCache
 	// applied is the last applied tree made, for the scope tree it came
 	// from (appliedTree).
 	applied struct {
@@ -263,7 +264,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt, decoded: newTreeCache()}
+	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt, decoded: gitobj.NewTreeCache()}
 	if err := r.loadCredentials(); err != nil {
 		return nil, err
 	}
@@ -467,14 +468,9 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	return plainOpen(dir)
 }
 
-// maxOpenPacks is how many pack files a clone keeps open between reads. By
-// default go-git opens (and resolves the path of) a pack for every object
-// it reads from it: most of the cost of a pass that reads a few hundred
-// objects. Housekeeping keeps a clone under 50 packs (maxPacks).
-const maxOpenPacks = 64
-
 // plainOpen is git.PlainOpen of the clone in dir (its .git a directory, as
-// openOrInit makes it) with up to maxOpenPacks pack files kept open.
+// openOrInit makes it) with up to gitobj.MaxOpenPacks pack files kept open
+// (housekeeping keeps a clone under maxPacks).
 func plainOpen(dir string) (*git.Repository, error) {
 	wt := osfs.New(dir)
 	dot, err := wt.Chroot(git.GitDirName)
@@ -484,7 +480,7 @@ func plainOpen(dir string) (*git.Repository, error) {
 	if fi, err := os.Stat(filepath.Join(dir, git.GitDirName)); err != nil || !fi.IsDir() {
 		return nil, git.ErrRepositoryNotExists
 	}
-	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: gitobj.MaxOpenPacks})
 	return git.Open(s, wt)
 }
 
@@ -630,10 +626,10 @@ func Seed(ctx context.Context, opts Options, files map[string][]byte, message st
 	if err != nil {
 		return "", fmt.Errorf("seed: %w", err)
 	}
-	res, err := r.Sync(ctx, func(_ context.Context, root string) (*Change, error) {
-		if entries, err := os.ReadDir(root); err != nil {
+	res, err := r.SyncTree(ctx, func(_ context.Context, tip *TreeFS) (*Change, error) {
+		if entries, err := tip.ReadDir("."); err != nil {
 			return nil, err
-		} else if len(entries) > 1 || len(entries) == 1 && entries[0].Name() != ".git" {
+		} else if len(entries) > 0 {
 			return nil, ErrNotEmpty
 		}
 		// The seed owns every path: a concurrent seed (or anything) that

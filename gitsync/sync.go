@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/layout"
@@ -152,7 +153,7 @@ func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
 // hard reset still run on the Repo's first Sync, after any failure that
 // left the worktree unknown, and on every plain Sync. What the worktree
 // holds otherwise never reaches a commit: commits are built from the tip's
-// tree and the change (commit.go), not from the worktree.
+// tree and the change (gitobj.Writer), not from the worktree.
 func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
 	return r.sync(ctx, func(ctx context.Context, _ string, tip *TreeFS) (*Change, error) { return pass(ctx, tip) }, true)
 }
@@ -447,32 +448,22 @@ func (ch *Change) touches() func(string) bool {
 // differs between the trees of commits from and to; a zero hash is an empty
 // tree.
 func (r *Repo) changedPaths(ctx context.Context, from, to plumbing.Hash) ([]string, error) {
-	trees := make([]*object.Tree, 2)
+	trees := make([]plumbing.Hash, 2)
 	for i, h := range []plumbing.Hash{from, to} {
-		if h.IsZero() {
-			continue
-		}
-		c, err := r.repo.CommitObject(h)
-		if err != nil {
-			return nil, err
-		}
-		if trees[i], err = c.Tree(); err != nil {
+		var err error
+		if trees[i], err = gitobj.TreeHash(r.repo.Storer, h); err != nil {
 			return nil, err
 		}
 	}
-	changes, err := object.DiffTreeWithOptions(ctx, trees[0], trees[1], nil)
+	var out []string
+	err := gitobj.Diff(gitobj.StoreTrees(r.repo.Storer), trees[0], trees[1], func(name string, a, b *object.TreeEntry) error {
+		if (a != nil && a.Mode != filemode.Dir) || (b != nil && b.Mode != filemode.Dir) {
+			out = append(out, name)
+		}
+		return ctx.Err()
+	})
 	if err != nil {
 		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range changes {
-		for _, name := range []string{c.From.Name, c.To.Name} {
-			if name != "" && !seen[name] {
-				seen[name] = true
-				out = append(out, name)
-			}
-		}
 	}
 	sort.Strings(out)
 	return out, nil
@@ -490,7 +481,7 @@ func short(h plumbing.Hash) string {
 // runPass runs pass on tip (the worktree and index were just reset to it)
 // and plans its change against tip's tree.
 func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*Change, *plan, error) {
-	tree, err := newTreeFS(r.repo.Storer, tip, r.decoded)
+	tree, err := gitobj.NewTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -522,19 +513,16 @@ func (r *Repo) commitPass(ctx context.Context, pass passFunc, tip plumbing.Hash)
 // commitPlan commits p on tip, signed with Signer, and leaves the worktree
 // and index at the commit (the local branch too). It returns the zero hash
 // when there is nothing to commit. The commit's tree is built from tip's
-// (commit.go); the worktree and index follow it by tree difference when
+// (gitobj.Writer); the worktree and index follow it by tree difference when
 // this Repo knows the worktree is tip's, else by writing and staging each
 // file.
 func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	from := &object.Tree{}
-	if !tip.IsZero() {
-		var err error
-		if from, err = r.commitTree(tip); err != nil {
-			return plumbing.ZeroHash, err
-		}
+	from, err := gitobj.Tree(r.repo.Storer, tip)
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
 	tree, err := r.writeTree(p, from.Hash)
 	if err != nil {
@@ -662,7 +650,7 @@ func writtenPaths(ch *Change) []string {
 // files (every entry an index would list), identical writes dropped. It
 // reads only the trees on the change's paths.
 func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
-	tree, err := newTreeFS(r.repo.Storer, tip, r.decoded)
+	tree, err := gitobj.NewTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
 		return nil, err
 	}
@@ -675,7 +663,7 @@ func planOn(tree *TreeFS, ch *Change, at string) (*plan, error) {
 	// entry is name's entry, nil when the tree has no such path (nor could
 	// an index: it is missing, or under a file or a link).
 	entry := func(name string) (*object.TreeEntry, error) {
-		e, err := tree.entry(name)
+		e, err := tree.Entry(name)
 		switch {
 		case err == nil:
 			return e, nil
@@ -693,7 +681,7 @@ func planOn(tree *TreeFS, ch *Change, at string) (*plan, error) {
 			return nil, err
 		case e == nil:
 		case e.Mode == filemode.Dir:
-			if err := tree.files(name, func(f string) { deleted[f] = true }); err != nil {
+			if err := tree.Files(name, func(f string) { deleted[f] = true }); err != nil {
 				return nil, fmt.Errorf("read %s at %s: %w", name, at, err)
 			}
 		default:

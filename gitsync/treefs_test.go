@@ -228,7 +228,7 @@ func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
 		}
 	}
 	var got []string
-	if err := m.FS().files(".", func(name string) { got = append(got, name) }); err != nil {
+	if err := m.FS().Files(".", func(name string) { got = append(got, name) }); err != nil {
 		t.Fatal(err)
 	}
 	want := strings.Fields(runGit(t, bare, "ls-tree", "-r", "--name-only", "main"))
@@ -241,11 +241,11 @@ func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
 			t.Errorf("%s = %q, %v", name, data, err)
 		}
 	}
-	before := m.FS().root
+	before := m.root
 	if err := m.Apply(&Change{Writes: map[string][]byte{"../x": []byte("x")}, Message: "bad"}); !errors.Is(err, ErrInvalidChange) {
 		t.Errorf("Apply of a path leaving the tree = %v, want ErrInvalidChange", err)
 	}
-	if m.FS().root != before {
+	if m.root != before {
 		t.Error("a refused change changed the tree")
 	}
 }

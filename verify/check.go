@@ -10,7 +10,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
@@ -132,7 +132,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	commits := make(chan result, 1)
 	var tree fs.FS = layout.NewSnapshotTree(dir)
 	if repo {
-		ct, err := gitsync.OpenCommitTree(dir, opts.Ref)
+		ct, err := gitobj.OpenCommitTree(dir, opts.Ref)
 		if err != nil {
 			return nil, err // names the revision
 		}

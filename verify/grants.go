@@ -10,7 +10,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/policy"
@@ -175,7 +175,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 // every reader reads), nil when there is none or it does not parse: grants
 // then judges by HEAD's spec alone.
 func loadBaseSpec(dir, base string) *schema.Spec {
-	ct, err := gitsync.OpenCommitTree(dir, base)
+	ct, err := gitobj.OpenCommitTree(dir, base)
 	if err != nil {
 		return nil
 	}

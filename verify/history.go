@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
@@ -269,11 +270,12 @@ type change struct {
 }
 
 // ownChanges lists the paths whose content in tree differs from each of
-// parents (every file when there are none), sorted.
-func (h *history) ownChanges(tree *object.Tree, parents []*object.Tree) ([]change, error) {
+// the parents' trees (every file when there are none), sorted; trees are
+// given by hash.
+func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash) ([]change, error) {
 	if len(parents) == 0 {
 		all := map[string]change{}
-		if err := h.diff(plumbing.ZeroHash, tree.Hash, "", all); err != nil {
+		if err := h.diff(plumbing.ZeroHash, tree, all); err != nil {
 			return nil, err
 		}
 		return sortedChanges(all, nil, 0), nil
@@ -282,7 +284,7 @@ func (h *history) ownChanges(tree *object.Tree, parents []*object.Tree) ([]chang
 	var first map[string]change
 	for i, pt := range parents {
 		seen := map[string]change{}
-		if err := h.diff(pt.Hash, tree.Hash, "", seen); err != nil {
+		if err := h.diff(pt, tree, seen); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -311,43 +313,12 @@ func sortedChanges(changes map[string]change, counts map[string]int, n int) []ch
 // maxTrees bounds the cache of decoded trees.
 const maxTrees = 1 << 16
 
-// diff records in out every file path under prefix whose entry differs
-// between the trees a and b (the zero hash is an empty tree). Subtrees with
-// the same hash are not read: the cost is that of what changed, not of the
-// repository's size.
-func (h *history) diff(a, b plumbing.Hash, prefix string, out map[string]change) error {
-	if a == b {
-		return nil
-	}
-	ta, err := h.tree(a)
-	if err != nil {
-		return err
-	}
-	tb, err := h.tree(b)
-	if err != nil {
-		return err
-	}
-	entries := make(map[string]*object.TreeEntry, len(ta))
-	for i := range ta {
-		entries[ta[i].Name] = &ta[i]
-	}
-	visit := func(name string, ea, eb *object.TreeEntry) error {
-		if ea != nil && eb != nil && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
-			return nil
-		}
-		p := path.Join(prefix, name)
-		var da, db plumbing.Hash
-		if ea != nil && ea.Mode == filemode.Dir {
-			da = ea.Hash
-		}
-		if eb != nil && eb.Mode == filemode.Dir {
-			db = eb.Hash
-		}
-		if !da.IsZero() || !db.IsZero() {
-			if err := h.diff(da, db, p, out); err != nil {
-				return err
-			}
-		}
+// diff records in out every file path whose entry differs between the
+// trees a and b (the zero hash is an empty tree), by gitobj.Diff: subtrees
+// with the same hash are not read, so the cost is that of what changed,
+// not of the repository's size.
+func (h *history) diff(a, b plumbing.Hash, out map[string]change) error {
+	return gitobj.Diff(h.tree, a, b, func(p string, ea, eb *object.TreeEntry) error {
 		switch {
 		case eb != nil && eb.Mode != filemode.Dir:
 			out[p] = change{path: p, to: eb.Hash, mode: eb.Mode}
@@ -355,21 +326,7 @@ func (h *history) diff(a, b plumbing.Hash, prefix string, out map[string]change)
 			out[p] = change{path: p}
 		}
 		return nil
-	}
-	for i := range tb {
-		eb := &tb[i]
-		ea := entries[eb.Name]
-		delete(entries, eb.Name)
-		if err := visit(eb.Name, ea, eb); err != nil {
-			return err
-		}
-	}
-	for name, ea := range entries {
-		if err := visit(name, ea, nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // tree returns the entries of the tree with hash t (none for the zero hash).
@@ -398,15 +355,11 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	if err != nil {
 		return nil, err
 	}
-	parentTrees := make([]*object.Tree, 0, len(n.parents))
+	parentTrees := make([]plumbing.Hash, 0, len(n.parents))
 	for _, p := range n.parents {
-		t, err := p.Tree()
-		if err != nil {
-			return nil, err
-		}
-		parentTrees = append(parentTrees, t)
+		parentTrees = append(parentTrees, p.TreeHash)
 	}
-	changes, err := h.ownChanges(tree, parentTrees)
+	changes, err := h.ownChanges(tree.Hash, parentTrees)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -191,7 +191,7 @@ func checkWorkTree(repo string) error {
 	if isCheckout(repo) {
 		return nil
 	}
-	if bare, _ := gitsync.IsRepository(repo); bare {
+	if bare, _ := gitobj.IsRepository(repo); bare {
 		return fmt.Errorf("--repo %s is a bare repository (no working tree): init writes clusters/<id>/ into a working tree for you to commit; clone it (git clone %s peering) and pass --repo peering", repo, repo)
 	}
 	return fmt.Errorf("--repo %s is not the root of a Git working tree (no .git there): init writes clusters/<id>/ into a clone of the peering repo for you to commit and propose; pass the clone's root, or git init it first", repo)

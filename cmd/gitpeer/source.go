@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/gitauth"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
@@ -44,7 +45,7 @@ type repoSource struct {
 	// path, and every file named in messages, are under it.
 	Dir string
 	// Tree is what the command reads: the commit's tree (a
-	// gitsync.TreeFS), or the plain directory (a layout.Tree, which
+	// gitobj.TreeFS), or the plain directory (a layout.Tree, which
 	// follows no symbolic link).
 	Tree fs.FS
 	// Commit is the full hash of the commit read, and Rev the revision it
@@ -53,7 +54,7 @@ type repoSource struct {
 	// Cloned is true when Dir is a clone that Close removes.
 	Cloned bool
 
-	tree *gitsync.CommitTree
+	tree *gitobj.CommitTree
 }
 
 // Close releases the repository and removes a clone; a checkout is left
@@ -95,7 +96,7 @@ func shortCommit(h string) string {
 //     being its root: no reconciler reads such a spec) is read as it
 //     stands, and rev must be "".
 func openLocal(dir, rev, flag string) (*repoSource, error) {
-	repo, err := gitsync.IsRepository(dir)
+	repo, err := gitobj.IsRepository(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +106,9 @@ func openLocal(dir, rev, flag string) (*repoSource, error) {
 		}
 		return &repoSource{Dir: dir, Tree: layout.NewTree(dir)}, nil
 	}
-	tree, err := gitsync.OpenCommitTree(dir, rev)
+	tree, err := gitobj.OpenCommitTree(dir, rev)
 	switch {
-	case errors.Is(err, gitsync.ErrNoCommit):
+	case errors.Is(err, gitobj.ErrNoCommit):
 		return nil, fmt.Errorf("%s: HEAD names no commit yet: gitpeer reads the committed tree, as the reconcilers do; commit the spec first", dir)
 	case err != nil && rev != "":
 		return nil, fmt.Errorf("%s %s: %w", flag, rev, err)
@@ -164,7 +165,7 @@ func openSource(ctx context.Context, target, branch, credentials, rev string, st
 		src.Close()
 		return nil, branchFlagError(err)
 	}
-	tree, err := gitsync.OpenCommitTree(src.Dir, "HEAD")
+	tree, err := gitobj.OpenCommitTree(src.Dir, "HEAD")
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("%s: branch %s: %w", target, branch, err)

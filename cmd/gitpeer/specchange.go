@@ -9,7 +9,7 @@ import (
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -240,7 +240,7 @@ func specAtBase(cmd *cobra.Command, dir, base string) (*schema.Spec, error) {
 	if base == "" {
 		return nil, nil
 	}
-	if repo, err := gitsync.IsRepository(dir); err != nil || !repo {
+	if repo, err := gitobj.IsRepository(dir); err != nil || !repo {
 		return nil, fmt.Errorf("--base %s: %s is not a Git repository (a checkout's root or a bare repository): there is no base to compare with", base, dir)
 	}
 	src, err := openLocal(dir, base, "--base")

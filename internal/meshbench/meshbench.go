@@ -136,7 +136,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 	}
 	disk := layout.NewTree(mesh.Repo)
 	// Passes read the tree from Git objects, as the runner's do
-	// (gitsync.TreeFS); the checkout on disk follows for what is built on
+	// (gitobj.TreeFS); the checkout on disk follows for what is built on
 	// it (a history, a bare repo).
 	tree := gitsync.NewMemoryTree()
 	apply := func(writes map[string][]byte, deletes []string) {

@@ -1,9 +1,8 @@
-package gitsync
+package gitobj
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	git "github.com/go-git/go-git/v5"
@@ -65,7 +64,7 @@ func OpenCommitTree(dir, rev string) (*CommitTree, error) {
 		}
 		return nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, rev, err)
 	}
-	t, err := newTreeFS(&lockedStorer{EncodedObjectStorer: repo.Storer}, *h, nil)
+	t, err := NewTreeFS(&lockedStorer{EncodedObjectStorer: repo.Storer}, *h, nil)
 	if err != nil {
 		done()
 		return nil, fmt.Errorf("%s: revision %q: %w", dir, rev, err)
@@ -73,8 +72,15 @@ func OpenCommitTree(dir, rev string) (*CommitTree, error) {
 	return &CommitTree{TreeFS: t, Commit: h.String(), Rev: rev, done: done}, nil
 }
 
-// openShared opens the repository at dir with up to maxOpenPacks pack
-// files kept open, as a clone's (see plainOpen).
+// MaxOpenPacks is how many pack files a clone (and OpenCommitTree) keeps
+// open between reads. By default go-git opens (and resolves the path of) a
+// pack for every object it reads from it: most of the cost of a pass that
+// reads a few hundred objects. gitsync's housekeeping keeps a clone under
+// 50 packs.
+const MaxOpenPacks = 64
+
+// openShared opens the repository at dir with up to MaxOpenPacks pack
+// files kept open, as a gitsync clone's.
 func openShared(dir string) (*git.Repository, func(), error) {
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
@@ -84,7 +90,7 @@ func openShared(dir string) (*git.Repository, func(), error) {
 	if !ok {
 		return repo, func() {}, nil
 	}
-	shared := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	shared := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: MaxOpenPacks})
 	r, err := git.Open(shared, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
@@ -123,14 +129,9 @@ func (s *lockedStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (pl
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
 	m := &plumbing.MemoryObject{}
 	m.SetType(o.Type())
-	if _, err := io.Copy(m, r); err != nil {
+	if err := copyObject(m, o); err != nil {
 		return nil, err
 	}
 	return m, nil

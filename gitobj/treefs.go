@@ -1,4 +1,11 @@
-package gitsync
+// Package gitobj is gitpeer's Git plumbing, apart from the policy of
+// publishing a pass (package gitsync): reading a commit's tree as an fs.FS
+// (TreeFS, OpenCommitTree), writing trees and commits from a tree and an
+// edit (Writer), the tree of a commit (TreeHash, Tree), the difference of
+// two trees by their hashes (Diff), and the narrow push of one commit
+// (PushNarrow). It works on go-git's object stores; what a commit should
+// hold, when to push and what to do on a refusal are gitsync's.
+package gitobj
 
 import (
 	"bytes"
@@ -22,7 +29,7 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 )
 
-// TreeFS is one commit's tree read from the clone's Git objects, not from
+// TreeFS is one commit's tree read from a repository's Git objects, not from
 // the worktree: what a pass reads through it is the commit, whatever lies in
 // the worktree, and a read costs the objects on its path, not a scan of the
 // checkout. It implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS
@@ -37,27 +44,30 @@ type TreeFS struct {
 
 	mu   sync.Mutex
 	dirs map[string]*treeDir // decoded trees by directory path ("." the root)
-	// decoded, shared by the TreeFS of one Repo (or MemoryTree), keeps
+	// decoded, shared by the TreeFS of one clone (or memory tree), keeps
 	// decoded trees by hash across passes: a tree is immutable, and most
 	// of those a pass reads (every cluster's inbox, looking for its own
 	// folder) did not change since the last one.
-	decoded *treeCache
+	decoded *TreeCache
 }
 
-// treeCache is decoded trees by hash, forgotten all at once past
-// maxCachedTrees (a pass of a 1,000-cluster mesh reads about 2,000).
-type treeCache = boundedmap.Map[plumbing.Hash, *treeDir]
+// TreeCache is decoded trees by hash, shared by the TreeFS of one
+// repository across passes, forgotten all at once past maxCachedTrees (a
+// pass of a 1,000-cluster mesh reads about 2,000).
+type TreeCache = boundedmap.Map[plumbing.Hash, *treeDir]
 
 const maxCachedTrees = 20000
 
-func newTreeCache() *treeCache { return boundedmap.New[plumbing.Hash, *treeDir](maxCachedTrees) }
+// NewTreeCache is an empty TreeCache.
+func NewTreeCache() *TreeCache { return boundedmap.New[plumbing.Hash, *treeDir](maxCachedTrees) }
 
 // errBadEntry is a tree entry Git's fsck refuses.
 var errBadEntry = errors.New("invalid tree entry")
 
-// checkEntryName refuses a tree entry name that is not one clean path
-// element, or is .git (or its NTFS short name).
-func checkEntryName(name string) error {
+// CheckEntryName refuses, with an error, a tree entry name that is not one
+// clean path element, or is .git (or its NTFS short name): names Git's
+// fsck refuses.
+func CheckEntryName(name string) error {
 	switch {
 	case name == "", name == ".", name == "..", strings.ContainsAny(name, "/\\\x00"),
 		strings.EqualFold(name, ".git"), strings.EqualFold(name, "git~1"):
@@ -73,19 +83,21 @@ type treeDir struct {
 	byName  map[string]int
 }
 
-// newTreeFS is the tree of commit (the empty tree when commit is zero),
-// sharing decoded trees through cache (nil: none).
-func newTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash, cache *treeCache) (*TreeFS, error) {
-	t := &TreeFS{s: s, dirs: map[string]*treeDir{}, decoded: cache}
-	if commit.IsZero() {
-		return t, nil
-	}
-	c, err := object.GetCommit(s, commit)
+// NewTreeFS is the tree of commit in s (the empty tree when commit is
+// zero), sharing decoded trees through cache (nil: none). An error names a
+// commit s cannot read.
+func NewTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash, cache *TreeCache) (*TreeFS, error) {
+	root, err := TreeHash(s, commit)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s: %w", commit, err)
+		return nil, err
 	}
-	t.root = c.TreeHash
-	return t, nil
+	return TreeFSOf(s, root, cache), nil
+}
+
+// TreeFSOf is the tree whose hash is root in s (zero: the empty tree),
+// sharing decoded trees through cache (nil: none).
+func TreeFSOf(s storer.EncodedObjectStorer, root plumbing.Hash, cache *TreeCache) *TreeFS {
+	return &TreeFS{s: s, root: root, dirs: map[string]*treeDir{}, decoded: cache}
 }
 
 // dir decodes (once) the tree of directory p, whose object is h.
@@ -108,7 +120,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 			// Git's fsck refuses these, go-git's fetch does not: a name
 			// that is not one path element could lead a walk, or a write
 			// in the worktree, out of its directory.
-			if err := checkEntryName(e.Name); err != nil {
+			if err := CheckEntryName(e.Name); err != nil {
 				return nil, fmt.Errorf("tree %s of %s: %w", h, p, err)
 			}
 			if _, dup := d.byName[e.Name]; dup {
@@ -128,7 +140,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 // symbolic link or a file, and a link itself, as layout.Tree's lstat does;
 // errors are *fs.PathError with op.
 func (t *TreeFS) lookup(op, name string) (*object.TreeEntry, error) {
-	e, err := t.entry(name)
+	e, err := t.Entry(name)
 	if err == nil && e != nil && e.Mode == filemode.Symlink {
 		err = fmt.Errorf("%w: refusing to follow it", layout.ErrSymlink)
 	}
@@ -138,11 +150,11 @@ func (t *TreeFS) lookup(op, name string) (*object.TreeEntry, error) {
 	return e, nil
 }
 
-// entry is name's tree entry as the tree holds it (nil for "."), a link
+// Entry is name's tree entry as the tree holds it (nil for "."), a link
 // included; a path through a link is layout.ErrSymlink, through a file
 // syscall.ENOTDIR, a missing one fs.ErrNotExist, an invalid one
 // fs.ErrInvalid.
-func (t *TreeFS) entry(name string) (*object.TreeEntry, error) {
+func (t *TreeFS) Entry(name string) (*object.TreeEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, fs.ErrInvalid
 	}
@@ -177,10 +189,10 @@ func (t *TreeFS) entry(name string) (*object.TreeEntry, error) {
 	}
 }
 
-// files calls fn with the path of every entry under directory dir that is
+// Files calls fn with the path of every entry under directory dir that is
 // not a directory (files, links, submodules: what an index lists), in tree
 // order.
-func (t *TreeFS) files(dir string, fn func(name string)) error {
+func (t *TreeFS) Files(dir string, fn func(name string)) error {
 	d, err := t.readDir(dir)
 	if err != nil {
 		return err
@@ -188,7 +200,7 @@ func (t *TreeFS) files(dir string, fn func(name string)) error {
 	for _, e := range d.entries {
 		p := path.Join(dir, e.Name)
 		if e.Mode == filemode.Dir {
-			if err := t.files(p, fn); err != nil {
+			if err := t.Files(p, fn); err != nil {
 				return err
 			}
 			continue
@@ -220,16 +232,22 @@ func (t *TreeFS) blob(h plumbing.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
 	buf := bytes.NewBuffer(make([]byte, 0, o.Size()))
-	if _, err := io.Copy(buf, r); err != nil {
+	if err := copyObject(buf, o); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// copyObject copies the content of object o to w.
+func copyObject(w io.Writer, o plumbing.EncodedObject) error {
+	r, err := o.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // ReadDir implements fs.ReadDirFS: the entries sorted by name.

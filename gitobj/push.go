@@ -1,0 +1,173 @@
+package gitobj
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage"
+)
+
+// Push is one narrow push (PushNarrow): Commit to Branch of the remote at
+// URL, sending the objects Commit adds to Base.
+type Push struct {
+	// URL is the remote's (any transport go-git has a client for);
+	// CABundle the PEM certificates an HTTPS host is checked against
+	// besides the system's; Auth its credentials (nil: none).
+	URL      string
+	CABundle []byte
+	Auth     transport.AuthMethod
+	// Store holds Commit and its objects, and the pack window its config
+	// sets.
+	Store storage.Storer
+	// Branch is the short name of the remote branch.
+	Branch string
+	// Base is Commit's parent, which the remote has (zero: Commit is a
+	// root commit); Commit is the commit pushed.
+	Base, Commit plumbing.Hash
+	// Force updates Branch over whatever it points at (or creates it);
+	// without it the host updates Branch only if it still points at Base.
+	Force bool
+	// Progress, when set, receives what the host says on the sideband.
+	Progress io.Writer
+}
+
+// PushNarrow pushes p.Commit to p.Branch, sending just the objects it adds
+// to p.Base: the commit, the trees on the paths it changed and their new
+// blobs (AddedObjects). With Force, a branch already at Commit is left as
+// it is, nothing sent. Without Force, a branch the remote advertises
+// elsewhere than Base is refused before any object is sent, with go-git's
+// client-side message "non-fast-forward update: <ref>"; a host's refusal
+// comes as its receive-pack status. Errors are also the transport's.
+//
+// go-git's own push first walks every object reachable from every ref the
+// remote advertises, to learn what the remote has: the whole history, each
+// push, and over file:// from the remote's loose objects. In a burst of
+// writers that walk, repeated on every retry, was most of a retry's cost;
+// here the remote's tip is known (the caller fetched it), so nothing is
+// walked beyond the change. And to a local remote, go-git's push opens the
+// remote's object storage itself, racing the detached git gc --auto that
+// git-receive-pack starts after a push ("packfile not found"); this push
+// only talks to git-receive-pack.
+func PushNarrow(ctx context.Context, p Push) error {
+	old := p.Base
+	objects, err := AddedObjects(p.Store, p.Base, p.Commit)
+	if err != nil {
+		return fmt.Errorf("objects of %s: %w", p.Commit.String()[:12], err)
+	}
+	ep, err := transport.NewEndpoint(p.URL)
+	if err != nil {
+		return err
+	}
+	ep.CaBundle = p.CABundle
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewReceivePackSession(ep, p.Auth)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return err
+	}
+	ref := plumbing.NewBranchReferenceName(p.Branch)
+	if ar == nil {
+		ar = packp.NewAdvRefs()
+	}
+	cur, ok := ar.References[ref.String()]
+	switch {
+	case p.Force:
+		old = cur // zero when absent: the branch is created
+		if ok && cur == p.Commit {
+			return nil
+		}
+	case ok && cur != old || !ok && !old.IsZero():
+		// The client-side check go-git makes too: a moved branch is
+		// refused before any object is sent.
+		return fmt.Errorf("non-fast-forward update: %s", ref)
+	}
+
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req.Commands = []*packp.Command{{Name: ref, Old: old, New: p.Commit}}
+	if p.Progress != nil {
+		req.Progress = p.Progress
+	}
+	if ar.Capabilities.Supports(capability.Sideband64k) {
+		_ = req.Capabilities.Set(capability.Sideband64k)
+	} else if ar.Capabilities.Supports(capability.Sideband) {
+		_ = req.Capabilities.Set(capability.Sideband)
+	}
+	cfg, err := p.Store.Config()
+	if err != nil {
+		return err
+	}
+	rd, wr := io.Pipe()
+	req.Packfile = rd
+	done := make(chan error, 1)
+	go func() {
+		enc := packfile.NewEncoder(wr, p.Store, !ar.Capabilities.Supports(capability.OFSDelta))
+		_, err := enc.Encode(objects, cfg.Pack.Window)
+		done <- wr.CloseWithError(err)
+	}()
+	rs, err := sess.ReceivePack(ctx, req)
+	if err != nil {
+		_ = rd.Close()
+		<-done
+		return err
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	if rs != nil {
+		return rs.Error()
+	}
+	return nil
+}
+
+// AddedObjects lists the objects commit adds to old (zero: none) in s:
+// commit, and the trees and blobs of its tree that old's tree lacks at the
+// same path (Diff). Submodule entries are not objects of this repository
+// and are skipped.
+func AddedObjects(s storage.Storer, old, commit plumbing.Hash) ([]plumbing.Hash, error) {
+	tree, err := TreeHash(s, commit)
+	if err != nil {
+		return nil, err
+	}
+	base, err := TreeHash(s, old)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[plumbing.Hash]bool{commit: true}
+	out := []plumbing.Hash{commit}
+	add := func(h plumbing.Hash) {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	if base != tree {
+		add(tree)
+	}
+	err = Diff(StoreTrees(s), base, tree, func(_ string, _, to *object.TreeEntry) error {
+		if to != nil && to.Mode != filemode.Submodule {
+			add(to.Hash)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

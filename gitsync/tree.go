@@ -1,0 +1,7 @@
+package gitsync
+
+import "github.com/gitpeer/gitpeer/gitobj"
+
+// TreeFS is the tip's tree as a pass reads it (see gitobj.TreeFS): the
+// commit's Git objects, never the worktree.
+type TreeFS = gitobj.TreeFS
