@@ -14,8 +14,14 @@ import (
 	"github.com/gitpeer/gitpeer/schema"
 )
 
+// validateOptions are validate's flags: the revisions to read the spec
+// at and to compare it with.
+type validateOptions struct {
+	ref, base string
+}
+
 func newValidateCmd() *cobra.Command {
-	var ref, base string
+	o := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate [DIR]",
 		Short: "Check the peering spec of a repo against the schema, the providers' classes and the published keys",
@@ -58,52 +64,56 @@ valid, 1 problems found.
 A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkNotURL("validate", dirArg(args)); err != nil {
-				return err
-			}
-			src, err := openLocal(dirArg(args), ref, "--ref")
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			spec, file, data, err := loadSpec(cmd, src)
-			if err != nil {
-				return err
-			}
-			problems, err := reviewSpec(src, file, data, spec)
-			if err != nil {
-				return err
-			}
-			baseSpec, err := specAtBase(cmd, dirArg(args), base)
-			if err != nil {
-				return err
-			}
-			changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
-			problems = append(problems, changes.Problems...)
-			printSpecChanges(cmd, changes)
-			if len(problems) > 0 {
-				for _, p := range problems {
-					fmt.Fprintln(cmd.OutOrStdout(), p.String())
-				}
-				return errProblems
-			}
-			at := ""
-			if src.Commit != "" {
-				at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
-			}
-			revokes := ""
-			if n := len(changes.Revoked); n > 0 {
-				revokes = fmt.Sprintf(", revokes %d live peering(s): see the WARNING", n)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)%s\n", file, at, len(spec.Clusters), len(spec.Peerings), revokes)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
-	cmd.Flags().StringVar(&base, "base", "", "compare with the spec at this revision (a pull request's base) to name the peerings the change revokes; default: what clusters/*/status.yaml report live")
+	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage)
+	cmd.Flags().StringVar(&o.base, "base", "", "compare with the spec at this revision (a pull request's base) to name the peerings the change revokes; default: what clusters/*/status.yaml report live")
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is validate's body: nil when the spec is valid, errProblems (exit 1)
+// after printing its problems.
+func (o *validateOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkNotURL("validate", dirArg(args)); err != nil {
+		return err
+	}
+	src, err := openLocal(dirArg(args), o.ref, "--ref")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	spec, file, data, err := loadSpec(cmd, src)
+	if err != nil {
+		return err
+	}
+	problems, err := reviewSpec(src, file, data, spec)
+	if err != nil {
+		return err
+	}
+	baseSpec, err := specAtBase(cmd, dirArg(args), o.base)
+	if err != nil {
+		return err
+	}
+	changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, o.base)
+	problems = append(problems, changes.Problems...)
+	printSpecChanges(cmd, changes)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(cmd.OutOrStdout(), p.String())
+		}
+		return errProblems
+	}
+	at := ""
+	if src.Commit != "" {
+		at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
+	}
+	revokes := ""
+	if n := len(changes.Revoked); n > 0 {
+		revokes = fmt.Sprintf(", revokes %d live peering(s): see the WARNING", n)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)%s\n", file, at, len(spec.Clusters), len(spec.Peerings), revokes)
+	return nil
 }
 
 // reviewSpec finds what a valid spec (loaded from file, whose bytes are
