@@ -191,8 +191,8 @@ func orNone(s string) string {
 
 func newRotateKeyCmd() *cobra.Command {
 	var (
-		cluster, repo, apiServer string
-		bf                       backendFlags
+		cf              clusterFlags
+		repo, apiServer string
 	)
 	cmd := &cobra.Command{
 		Use:   "rotate-key --cluster ID (--state-dir DIR | --backend kubernetes) [--repo PATH] [--api-server URL]",
@@ -221,14 +221,12 @@ output, its status and 'gitpeer status' say where the rollover stands
 (docs/deploy.md, "Rotating the cluster key").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return stageKey(cmd.Context(), &bf, cluster, repo, apiServer, cmd.ErrOrStderr())
+			return stageKey(cmd.Context(), &cf.backend, cf.cluster, repo, apiServer, cmd.ErrOrStderr())
 		},
 	}
+	cf.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
 	f.StringVar(&repo, "repo", "", "a checkout of the peering repo, to check that this backend's key is the one published (optional)")
 	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server, published with the new key (default: unchanged)")
-	bf.register(f, false)
-	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }
