@@ -125,9 +125,25 @@ func (o *validateOptions) run(cmd *cobra.Command, args []string) error {
 // malformed cluster.yaml name that file and its field.
 func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([]schema.Problem, error) {
 	at := schema.NewLocator(file, data)
-	var problems []schema.Problem
-	path := func(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
+	problems, err := reviewFingerprints(src, at, spec)
+	if err != nil {
+		return nil, err
+	}
+	denied, err := reviewSlices(at, spec)
+	if err != nil {
+		return nil, err
+	}
+	return append(problems, denied...), nil
+}
 
+// cuePath is the CUE path of sels, as problems name a field of the spec.
+func cuePath(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
+
+// reviewFingerprints finds the spec's fingerprints other than the key a
+// cluster.yaml of src publishes, positioned by at, and the malformed
+// cluster.yaml files it reads, naming the file and its field.
+func reviewFingerprints(src *repoSource, at *schema.Locator, spec *schema.Spec) ([]schema.Problem, error) {
+	var problems []schema.Problem
 	for i, c := range spec.Clusters {
 		if c.Fingerprint == "" {
 			continue
@@ -144,12 +160,19 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 			return nil, err
 		}
 		if info.Fingerprint != c.Fingerprint {
-			problems = append(problems, at.Problem(path(cue.Str("clusters"), cue.Index(i), cue.Str("fingerprint")),
+			problems = append(problems, at.Problem(cuePath(cue.Str("clusters"), cue.Index(i), cue.Str("fingerprint")),
 				fmt.Sprintf("%s is not the key %s publishes in %s (%s): a provider pinning it would refuse %s's Tenant",
 					c.Fingerprint, c.ID, layout.ClusterPath(c.ID, layout.ClusterFile), info.Fingerprint, c.ID)))
 		}
 	}
+	return problems, nil
+}
 
+// reviewSlices finds the slices of the spec's peerings that their
+// provider would deny, positioned by at: for their class or caps, for the
+// class total of the slices listed before them, or listed twice.
+func reviewSlices(at *schema.Locator, spec *schema.Spec) ([]schema.Problem, error) {
+	var problems []schema.Problem
 	for i, p := range spec.Peerings {
 		classes, err := reconcile.ProviderClasses(spec, p.Provider)
 		if err != nil {
@@ -166,7 +189,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 				return nil, err // the schema admits only quantities
 			}
 			if seen[s.Name] {
-				problems = append(problems, at.Problem(path(append(slice, cue.Str("name"))...),
+				problems = append(problems, at.Problem(cuePath(append(slice, cue.Str("name"))...),
 					fmt.Sprintf("slice %s is listed twice for %s → %s: %s grants only the first", s.Name, p.Consumer, p.Provider, p.Provider)))
 				continue
 			}
@@ -174,7 +197,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 			_, violations := policy.Check(classes, s.Class, resources)
 			if len(violations) == 0 {
 				if ok, msg := budget.Take(s.Class, resources); !ok {
-					problems = append(problems, at.Problem(path(slice...),
+					problems = append(problems, at.Problem(cuePath(slice...),
 						fmt.Sprintf("%s would deny slice %s: %s: %s (the slices listed before it are granted first)",
 							p.Provider, s.Name, policy.ReasonSliceOverClassTotal, msg)))
 				}
@@ -187,7 +210,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 						where = slice
 					}
 				}
-				problems = append(problems, at.Problem(path(where...),
+				problems = append(problems, at.Problem(cuePath(where...),
 					fmt.Sprintf("%s would deny slice %s: %s", p.Provider, s.Name, v.Message)))
 			}
 		}
