@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,20 @@ type backendFlags struct {
 	context       string
 	liqoNamespace string
 	caFile        string
+}
+
+// clusterFlags are a required --cluster and its backend's flags: the
+// cluster a command acts on and where its private material lives, for the
+// commands that change that material alone (token, rotate-key).
+type clusterFlags struct {
+	cluster string
+	backend backendFlags
+}
+
+func (f *clusterFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.cluster, "cluster", "", "this cluster's ID")
+	f.backend.register(cmd.Flags(), false)
+	_ = cmd.MarkFlagRequired("cluster")
 }
 
 // Flags of each backend, to refuse those of the other one.

@@ -15,12 +15,15 @@ import (
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
 )
 
+// codeownersOptions are codeowners's flags: the host's syntax, the
+// revision to read, and whether and where to write the file.
+type codeownersOptions struct {
+	host, file, ref string
+	write           bool
+}
+
 func newCodeownersCmd() *cobra.Command {
-	var (
-		host, file string
-		ref        string
-		write      bool
-	)
+	o := &codeownersOptions{}
 	cmd := &cobra.Command{
 		Use:   "codeowners [DIR]",
 		Short: "Print (or --write) a CODEOWNERS file giving each cluster's paths to its owners",
@@ -45,57 +48,61 @@ which all three hosts read) and says whether it changed.
 ` + committedTreeHelp + ` --write writes into the worktree all the same,
 for the change to be committed.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := dirArg(args)
-			if filepath.IsAbs(file) || !filepath.IsLocal(file) {
-				return fmt.Errorf("--file: %q is not a path inside the repo", file)
-			}
-			src, err := openLocal(dir, ref, "--ref")
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			spec, specPath, _, err := loadSpec(cmd, src)
-			if err != nil {
-				return err
-			}
-			specFile, err := filepath.Rel(dir, specPath)
-			if err != nil {
-				return err
-			}
-			out, err := codeowners.Render(spec, codeowners.Options{
-				SpecFile: filepath.ToSlash(specFile), File: filepath.ToSlash(file), Host: codeowners.Host(host),
-			})
-			if err != nil {
-				return fmt.Errorf("--host %s: %w", host, err)
-			}
-			if !write {
-				_, err := cmd.OutOrStdout().Write(out)
-				return err
-			}
-			changed, err := writeIfChanged(filepath.Join(dir, file), out)
-			if err != nil {
-				return err
-			}
-			state := "up to date"
-			if changed {
-				state = "written"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", filepath.Join(dir, file), state)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	hosts := make([]string, len(codeowners.Hosts))
 	for i, h := range codeowners.Hosts {
 		hosts[i] = string(h)
 	}
 	f := cmd.Flags()
-	f.StringVar(&host, "host", string(codeowners.GitHub), "CODEOWNERS syntax: "+strings.Join(hosts, ", "))
-	f.BoolVar(&write, "write", false, "write the file into DIR instead of printing it")
-	f.StringVar(&ref, "ref", "", refFlagUsage)
-	f.StringVar(&file, "file", codeowners.DefaultFile, "with --write, the file's path in the repo (e.g. .github/CODEOWNERS)")
+	f.StringVar(&o.host, "host", string(codeowners.GitHub), "CODEOWNERS syntax: "+strings.Join(hosts, ", "))
+	f.BoolVar(&o.write, "write", false, "write the file into DIR instead of printing it")
+	f.StringVar(&o.ref, "ref", "", refFlagUsage)
+	f.StringVar(&o.file, "file", codeowners.DefaultFile, "with --write, the file's path in the repo (e.g. .github/CODEOWNERS)")
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is codeowners's body: it renders the CODEOWNERS file of the spec of
+// args and prints it, or with --write keeps it in the worktree.
+func (o *codeownersOptions) run(cmd *cobra.Command, args []string) error {
+	dir := dirArg(args)
+	if filepath.IsAbs(o.file) || !filepath.IsLocal(o.file) {
+		return fmt.Errorf("--file: %q is not a path inside the repo", o.file)
+	}
+	src, err := openLocal(dir, o.ref, "--ref")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	spec, specPath, _, err := loadSpec(cmd, src)
+	if err != nil {
+		return err
+	}
+	specFile, err := filepath.Rel(dir, specPath)
+	if err != nil {
+		return err
+	}
+	out, err := codeowners.Render(spec, codeowners.Options{
+		SpecFile: filepath.ToSlash(specFile), File: filepath.ToSlash(o.file), Host: codeowners.Host(o.host),
+	})
+	if err != nil {
+		return fmt.Errorf("--host %s: %w", o.host, err)
+	}
+	if !o.write {
+		_, err := cmd.OutOrStdout().Write(out)
+		return err
+	}
+	changed, err := writeIfChanged(filepath.Join(dir, o.file), out)
+	if err != nil {
+		return err
+	}
+	state := "up to date"
+	if changed {
+		state = "written"
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", filepath.Join(dir, o.file), state)
+	return nil
 }
 
 // writeIfChanged writes data to path (0644, creating its directory) unless

@@ -105,8 +105,14 @@ func fluxURL(u string) (flux string, converted bool) {
 	return "ssh://" + host + "/" + strings.TrimPrefix(p, "/"), true
 }
 
+// allowedSignersOptions are allowed-signers's flags: the format to print
+// and the revision to read.
+type allowedSignersOptions struct {
+	format, ref string
+}
+
 func newAllowedSignersCmd() *cobra.Command {
-	var format, ref string
+	o := &allowedSignersOptions{}
 	cmd := &cobra.Command{
 		Use:   "allowed-signers [DIR] [--format ssh|openpgp]",
 		Short: "Print every cluster's commit-signing key: a git allowed-signers file, or an OpenPGP keyring",
@@ -138,57 +144,70 @@ argocd-gpg-keys-cm take, and the fingerprint GnuPG prints:
 
 ` + committedTreeHelp,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := commitsig.ParseFormat(format)
-			if err != nil {
-				return fmt.Errorf("--format: %w", err)
-			}
-			dir := dirArg(args)
-			src, err := openLocal(dir, ref, "--ref")
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			tree := src.Tree
-			entries, err := fs.ReadDir(tree, layout.ClustersDir)
-			if err != nil {
-				return fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", src.Where(), err)
-			}
-			var infos []*layout.ClusterInfo
-			for _, e := range entries {
-				if !e.IsDir() {
-					continue
-				}
-				ci, err := layout.ReadClusterInfo(tree, e.Name())
-				if err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "skipping %s: %v\n", e.Name(), err)
-					continue
-				}
-				infos = append(infos, ci)
-			}
-			sort.Slice(infos, func(i, j int) bool { return infos[i].ClusterID < infos[j].ClusterID })
-			if f == commitsig.FormatOpenPGP {
-				return printOpenPGPKeys(cmd, tree, infos)
-			}
-			var signers []commitsig.Entry
-			for _, ci := range infos {
-				pub, err := ci.Key()
-				if err != nil {
-					return err
-				}
-				signers = append(signers, commitsig.Entry{Principal: ci.ClusterID, Key: pub})
-			}
-			out, err := commitsig.AllowedSigners(signers...)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), out)
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&format, "format", string(commitsig.FormatSSH), "ssh (git allowed signers) or openpgp (armored OpenPGP keys), as git's gpg.format")
-	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
+	cmd.Flags().StringVar(&o.format, "format", string(commitsig.FormatSSH), "ssh (git allowed signers) or openpgp (armored OpenPGP keys), as git's gpg.format")
+	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage)
 	return cmd
+}
+
+// run is allowed-signers's body: it prints the keys of the clusters
+// published in the repo of args, in --format.
+func (o *allowedSignersOptions) run(cmd *cobra.Command, args []string) error {
+	f, err := commitsig.ParseFormat(o.format)
+	if err != nil {
+		return fmt.Errorf("--format: %w", err)
+	}
+	src, err := openLocal(dirArg(args), o.ref, "--ref")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	infos, err := readClusterInfos(cmd, src)
+	if err != nil {
+		return err
+	}
+	if f == commitsig.FormatOpenPGP {
+		return printOpenPGPKeys(cmd, src.Tree, infos)
+	}
+	var signers []commitsig.Entry
+	for _, ci := range infos {
+		pub, err := ci.Key()
+		if err != nil {
+			return err
+		}
+		signers = append(signers, commitsig.Entry{Principal: ci.ClusterID, Key: pub})
+	}
+	out, err := commitsig.AllowedSigners(signers...)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(cmd.OutOrStdout(), out)
+	return err
+}
+
+// readClusterInfos are the clusters src publishes (clusters/<id>/
+// cluster.yaml), by ID; one whose cluster.yaml cannot be read is skipped,
+// saying so on cmd's stderr.
+func readClusterInfos(cmd *cobra.Command, src *repoSource) ([]*layout.ClusterInfo, error) {
+	entries, err := fs.ReadDir(src.Tree, layout.ClustersDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (give a checkout of the peering repo, which has a clusters/ directory)", src.Where(), err)
+	}
+	var infos []*layout.ClusterInfo
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		ci, err := layout.ReadClusterInfo(src.Tree, e.Name())
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "skipping %s: %v\n", e.Name(), err)
+			continue
+		}
+		infos = append(infos, ci)
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].ClusterID < infos[j].ClusterID })
+	return infos, nil
 }
 
 // printOpenPGPKeys prints the published OpenPGP key of each cluster of

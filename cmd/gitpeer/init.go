@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -14,12 +16,16 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 )
 
+// initOptions are init's flags: the cluster and its backend, and where
+// and how to publish it.
+type initOptions struct {
+	cluster, apiServer, repo, repoURL, gitSecret string
+	signingFormat                                string
+	backend                                      backendFlags
+}
+
 func newInitCmd() *cobra.Command {
-	var (
-		cluster, apiServer, repo, repoURL, gitSecret string
-		signingFormat                                string
-		bf                                           backendFlags
-	)
+	o := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "init --cluster ID --api-server URL (--state-dir DIR | --backend kubernetes) [--repo PATH]",
 		Short: "Create a cluster's private state and publish its public identity",
@@ -56,121 +62,157 @@ key (Argo CD's AppProject names it by that key ID), writes the armored key as
 clusters/<id>/openpgp.asc with --repo, and the printed Flux Secret trusts it
 under <id>.asc instead of the SSH key.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cluster == "" && bf.kind != "kubernetes" {
-				return fmt.Errorf("--cluster is required with --backend %s", bf.kind)
-			}
-			if cluster != "" {
-				if err := layout.CheckClusterID(cluster); err != nil {
-					return fmt.Errorf("--cluster: %w", err)
-				}
-			}
-			if apiServer == "" && bf.kind != "kubernetes" {
-				return fmt.Errorf("--api-server is required with --backend %s", bf.kind)
-			}
-			if apiServer != "" {
-				if err := layout.CheckAPIServer(apiServer); err != nil {
-					return fmt.Errorf("--api-server: %w", err)
-				}
-			}
-			if repoURL != "" {
-				if err := gitauth.CheckURL(repoURL); err != nil {
-					return fmt.Errorf("--repo-url: %w", err)
-				}
-			}
-			format, err := commitsig.ParseFormat(signingFormat)
-			if err != nil {
-				return fmt.Errorf("--signing-format: %w", err)
-			}
-			if repo != "" {
-				if err := checkWorkTree(repo); err != nil {
-					return err
-				}
-			}
-			b, created, err := bf.initialize(cmd.Context(), cluster, apiServer)
-			if err != nil {
-				return err
-			}
-			cluster = b.ClusterID()
-			info, err := b.ClusterInfo()
-			if err != nil {
-				return err
-			}
-			if created {
-				fmt.Fprintf(cmd.ErrOrStderr(), "created state for %s (%s backend)\n", cluster, bf.kind)
-			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "reusing state for %s (%s backend)\n", cluster, bf.kind)
-			}
-			if ns, ok := b.(interface{ CreatedNamespace() string }); ok && ns.CreatedNamespace() != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "created namespace %s for Liqo's authentication-keys Secret: Liqo is not installed there; install Liqo into that namespace (it keeps the key gitpeer created), or delete the namespace and pass --liqo-namespace if Liqo lives elsewhere\n", ns.CreatedNamespace())
-			}
-			if !created && apiServer != "" && info.APIServer != apiServer {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: the state for %s keeps its API server %s; --api-server %s is ignored (init never changes a cluster's identity). To change it, run gitpeer rotate-key --api-server %s, which signs the change with the cluster key\n",
-					cluster, info.APIServer, apiServer, apiServer)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "public key fingerprint: %s\n", info.Fingerprint)
-			if repoURL == "" && repo != "" {
-				repoURL = originURL(repo)
-			}
-			if repoURL == "" {
-				repoURL = "ssh://git@git.example.com/platform/peering.git"
-				fmt.Fprintln(cmd.ErrOrStderr(), "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
-			}
-			if u, converted := fluxURL(repoURL); converted {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s is an scp-like address, which Flux refuses: the printed GitRepository uses %s (the same repository on GitHub, GitLab and Gitea; on a plain SSH server, where the scp path is relative to the home directory, pass --repo-url ssh://HOST/ABSOLUTE/PATH)\n", repoURL, u)
-				repoURL = u
-			}
-			flux, verifyKey, err := fluxSource(cluster, b.Signer(), format, repoURL, gitSecret)
-			if err != nil {
-				return err
-			}
-			var pgpKey []byte
-			if format == commitsig.FormatOpenPGP {
-				fp, keyID, err := commitsig.OpenPGPFingerprint(b.Signer().Public())
-				if err != nil {
-					return err
-				}
-				if pgpKey, err = commitsig.OpenPGPPublicKey(b.Signer(), commitsig.OpenPGPUserID(cluster)); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "OpenPGP commit-signing key: key ID %s (Argo CD: SIGNING_KEY_ID=%s), fingerprint %s\n", keyID, keyID, fp)
-				fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.asc; argocd gpg add):\n%s", cluster, verifyKey)
-			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, verifyKey)
-			}
-			if repo == "" {
-				data, err := info.Encode()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s (apply on %s; it applies only commits its reconciler signed):\n%s", cluster, cluster, flux)
-				_, err = cmd.OutOrStdout().Write(data)
-				return err
-			}
-			defer func() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s, on stdout (apply on %s; it applies only commits its reconciler signed):\n", cluster, cluster)
-				_, _ = cmd.OutOrStdout().Write(flux)
-			}()
-			warnReplacedKey(cmd, repo, info)
-			files, err := layout.PublishFiles(layout.NewTree(repo), info)
-			if err != nil {
-				return err
-			}
-			if pgpKey != nil {
-				files[layout.ClusterPath(cluster, layout.OpenPGPKeyFile)] = pgpKey
-			}
-			return publish(repo, b.Signer(), cluster, files, time.Now(), cmd.ErrOrStderr())
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
-	f.StringVar(&apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
-	f.StringVar(&repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
-	f.StringVar(&repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin; an scp-like user@host:path is printed as ssh://user@host/path, as Flux takes no scp-like address)")
-	f.StringVar(&signingFormat, "signing-format", string(commitsig.FormatSSH), "the format the reconciler will sign commits in, as git's gpg.format: ssh (Flux) or openpgp (Argo CD; Flux too): which key to print and publish")
-	f.StringVar(&gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
-	bf.register(f, true)
+	f.StringVar(&o.cluster, "cluster", "", "cluster ID (DNS-1123 label, at most 51 characters)")
+	f.StringVar(&o.apiServer, "api-server", "", "https URL consumers reach this cluster's API server at (kubernetes backend: default the kubeconfig's server)")
+	f.StringVar(&o.repo, "repo", "", "working tree of the peering repo to write clusters/<id>/ into")
+	f.StringVar(&o.repoURL, "repo-url", "", "URL Flux reads the peering repo at, for the printed GitRepository (default: --repo's origin; an scp-like user@host:path is printed as ssh://user@host/path, as Flux takes no scp-like address)")
+	f.StringVar(&o.signingFormat, "signing-format", string(commitsig.FormatSSH), "the format the reconciler will sign commits in, as git's gpg.format: ssh (Flux) or openpgp (Argo CD; Flux too): which key to print and publish")
+	f.StringVar(&o.gitSecret, "git-secret", "", "Secret (in flux-system) of the Git credentials, for the printed GitRepository's spec.secretRef: the Secret reconcile mounts as --git-credentials")
+	o.backend.register(f, true)
 	return cmd
+}
+
+// run is init's body: it checks the flags, creates or reopens the
+// cluster's backend, prints its keys and Flux source, and writes or prints
+// its cluster.yaml.
+func (o *initOptions) run(cmd *cobra.Command) error {
+	format, err := o.check()
+	if err != nil {
+		return err
+	}
+	b, created, err := o.backend.initialize(cmd.Context(), o.cluster, o.apiServer)
+	if err != nil {
+		return err
+	}
+	cluster := b.ClusterID()
+	info, err := b.ClusterInfo()
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	if created {
+		fmt.Fprintf(stderr, "created state for %s (%s backend)\n", cluster, o.backend.kind)
+	} else {
+		fmt.Fprintf(stderr, "reusing state for %s (%s backend)\n", cluster, o.backend.kind)
+	}
+	if ns, ok := b.(interface{ CreatedNamespace() string }); ok && ns.CreatedNamespace() != "" {
+		fmt.Fprintf(stderr, "created namespace %s for Liqo's authentication-keys Secret: Liqo is not installed there; install Liqo into that namespace (it keeps the key gitpeer created), or delete the namespace and pass --liqo-namespace if Liqo lives elsewhere\n", ns.CreatedNamespace())
+	}
+	if !created && o.apiServer != "" && info.APIServer != o.apiServer {
+		fmt.Fprintf(stderr, "warning: the state for %s keeps its API server %s; --api-server %s is ignored (init never changes a cluster's identity). To change it, run gitpeer rotate-key --api-server %s, which signs the change with the cluster key\n",
+			cluster, info.APIServer, o.apiServer, o.apiServer)
+	}
+	fmt.Fprintf(stderr, "public key fingerprint: %s\n", info.Fingerprint)
+	flux, verifyKey, err := fluxSource(cluster, b.Signer(), format, o.fluxURL(stderr), o.gitSecret)
+	if err != nil {
+		return err
+	}
+	pgpKey, err := printSigningKey(stderr, cluster, b.Signer(), format, verifyKey)
+	if err != nil {
+		return err
+	}
+	if o.repo == "" {
+		data, err := info.Encode()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Flux source for %s (apply on %s; it applies only commits its reconciler signed):\n%s", cluster, cluster, flux)
+		_, err = cmd.OutOrStdout().Write(data)
+		return err
+	}
+	defer func() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Flux source for %s, on stdout (apply on %s; it applies only commits its reconciler signed):\n", cluster, cluster)
+		_, _ = cmd.OutOrStdout().Write(flux)
+	}()
+	warnReplacedKey(cmd, o.repo, info)
+	files, err := layout.PublishFiles(layout.NewTree(o.repo), info)
+	if err != nil {
+		return err
+	}
+	if pgpKey != nil {
+		files[layout.ClusterPath(cluster, layout.OpenPGPKeyFile)] = pgpKey
+	}
+	return publish(o.repo, b.Signer(), cluster, files, time.Now(), stderr)
+}
+
+// check refuses, before any backend is touched, flags that are missing or
+// malformed, and returns the signing format.
+func (o *initOptions) check() (commitsig.Format, error) {
+	if o.cluster == "" && o.backend.kind != "kubernetes" {
+		return "", fmt.Errorf("--cluster is required with --backend %s", o.backend.kind)
+	}
+	if o.cluster != "" {
+		if err := layout.CheckClusterID(o.cluster); err != nil {
+			return "", fmt.Errorf("--cluster: %w", err)
+		}
+	}
+	if o.apiServer == "" && o.backend.kind != "kubernetes" {
+		return "", fmt.Errorf("--api-server is required with --backend %s", o.backend.kind)
+	}
+	if o.apiServer != "" {
+		if err := layout.CheckAPIServer(o.apiServer); err != nil {
+			return "", fmt.Errorf("--api-server: %w", err)
+		}
+	}
+	if o.repoURL != "" {
+		if err := gitauth.CheckURL(o.repoURL); err != nil {
+			return "", fmt.Errorf("--repo-url: %w", err)
+		}
+	}
+	format, err := commitsig.ParseFormat(o.signingFormat)
+	if err != nil {
+		return "", fmt.Errorf("--signing-format: %w", err)
+	}
+	if o.repo != "" {
+		if err := checkWorkTree(o.repo); err != nil {
+			return "", err
+		}
+	}
+	return format, nil
+}
+
+// fluxURL is the URL the printed GitRepository reads the repo at:
+// --repo-url, else --repo's origin, else an example (said on stderr), as
+// Flux takes it (an scp-like address converted, said on stderr).
+func (o *initOptions) fluxURL(stderr io.Writer) string {
+	repoURL := o.repoURL
+	if repoURL == "" && o.repo != "" {
+		repoURL = originURL(o.repo)
+	}
+	if repoURL == "" {
+		repoURL = "ssh://git@git.example.com/platform/peering.git"
+		fmt.Fprintln(stderr, "no --repo-url and no origin remote: the printed GitRepository shows an example URL")
+	}
+	if u, converted := fluxURL(repoURL); converted {
+		fmt.Fprintf(stderr, "note: %s is an scp-like address, which Flux refuses: the printed GitRepository uses %s (the same repository on GitHub, GitLab and Gitea; on a plain SSH server, where the scp path is relative to the home directory, pass --repo-url ssh://HOST/ABSOLUTE/PATH)\n", repoURL, u)
+		repoURL = u
+	}
+	return repoURL
+}
+
+// printSigningKey prints on stderr the commit-signing key of cluster, key
+// in format (verifyKey as Flux's Secret holds it), and for OpenPGP its key
+// ID and fingerprint; it returns the armored OpenPGP key to publish, nil
+// for SSH.
+func printSigningKey(stderr io.Writer, cluster string, key crypto.Signer, format commitsig.Format, verifyKey string) ([]byte, error) {
+	if format != commitsig.FormatOpenPGP {
+		fmt.Fprintf(stderr, "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, verifyKey)
+		return nil, nil
+	}
+	fp, keyID, err := commitsig.OpenPGPFingerprint(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	pgpKey, err := commitsig.OpenPGPPublicKey(key, commitsig.OpenPGPUserID(cluster))
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "OpenPGP commit-signing key: key ID %s (Argo CD: SIGNING_KEY_ID=%s), fingerprint %s\n", keyID, keyID, fp)
+	fmt.Fprintf(stderr, "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.asc; argocd gpg add):\n%s", cluster, verifyKey)
+	return pgpKey, nil
 }
 
 // checkWorkTree refuses an init --repo that is not the root of a Git

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/layout"
@@ -72,6 +73,13 @@ func checkFormat(output string, formats []string) error {
 // both given, a peering must match both. Empty fields select everything.
 type peeringSelector struct {
 	cluster, peering string
+}
+
+// register adds --cluster and --peering to fs; verb says what the command
+// does with the peerings picked ("show only", "wait for").
+func (s *peeringSelector) register(fs *pflag.FlagSet, verb string) {
+	fs.StringVar(&s.cluster, "cluster", "", verb+" the peerings this cluster ID takes part in")
+	fs.StringVar(&s.peering, "peering", "", verb+" this peering, CONSUMER/PROVIDER")
 }
 
 // check returns an error when a field names a cluster or a peering that the

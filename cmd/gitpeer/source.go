@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/gitobj"
@@ -116,6 +117,25 @@ func openLocal(dir, rev, flag string) (*repoSource, error) {
 		return nil, err
 	}
 	return &repoSource{Dir: dir, Tree: tree.TreeFS, Commit: tree.Commit, Rev: tree.Rev, tree: tree}, nil
+}
+
+// sourceFlags are the flags of a reader of [DIR | URL] (status, wait):
+// the branch a URL is cloned at and the credentials it is cloned with, and
+// the revision a checkout is read at.
+type sourceFlags struct {
+	branch, gitCredentials, ref string
+}
+
+func (f *sourceFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
+	fs.StringVar(&f.ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
+	fs.StringVar(&f.gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
+}
+
+// open opens target as openSource does, with the flags; warnings go to
+// cmd's stderr as it is at the call.
+func (f *sourceFlags) open(cmd *cobra.Command, target string) (*repoSource, error) {
+	return openSource(cmd.Context(), target, f.branch, f.gitCredentials, f.ref, cmd.ErrOrStderr())
 }
 
 // openSource resolves target, the [DIR|URL] of status and plan, at rev:

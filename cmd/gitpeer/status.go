@@ -20,13 +20,17 @@ var statusFormats = []string{"table", "json", "yaml", "mermaid"}
 // errNotReady is status --exit-code's 1: printed, nothing more to say.
 var errNotReady = &exitError{code: 1, err: errors.New("some peering is not Ready"), silent: true}
 
+// statusOptions are status's flags: where to read the repo, which
+// peerings to show, and how.
+type statusOptions struct {
+	source       sourceFlags
+	sel          peeringSelector
+	output, page string
+	exitCode     bool
+}
+
 func newStatusCmd() *cobra.Command {
-	var (
-		output, branch, gitCredentials, page string
-		ref                                  string
-		exitCode                             bool
-		sel                                  peeringSelector
-	)
+	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [DIR | URL] [--cluster ID] [--peering CONSUMER/PROVIDER]",
 		Short: "Show each peering's handshake step and conditions",
@@ -71,72 +75,82 @@ Exit status: 0; with --exit-code, 1 while any peering shown is not Ready
 state, and so does status without it); 2 when status could not read the
 repo. To wait until peerings are Ready, gitpeer wait.`,
 		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(output, statusFormats); err != nil {
-				return withCode(2, err)
-			}
-			src, err := openSource(cmd.Context(), dirArg(args), branch, gitCredentials, ref, cmd.ErrOrStderr())
-			if err != nil {
-				return withCode(2, err)
-			}
-			defer src.Close()
-			spec, specPath, _, err := loadSpec(cmd, src)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if err := sel.check(spec); err != nil {
-				return withCode(2, err)
-			}
-			tree := src.Tree
-			all, err := peerstatus.Collect(tree, spec)
-			if err != nil {
-				return withCode(2, err)
-			}
-			peerings := sel.peerings(all)
-			clusters := sel.clusters(peerstatus.Clusters(tree, spec, all), peerings)
-			if err := printStatus(cmd, output, clusters, peerings); err != nil {
-				return withCode(2, err)
-			}
-			if output == "table" && !src.Cloned {
-				printReconciler(cmd, src.Dir)
-			}
-			if page != "" {
-				var b bytes.Buffer
-				if err := peerstatus.WritePage(&b, filepath.Base(specPath), clusters, peerings); err != nil {
-					return withCode(2, err)
-				}
-				changed, err := writeIfChanged(page, b.Bytes())
-				if err != nil {
-					return withCode(2, fmt.Errorf("--write: %w", err))
-				}
-				state := "up to date"
-				if changed {
-					state = "written"
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", page, state)
-			}
-			if exitCode {
-				for _, p := range peerings {
-					if !p.Ready {
-						return errNotReady
-					}
-				}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
 	f := cmd.Flags()
-	f.StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(statusFormats, ", "))
-	f.BoolVar(&exitCode, "exit-code", false, "exit 1 while any peering shown is not Ready")
-	f.StringVar(&sel.cluster, "cluster", "", "show only the peerings this cluster ID takes part in")
-	f.StringVar(&sel.peering, "peering", "", "show only this peering, CONSUMER/PROVIDER")
-	f.StringVar(&page, "write", "", "also write a Markdown page (graph and table) to this file, when it changed")
-	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
-	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
-	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: "+strings.Join(statusFormats, ", "))
+	f.BoolVar(&o.exitCode, "exit-code", false, "exit 1 while any peering shown is not Ready")
+	o.sel.register(f, "show only")
+	f.StringVar(&o.page, "write", "", "also write a Markdown page (graph and table) to this file, when it changed")
+	o.source.register(f)
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is status's body: errNotReady (exit 1) when --exit-code finds a
+// peering shown not Ready, an error exiting 2 when it cannot read the repo.
+func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkFormat(o.output, statusFormats); err != nil {
+		return withCode(2, err)
+	}
+	src, err := o.source.open(cmd, dirArg(args))
+	if err != nil {
+		return withCode(2, err)
+	}
+	defer src.Close()
+	spec, specPath, _, err := loadSpec(cmd, src)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if err := o.sel.check(spec); err != nil {
+		return withCode(2, err)
+	}
+	tree := src.Tree
+	all, err := peerstatus.Collect(tree, spec)
+	if err != nil {
+		return withCode(2, err)
+	}
+	peerings := o.sel.peerings(all)
+	clusters := o.sel.clusters(peerstatus.Clusters(tree, spec, all), peerings)
+	if err := printStatus(cmd, o.output, clusters, peerings); err != nil {
+		return withCode(2, err)
+	}
+	if o.output == "table" && !src.Cloned {
+		printReconciler(cmd, src.Dir)
+	}
+	if o.page != "" {
+		if err := o.writePage(cmd, filepath.Base(specPath), clusters, peerings); err != nil {
+			return withCode(2, err)
+		}
+	}
+	if o.exitCode {
+		for _, p := range peerings {
+			if !p.Ready {
+				return errNotReady
+			}
+		}
+	}
+	return nil
+}
+
+// writePage keeps --write's Markdown page, rewritten only when it changed,
+// and says on stderr which.
+func (o *statusOptions) writePage(cmd *cobra.Command, specFile string, clusters []peerstatus.Cluster, peerings []peerstatus.Peering) error {
+	var b bytes.Buffer
+	if err := peerstatus.WritePage(&b, specFile, clusters, peerings); err != nil {
+		return err
+	}
+	changed, err := writeIfChanged(o.page, b.Bytes())
+	if err != nil {
+		return fmt.Errorf("--write: %w", err)
+	}
+	state := "up to date"
+	if changed {
+		state = "written"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", o.page, state)
+	return nil
 }
 
 func printStatus(cmd *cobra.Command, output string, clusters []peerstatus.Cluster, peerings []peerstatus.Peering) error {

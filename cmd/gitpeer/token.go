@@ -33,15 +33,13 @@ namespace.`,
 // tokenCommand is what both token subcommands share: flags, and opening the
 // backend of --cluster as a token store.
 type tokenCommand struct {
-	cluster, peer string
-	bf            backendFlags
+	clusterFlags
+	peer string
 }
 
 func (tc *tokenCommand) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&tc.cluster, "cluster", "", "this cluster's ID")
+	tc.clusterFlags.register(cmd)
 	cmd.Flags().StringVar(&tc.peer, "peer", "", "the cluster ID the token is shared with")
-	tc.bf.register(cmd.Flags(), false)
-	_ = cmd.MarkFlagRequired("cluster")
 	_ = cmd.MarkFlagRequired("peer")
 }
 
@@ -49,13 +47,13 @@ func (tc *tokenCommand) store(ctx context.Context) (backend.TokenStore, error) {
 	if err := layout.CheckClusterID(tc.peer); err != nil {
 		return nil, fmt.Errorf("--peer: %w", err)
 	}
-	b, err := tc.bf.open(ctx, tc.cluster)
+	b, err := tc.backend.open(ctx, tc.cluster)
 	if err != nil {
 		return nil, err
 	}
 	store, ok := b.(backend.TokenStore)
 	if !ok {
-		return nil, fmt.Errorf("--backend %s keeps no tokens", tc.bf.kind)
+		return nil, fmt.Errorf("--backend %s keeps no tokens", tc.backend.kind)
 	}
 	return store, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -9,16 +10,21 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pins"
 )
 
 var fingerprintRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
+// trustOptions are trust's flags: whose pins, and the peer to re-pin or
+// the listing to print.
+type trustOptions struct {
+	cluster, peer, fingerprint, output string
+	list                               bool
+	backend                            backendFlags
+}
+
 func newTrustCmd() *cobra.Command {
-	var (
-		cluster, peer, fingerprint, output string
-		list                               bool
-		bf                                 backendFlags
-	)
+	o := &trustOptions{}
 	cmd := &cobra.Command{
 		Use:   "trust [--cluster ID] (--peer ID [--fingerprint sha256:…] | --list [-o text|json|yaml]) (--state-dir DIR | --backend kubernetes)",
 		Short: "Re-pin a peer's key (after it changed without a rotation statement), or list the pins",
@@ -49,90 +55,101 @@ gitpeer.io/v1alpha1, kind PinList, items), each item {peer, fingerprint,
 apiServer, state: Pinned, Repin (at the next pass) or Damaged, damaged:
 what is damaged}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !list && peer == "" {
-				return fmt.Errorf("give --peer ID (or --list)")
-			}
-			if err := checkFormat(output, listFormats); err != nil {
-				return err
-			}
-			if !list && cmd.Flags().Changed("output") {
-				return fmt.Errorf("-o applies to --list")
-			}
-			if peer != "" {
-				if err := layout.CheckClusterID(peer); err != nil {
-					return fmt.Errorf("--peer: %w", err)
-				}
-			}
-			if fingerprint != "" && !fingerprintRE.MatchString(fingerprint) {
-				return fmt.Errorf("--fingerprint: %q is not sha256:<64 hex digits> (cluster.yaml's fingerprint field)", fingerprint)
-			}
-			var err error
-			if cluster == "" {
-				// The state dir, or Liqo's cluster ID ConfigMap, says
-				// whose pins these are: --cluster only checks it.
-				if cluster, err = bf.inferCluster(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			b, err := bf.open(cmd.Context(), cluster)
-			if err != nil {
-				return err
-			}
-			store, err := b.LoadPins(cmd.Context())
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if list {
-				ids := make([]string, 0, len(store.Peers))
-				for id := range store.Peers {
-					ids = append(ids, id)
-				}
-				sort.Strings(ids)
-				items := make([]pinItem, 0, len(ids))
-				for _, id := range ids {
-					p := store.Peers[id]
-					item := pinItem{Peer: id, Fingerprint: p.Fingerprint, APIServer: p.APIServer, State: pinPinned}
-					state := "pinned"
-					switch {
-					case p.Repin:
-						state, item.State = "re-pin at the next pass", pinRepin
-					case p.Damaged != "":
-						state, item.State, item.Damaged = "damaged, not trusted until re-pinned: "+p.Damaged, pinDamaged, p.Damaged
-					}
-					items = append(items, item)
-					if output == "text" {
-						fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
-					}
-				}
-				if output != "text" {
-					return writeList(out, output, kindPinList, items)
-				}
-				return nil
-			}
-			pin := store.Peer(peer)
-			old := pin.Fingerprint
-			pin.Repin, pin.Fingerprint = true, fingerprint
-			if err := b.SavePins(cmd.Context(), store); err != nil {
-				return err
-			}
-			if fingerprint == "" {
-				fmt.Fprintf(out, "%s: the next pass trusts the key in clusters/%s/cluster.yaml, whatever it is (was %s)\n", peer, peer, orNone(old))
-			} else {
-				fmt.Fprintf(out, "%s: the next pass trusts clusters/%s/cluster.yaml only with key %s (was %s)\n", peer, peer, fingerprint, orNone(old))
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID (default: the one of --state-dir, or Liqo's cluster ID)")
-	f.StringVar(&peer, "peer", "", "the peer to trust anew")
-	f.StringVar(&fingerprint, "fingerprint", "", "the peer's new key fingerprint, sha256:<hex>, as its admin gave it to you")
-	f.BoolVar(&list, "list", false, "print the pins: peer, fingerprint, API server, state")
-	f.StringVarP(&output, "output", "o", "text", "output format of --list: "+strings.Join(listFormats, ", "))
-	bf.register(f, false)
+	f.StringVar(&o.cluster, "cluster", "", "this cluster's ID (default: the one of --state-dir, or Liqo's cluster ID)")
+	f.StringVar(&o.peer, "peer", "", "the peer to trust anew")
+	f.StringVar(&o.fingerprint, "fingerprint", "", "the peer's new key fingerprint, sha256:<hex>, as its admin gave it to you")
+	f.BoolVar(&o.list, "list", false, "print the pins: peer, fingerprint, API server, state")
+	f.StringVarP(&o.output, "output", "o", "text", "output format of --list: "+strings.Join(listFormats, ", "))
+	o.backend.register(f, false)
 	return cmd
+}
+
+// run is trust's body: it checks the flags, opens the cluster's pins, and
+// lists them or asks the next pass to re-pin --peer.
+func (o *trustOptions) run(cmd *cobra.Command) error {
+	if !o.list && o.peer == "" {
+		return fmt.Errorf("give --peer ID (or --list)")
+	}
+	if err := checkFormat(o.output, listFormats); err != nil {
+		return err
+	}
+	if !o.list && cmd.Flags().Changed("output") {
+		return fmt.Errorf("-o applies to --list")
+	}
+	if o.peer != "" {
+		if err := layout.CheckClusterID(o.peer); err != nil {
+			return fmt.Errorf("--peer: %w", err)
+		}
+	}
+	if o.fingerprint != "" && !fingerprintRE.MatchString(o.fingerprint) {
+		return fmt.Errorf("--fingerprint: %q is not sha256:<64 hex digits> (cluster.yaml's fingerprint field)", o.fingerprint)
+	}
+	cluster := o.cluster
+	if cluster == "" {
+		// The state dir, or Liqo's cluster ID ConfigMap, says whose pins
+		// these are: --cluster only checks it.
+		var err error
+		if cluster, err = o.backend.inferCluster(cmd.Context()); err != nil {
+			return err
+		}
+	}
+	b, err := o.backend.open(cmd.Context(), cluster)
+	if err != nil {
+		return err
+	}
+	store, err := b.LoadPins(cmd.Context())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.list {
+		return o.printPins(out, store)
+	}
+	pin := store.Peer(o.peer)
+	old := pin.Fingerprint
+	pin.Repin, pin.Fingerprint = true, o.fingerprint
+	if err := b.SavePins(cmd.Context(), store); err != nil {
+		return err
+	}
+	if o.fingerprint == "" {
+		fmt.Fprintf(out, "%s: the next pass trusts the key in clusters/%s/cluster.yaml, whatever it is (was %s)\n", o.peer, o.peer, orNone(old))
+	} else {
+		fmt.Fprintf(out, "%s: the next pass trusts clusters/%s/cluster.yaml only with key %s (was %s)\n", o.peer, o.peer, o.fingerprint, orNone(old))
+	}
+	return nil
+}
+
+// printPins prints store's pins to out, one peer a line by ID, or as a
+// PinList in --output's format.
+func (o *trustOptions) printPins(out io.Writer, store *pins.Store) error {
+	ids := make([]string, 0, len(store.Peers))
+	for id := range store.Peers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	items := make([]pinItem, 0, len(ids))
+	for _, id := range ids {
+		p := store.Peers[id]
+		item := pinItem{Peer: id, Fingerprint: p.Fingerprint, APIServer: p.APIServer, State: pinPinned}
+		state := "pinned"
+		switch {
+		case p.Repin:
+			state, item.State = "re-pin at the next pass", pinRepin
+		case p.Damaged != "":
+			state, item.State, item.Damaged = "damaged, not trusted until re-pinned: "+p.Damaged, pinDamaged, p.Damaged
+		}
+		items = append(items, item)
+		if o.output == "text" {
+			fmt.Fprintf(out, "%s\t%s\t%s\t%s\n", id, orNone(p.Fingerprint), orNone(p.APIServer), state)
+		}
+	}
+	if o.output != "text" {
+		return writeList(out, o.output, kindPinList, items)
+	}
+	return nil
 }
 
 // listFormats are the values of -o of trust --list and version.
@@ -174,8 +191,8 @@ func orNone(s string) string {
 
 func newRotateKeyCmd() *cobra.Command {
 	var (
-		cluster, repo, apiServer string
-		bf                       backendFlags
+		cf              clusterFlags
+		repo, apiServer string
 	)
 	cmd := &cobra.Command{
 		Use:   "rotate-key --cluster ID (--state-dir DIR | --backend kubernetes) [--repo PATH] [--api-server URL]",
@@ -204,14 +221,12 @@ output, its status and 'gitpeer status' say where the rollover stands
 (docs/deploy.md, "Rotating the cluster key").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return stageKey(cmd.Context(), &bf, cluster, repo, apiServer, cmd.ErrOrStderr())
+			return stageKey(cmd.Context(), &cf.backend, cf.cluster, repo, apiServer, cmd.ErrOrStderr())
 		},
 	}
+	cf.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&cluster, "cluster", "", "this cluster's ID")
 	f.StringVar(&repo, "repo", "", "a checkout of the peering repo, to check that this backend's key is the one published (optional)")
 	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server, published with the new key (default: unchanged)")
-	bf.register(f, false)
-	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }

@@ -14,8 +14,14 @@ import (
 	"github.com/gitpeer/gitpeer/schema"
 )
 
+// validateOptions are validate's flags: the revisions to read the spec
+// at and to compare it with.
+type validateOptions struct {
+	ref, base string
+}
+
 func newValidateCmd() *cobra.Command {
-	var ref, base string
+	o := &validateOptions{}
 	cmd := &cobra.Command{
 		Use:   "validate [DIR]",
 		Short: "Check the peering spec of a repo against the schema, the providers' classes and the published keys",
@@ -58,52 +64,56 @@ valid, 1 problems found.
 A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused, here and by every command that reads it.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkNotURL("validate", dirArg(args)); err != nil {
-				return err
-			}
-			src, err := openLocal(dirArg(args), ref, "--ref")
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			spec, file, data, err := loadSpec(cmd, src)
-			if err != nil {
-				return err
-			}
-			problems, err := reviewSpec(src, file, data, spec)
-			if err != nil {
-				return err
-			}
-			baseSpec, err := specAtBase(cmd, dirArg(args), base)
-			if err != nil {
-				return err
-			}
-			changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
-			problems = append(problems, changes.Problems...)
-			printSpecChanges(cmd, changes)
-			if len(problems) > 0 {
-				for _, p := range problems {
-					fmt.Fprintln(cmd.OutOrStdout(), p.String())
-				}
-				return errProblems
-			}
-			at := ""
-			if src.Commit != "" {
-				at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
-			}
-			revokes := ""
-			if n := len(changes.Revoked); n > 0 {
-				revokes = fmt.Sprintf(", revokes %d live peering(s): see the WARNING", n)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)%s\n", file, at, len(spec.Clusters), len(spec.Peerings), revokes)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
-	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage)
-	cmd.Flags().StringVar(&base, "base", "", "compare with the spec at this revision (a pull request's base) to name the peerings the change revokes; default: what clusters/*/status.yaml report live")
+	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage)
+	cmd.Flags().StringVar(&o.base, "base", "", "compare with the spec at this revision (a pull request's base) to name the peerings the change revokes; default: what clusters/*/status.yaml report live")
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is validate's body: nil when the spec is valid, errProblems (exit 1)
+// after printing its problems.
+func (o *validateOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkNotURL("validate", dirArg(args)); err != nil {
+		return err
+	}
+	src, err := openLocal(dirArg(args), o.ref, "--ref")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	spec, file, data, err := loadSpec(cmd, src)
+	if err != nil {
+		return err
+	}
+	problems, err := reviewSpec(src, file, data, spec)
+	if err != nil {
+		return err
+	}
+	baseSpec, err := specAtBase(cmd, dirArg(args), o.base)
+	if err != nil {
+		return err
+	}
+	changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, o.base)
+	problems = append(problems, changes.Problems...)
+	printSpecChanges(cmd, changes)
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(cmd.OutOrStdout(), p.String())
+		}
+		return errProblems
+	}
+	at := ""
+	if src.Commit != "" {
+		at = fmt.Sprintf(" at %s (%s)", src.Rev, shortCommit(src.Commit))
+	}
+	revokes := ""
+	if n := len(changes.Revoked); n > 0 {
+		revokes = fmt.Sprintf(", revokes %d live peering(s): see the WARNING", n)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s%s: valid (%d clusters, %d peerings)%s\n", file, at, len(spec.Clusters), len(spec.Peerings), revokes)
+	return nil
 }
 
 // reviewSpec finds what a valid spec (loaded from file, whose bytes are
@@ -115,9 +125,25 @@ A spec whose evaluation takes longer than --spec-timeout or more memory than
 // malformed cluster.yaml name that file and its field.
 func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([]schema.Problem, error) {
 	at := schema.NewLocator(file, data)
-	var problems []schema.Problem
-	path := func(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
+	problems, err := reviewFingerprints(src, at, spec)
+	if err != nil {
+		return nil, err
+	}
+	denied, err := reviewSlices(at, spec)
+	if err != nil {
+		return nil, err
+	}
+	return append(problems, denied...), nil
+}
 
+// cuePath is the CUE path of sels, as problems name a field of the spec.
+func cuePath(sels ...cue.Selector) string { return cue.MakePath(sels...).String() }
+
+// reviewFingerprints finds the spec's fingerprints other than the key a
+// cluster.yaml of src publishes, positioned by at, and the malformed
+// cluster.yaml files it reads, naming the file and its field.
+func reviewFingerprints(src *repoSource, at *schema.Locator, spec *schema.Spec) ([]schema.Problem, error) {
+	var problems []schema.Problem
 	for i, c := range spec.Clusters {
 		if c.Fingerprint == "" {
 			continue
@@ -134,12 +160,19 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 			return nil, err
 		}
 		if info.Fingerprint != c.Fingerprint {
-			problems = append(problems, at.Problem(path(cue.Str("clusters"), cue.Index(i), cue.Str("fingerprint")),
+			problems = append(problems, at.Problem(cuePath(cue.Str("clusters"), cue.Index(i), cue.Str("fingerprint")),
 				fmt.Sprintf("%s is not the key %s publishes in %s (%s): a provider pinning it would refuse %s's Tenant",
 					c.Fingerprint, c.ID, layout.ClusterPath(c.ID, layout.ClusterFile), info.Fingerprint, c.ID)))
 		}
 	}
+	return problems, nil
+}
 
+// reviewSlices finds the slices of the spec's peerings that their
+// provider would deny, positioned by at: for their class or caps, for the
+// class total of the slices listed before them, or listed twice.
+func reviewSlices(at *schema.Locator, spec *schema.Spec) ([]schema.Problem, error) {
+	var problems []schema.Problem
 	for i, p := range spec.Peerings {
 		classes, err := reconcile.ProviderClasses(spec, p.Provider)
 		if err != nil {
@@ -156,7 +189,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 				return nil, err // the schema admits only quantities
 			}
 			if seen[s.Name] {
-				problems = append(problems, at.Problem(path(append(slice, cue.Str("name"))...),
+				problems = append(problems, at.Problem(cuePath(append(slice, cue.Str("name"))...),
 					fmt.Sprintf("slice %s is listed twice for %s → %s: %s grants only the first", s.Name, p.Consumer, p.Provider, p.Provider)))
 				continue
 			}
@@ -164,7 +197,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 			_, violations := policy.Check(classes, s.Class, resources)
 			if len(violations) == 0 {
 				if ok, msg := budget.Take(s.Class, resources); !ok {
-					problems = append(problems, at.Problem(path(slice...),
+					problems = append(problems, at.Problem(cuePath(slice...),
 						fmt.Sprintf("%s would deny slice %s: %s: %s (the slices listed before it are granted first)",
 							p.Provider, s.Name, policy.ReasonSliceOverClassTotal, msg)))
 				}
@@ -177,7 +210,7 @@ func reviewSpec(src *repoSource, file string, data []byte, spec *schema.Spec) ([
 						where = slice
 					}
 				}
-				problems = append(problems, at.Problem(path(where...),
+				problems = append(problems, at.Problem(cuePath(where...),
 					fmt.Sprintf("%s would deny slice %s: %s", p.Provider, s.Name, v.Message)))
 			}
 		}

@@ -15,14 +15,15 @@ import (
 // repository), as distinct from checks that found something (1).
 func errUsage(err error) error { return &exitError{code: 2, err: err} }
 
+// verifyOptions are verify's flags: what to check, against which
+// revisions, and how to print what it finds.
+type verifyOptions struct {
+	output, base, ref         string
+	history, requireManifests bool
+}
+
 func newVerifyCmd() *cobra.Command {
-	var (
-		output           string
-		history          bool
-		base             string
-		ref              string
-		requireManifests bool
-	)
+	o := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify [DIR]",
 		Short: "Check a peering repo as Flux would apply it, offline",
@@ -81,84 +82,94 @@ every check holds, 1 when something was found, 2 when verify could not check
 (bad flag or spec, a spec over its limits, unreadable repository, unknown
 --base or --ref).`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(output, listFormats); err != nil {
-				return errUsage(err)
-			}
-			dir := dirArg(args)
-			if err := checkNotURL("verify", dir); err != nil {
-				return errUsage(err)
-			}
-			lim, err := specLimits(cmd)
-			if err != nil {
-				return errUsage(err)
-			}
-			src, err := openLocal(dir, ref, "--ref")
-			if err != nil {
-				return errUsage(err)
-			}
-			defer src.Close()
-			file, data, err := schema.FindSpec(src.Tree, src.Dir)
-			if err != nil {
-				if src.Commit != "" {
-					err = fmt.Errorf("%s: %w", src.Where(), err)
-				}
-				return errUsage(err)
-			}
-			noteWorktree(cmd, src, file, data)
-			spec, err := schema.ParseBounded(cmd.Context(), file, data, lim)
-			if err != nil {
-				return errUsage(err)
-			}
-			baseSpec, err := specAtBase(cmd, dir, base)
-			if err != nil {
-				return errUsage(err)
-			}
-			findings, err := verify.Check(dir, spec, verify.Options{
-				Now:              time.Now(),
-				RequireManifests: requireManifests,
-				History:          history,
-				Base:             base,
-				BaseSpec:         baseSpec,
-				Ref:              src.Commit, // the commit the spec was read from
-			})
-			if err != nil {
-				return errUsage(err)
-			}
-			if base != "" {
-				changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, base)
-				for _, p := range changes.Problems {
-					findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: ReasonMisspelledCluster, Message: p.Message})
-				}
-				fmt.Fprint(cmd.ErrOrStderr(), revocationWarning(changes.Revoked))
-			}
-			if output != "text" {
-				if findings == nil {
-					findings = []verify.Finding{}
-				}
-				if err := writeList(cmd.OutOrStdout(), output, kindFindingList, findings); err != nil {
-					return errUsage(err)
-				}
-			} else {
-				for _, f := range findings {
-					fmt.Fprintln(cmd.OutOrStdout(), f.String())
-				}
-			}
-			if len(findings) > 0 {
-				return errProblems
-			}
-			if output == "text" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", src.Where(), len(spec.Peerings))
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return errUsage(err) })
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(listFormats, ", "))
-	cmd.Flags().BoolVar(&history, "history", false, "also scan every blob of every commit for private material")
-	cmd.Flags().StringVar(&base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base)")
-	cmd.Flags().StringVar(&ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")
-	cmd.Flags().BoolVar(&requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: "+strings.Join(listFormats, ", "))
+	cmd.Flags().BoolVar(&o.history, "history", false, "also scan every blob of every commit for private material")
+	cmd.Flags().StringVar(&o.base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base)")
+	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")
+	cmd.Flags().BoolVar(&o.requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is verify's body: nil when every check holds, errProblems (exit 1)
+// when it found something, errUsage (exit 2) when it could not check.
+func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkFormat(o.output, listFormats); err != nil {
+		return errUsage(err)
+	}
+	dir := dirArg(args)
+	if err := checkNotURL("verify", dir); err != nil {
+		return errUsage(err)
+	}
+	lim, err := specLimits(cmd)
+	if err != nil {
+		return errUsage(err)
+	}
+	src, err := openLocal(dir, o.ref, "--ref")
+	if err != nil {
+		return errUsage(err)
+	}
+	defer src.Close()
+	file, data, err := schema.FindSpec(src.Tree, src.Dir)
+	if err != nil {
+		if src.Commit != "" {
+			err = fmt.Errorf("%s: %w", src.Where(), err)
+		}
+		return errUsage(err)
+	}
+	noteWorktree(cmd, src, file, data)
+	spec, err := schema.ParseBounded(cmd.Context(), file, data, lim)
+	if err != nil {
+		return errUsage(err)
+	}
+	baseSpec, err := specAtBase(cmd, dir, o.base)
+	if err != nil {
+		return errUsage(err)
+	}
+	findings, err := verify.Check(dir, spec, verify.Options{
+		Now:              time.Now(),
+		RequireManifests: o.requireManifests,
+		History:          o.history,
+		Base:             o.base,
+		BaseSpec:         baseSpec,
+		Ref:              src.Commit, // the commit the spec was read from
+	})
+	if err != nil {
+		return errUsage(err)
+	}
+	if o.base != "" {
+		changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, o.base)
+		for _, p := range changes.Problems {
+			findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: ReasonMisspelledCluster, Message: p.Message})
+		}
+		fmt.Fprint(cmd.ErrOrStderr(), revocationWarning(changes.Revoked))
+	}
+	return o.report(cmd, src, spec, findings)
+}
+
+// report prints findings in --output's format, or that every check holds
+// over spec's peerings in src: errProblems when there are findings.
+func (o *verifyOptions) report(cmd *cobra.Command, src *repoSource, spec *schema.Spec, findings []verify.Finding) error {
+	if o.output != "text" {
+		if findings == nil {
+			findings = []verify.Finding{}
+		}
+		if err := writeList(cmd.OutOrStdout(), o.output, kindFindingList, findings); err != nil {
+			return errUsage(err)
+		}
+	} else {
+		for _, f := range findings {
+			fmt.Fprintln(cmd.OutOrStdout(), f.String())
+		}
+	}
+	if len(findings) > 0 {
+		return errProblems
+	}
+	if o.output == "text" {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", src.Where(), len(spec.Peerings))
+	}
+	return nil
 }

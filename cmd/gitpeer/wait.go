@@ -21,12 +21,17 @@ var waitClock clock.Clock = clock.RealClock{}
 // errTimedOut is wait's exit 1: it has printed what is not Ready and why.
 var errTimedOut = &exitError{code: 1, err: errors.New("timed out"), silent: true}
 
+// waitOptions are wait's flags: where to read the repo, which peerings to
+// wait for, and for how long.
+type waitOptions struct {
+	source            sourceFlags
+	sel               peeringSelector
+	forCond           string
+	timeout, interval time.Duration
+}
+
 func newWaitCmd() *cobra.Command {
-	var (
-		forCond, branch, gitCredentials, ref string
-		timeout, interval                    time.Duration
-		sel                                  peeringSelector
-	)
+	o := &waitOptions{}
 	cmd := &cobra.Command{
 		Use:   "wait [DIR | URL] --for=condition=Ready [--cluster ID] [--peering CONSUMER/PROVIDER] [--timeout D]",
 		Short: "Wait until the selected peerings are Ready, as kubectl wait does",
@@ -62,101 +67,109 @@ each peering that is not Ready, its step and state and the message of the
 side that has to act (or the last error reading the repo); 2 when the
 first read fails (no such repository, branch or spec, a bad flag).`,
 		Args: func(cmd *cobra.Command, args []string) error { return withCode(2, cobra.MaximumNArgs(1)(cmd, args)) },
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkCondition(forCond); err != nil {
-				return withCode(2, err)
-			}
-			if timeout < 0 {
-				return withCode(2, fmt.Errorf("--timeout %s is negative", timeout))
-			}
-			if interval <= 0 {
-				return withCode(2, fmt.Errorf("--interval %s is not positive", interval))
-			}
-			target := dirArg(args)
-			// read reads the repo once: the selected peerings, or an
-			// error; the spec is read anew each time, as status would.
-			read := func() ([]peerstatus.Peering, error) {
-				src, err := openSource(cmd.Context(), target, branch, gitCredentials, ref, cmd.ErrOrStderr())
-				if err != nil {
-					return nil, err
-				}
-				defer src.Close()
-				spec, _, _, err := loadSpec(cmd, src)
-				if err != nil {
-					return nil, err
-				}
-				if err := sel.check(spec); err != nil {
-					return nil, err
-				}
-				all, err := peerstatus.Collect(src.Tree, spec)
-				if err != nil {
-					return nil, err
-				}
-				return sel.peerings(all), nil
-			}
-			peerings, err := read()
-			if err != nil {
-				return withCode(2, err)
-			}
-			clk := waitClock
-			deadline := clk.Now().Add(timeout)
-			var lastErr error
-			for {
-				if lastErr == nil && allReady(peerings) {
-					for _, p := range peerings {
-						fmt.Fprintf(cmd.OutOrStdout(), "peering %s/%s condition met\n", p.Consumer, p.Provider)
-					}
-					return nil
-				}
-				left := deadline.Sub(clk.Now())
-				if left <= 0 {
-					printNotReady(cmd, timeout, peerings, lastErr)
-					return errTimedOut
-				}
-				t := clk.NewTimer(min(interval, left))
-				select {
-				case <-cmd.Context().Done():
-					t.Stop()
-					return cmd.Context().Err()
-				case <-t.C():
-				}
-				// A failed read (the host down for a moment, a
-				// spec being edited) is retried until the
-				// timeout, which names it; the peerings last read
-				// are kept for the message. What a read prints (an
-				// invalid spec's problems, a note on the worktree)
-				// is said once, at the first read, or with the
-				// timeout, not at every poll.
-				var said bytes.Buffer
-				out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-				cmd.SetOut(&said)
-				cmd.SetErr(&said)
-				ps, err := read()
-				cmd.SetOut(out)
-				cmd.SetErr(errw)
-				switch {
-				case errors.Is(err, errProblems):
-					lastErr = fmt.Errorf("the spec is invalid:\n%s", strings.TrimSuffix(said.String(), "\n"))
-				case err != nil:
-					lastErr = err
-				default:
-					lastErr, peerings = nil, ps
-				}
-			}
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
 	f := cmd.Flags()
-	f.StringVar(&forCond, "for", "condition=Ready", "the condition to wait for: condition=Ready")
-	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait before giving up (exit 1); 0 reads once")
-	f.DurationVar(&interval, "interval", 5*time.Second, "time between reads of the repo")
-	f.StringVar(&sel.cluster, "cluster", "", "wait for the peerings this cluster ID takes part in")
-	f.StringVar(&sel.peering, "peering", "", "wait for this peering, CONSUMER/PROVIDER")
-	f.StringVar(&branch, "branch", "main", "branch to read, when the repo is cloned from a URL")
-	f.StringVar(&ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
-	f.StringVar(&gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys, for a URL (see reconcile)")
+	f.StringVar(&o.forCond, "for", "condition=Ready", "the condition to wait for: condition=Ready")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait before giving up (exit 1); 0 reads once")
+	f.DurationVar(&o.interval, "interval", 5*time.Second, "time between reads of the repo")
+	o.sel.register(f, "wait for")
+	o.source.register(f)
 	addSpecLimitFlags(cmd)
 	return cmd
+}
+
+// run is wait's body: nil once every peering selected is Ready,
+// errTimedOut (exit 1) when --timeout passes first, an error exiting 2 when
+// the flags or the first read are wrong.
+func (o *waitOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkCondition(o.forCond); err != nil {
+		return withCode(2, err)
+	}
+	if o.timeout < 0 {
+		return withCode(2, fmt.Errorf("--timeout %s is negative", o.timeout))
+	}
+	if o.interval <= 0 {
+		return withCode(2, fmt.Errorf("--interval %s is not positive", o.interval))
+	}
+	target := dirArg(args)
+	peerings, err := o.read(cmd, target)
+	if err != nil {
+		return withCode(2, err)
+	}
+	return o.poll(cmd, target, peerings)
+}
+
+// read reads the repo once: the selected peerings, or an error; the spec
+// is read anew each time, as status would.
+func (o *waitOptions) read(cmd *cobra.Command, target string) ([]peerstatus.Peering, error) {
+	src, err := o.source.open(cmd, target)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	spec, _, _, err := loadSpec(cmd, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.sel.check(spec); err != nil {
+		return nil, err
+	}
+	all, err := peerstatus.Collect(src.Tree, spec)
+	if err != nil {
+		return nil, err
+	}
+	return o.sel.peerings(all), nil
+}
+
+// poll reads target every --interval until peerings, the last read, are
+// all Ready or --timeout passes, on waitClock.
+func (o *waitOptions) poll(cmd *cobra.Command, target string, peerings []peerstatus.Peering) error {
+	clk := waitClock
+	deadline := clk.Now().Add(o.timeout)
+	var lastErr error
+	for {
+		if lastErr == nil && allReady(peerings) {
+			for _, p := range peerings {
+				fmt.Fprintf(cmd.OutOrStdout(), "peering %s/%s condition met\n", p.Consumer, p.Provider)
+			}
+			return nil
+		}
+		left := deadline.Sub(clk.Now())
+		if left <= 0 {
+			printNotReady(cmd, o.timeout, peerings, lastErr)
+			return errTimedOut
+		}
+		t := clk.NewTimer(min(o.interval, left))
+		select {
+		case <-cmd.Context().Done():
+			t.Stop()
+			return cmd.Context().Err()
+		case <-t.C():
+		}
+		// A failed read (the host down for a moment, a spec being
+		// edited) is retried until the timeout, which names it; the
+		// peerings last read are kept for the message. What a read
+		// prints (an invalid spec's problems, a note on the worktree) is
+		// said once, at the first read, or with the timeout, not at
+		// every poll.
+		var said bytes.Buffer
+		out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+		cmd.SetOut(&said)
+		cmd.SetErr(&said)
+		ps, err := o.read(cmd, target)
+		cmd.SetOut(out)
+		cmd.SetErr(errw)
+		switch {
+		case errors.Is(err, errProblems):
+			lastErr = fmt.Errorf("the spec is invalid:\n%s", strings.TrimSuffix(said.String(), "\n"))
+		case err != nil:
+			lastErr = err
+		default:
+			lastErr, peerings = nil, ps
+		}
+	}
 }
 
 // checkCondition accepts kubectl wait's spelling of the Ready condition:
