@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 
 	"github.com/gitpeer/gitpeer/runner"
 )
@@ -64,6 +65,10 @@ type Daemon struct {
 	// (reconcile --push-branch): a compare URL or a git command, logged
 	// with each proposal.
 	Compare func() string
+	// Clock gives the ticks, the retry timer and the passes' start and
+	// duration; clock.RealClock{} when unset. Tests pass a
+	// k8s.io/utils/clock/testing FakeClock and step it.
+	Clock clock.WithTicker
 
 	// tracker remembers what the last passes reported, to publish changes.
 	tracker tracker
@@ -86,6 +91,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if d.Log.GetSink() == nil {
 		d.Log = logr.Discard()
+	}
+	if d.Clock == nil {
+		d.Clock = clock.RealClock{}
 	}
 	d.Log = d.Log.WithValues("cluster", d.Cluster)
 	lead := func(ctx context.Context) {

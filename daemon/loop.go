@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/runner"
@@ -44,19 +45,19 @@ const DefaultRetryBase = time.Second
 // after a pass whose every push was rejected, sooner (retryAfter). It
 // never starts a pass once ctx is done, even if a tick is also ready.
 func (d *Daemon) loop(ctx context.Context) {
-	t := time.NewTicker(d.Interval)
+	t := d.Clock.NewTicker(d.Interval)
 	defer t.Stop()
 	rejected := 0 // passes in a row that gave up pushing
 	for ctx.Err() == nil {
 		var retry <-chan time.Time // nil: never ready
-		var timer *time.Timer
+		var timer clock.Timer
 		if wait := d.pass(ctx, &rejected); wait > 0 {
-			timer = time.NewTimer(wait)
-			retry = timer.C
+			timer = d.Clock.NewTimer(wait)
+			retry = timer.C()
 		}
 		select {
 		case <-ctx.Done():
-		case <-t.C:
+		case <-t.C():
 		case <-retry:
 		case <-d.Trigger: // nil: never ready
 		}
@@ -87,9 +88,9 @@ func (d *Daemon) retryAfter(rejected int) time.Duration {
 // pushing in rejected, and returns how soon to retry after one (0: at the
 // next tick).
 func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
-	start := time.Now()
+	start := d.Clock.Now()
 	res, err := d.Pass(ctx)
-	elapsed := time.Since(start)
+	elapsed := d.Clock.Since(start)
 
 	result := outcome(ctx, res, err)
 	lost := result == ResultFailed && errors.Is(err, gitsync.ErrPushConflict)

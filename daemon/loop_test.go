@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/runner"
@@ -138,9 +140,27 @@ func TestAPassThatLostEveryPushIsRetriedSoonNotAtTheNextTick(t *testing.T) {
 		return res, pushConflict
 	}
 	p := &passes{script: []outcomeFunc{rejected, rejected, idle}}
-	// An hour between ticks: only the retry can run the next passes.
-	d := &Daemon{Cluster: "alpha", Interval: time.Hour, RetryBase: 10 * time.Millisecond, Log: log, Metrics: m}
-	runUntil(t, d, p, func() bool { return p.count() >= 3 })
+	// An hour between ticks: only the retry can run the next passes. On a
+	// fake clock, the second pass runs once the first retry's RetryBase
+	// (at most) has passed, and the third once twice that has.
+	clk := testingclock.NewFakeClock(time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC))
+	const base = 10 * time.Millisecond
+	d := &Daemon{Cluster: "alpha", Interval: time.Hour, RetryBase: base, Log: log, Metrics: m, Clock: clk}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.Pass = p.pass
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for n, wait := range []time.Duration{base, 2 * base} {
+		// The ticker and the retry's timer.
+		eventually(t, "the retry's timer", func() bool { return p.count() == n+1 && clk.Waiters() == 2 })
+		clk.Step(wait)
+		eventually(t, "the retry", func() bool { return p.count() == n+2 })
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 
 	if got := testutil.ToFloat64(m.rejected); got != 2 {
 		t.Errorf("rejected passes %v, want 2", got)
@@ -180,8 +200,41 @@ func TestRetriesAfterRejectedPassesBackOffUpToTheInterval(t *testing.T) {
 
 func TestPassesRunOnEveryTickAndTrigger(t *testing.T) {
 	t.Run("ticks", func(t *testing.T) {
-		p := &passes{script: []outcomeFunc{idle}}
-		runUntil(t, &Daemon{Cluster: "alpha", Interval: 5 * time.Millisecond}, p, func() bool { return p.count() >= 3 })
+		// On a fake clock, each pass runs exactly one Interval after the
+		// one before: not a nanosecond earlier, and at once then.
+		clk := testingclock.NewFakeClock(time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC))
+		const interval = time.Minute
+		var mu sync.Mutex
+		var at []time.Time
+		p := &passes{script: []outcomeFunc{func(context.Context) (*runner.Result, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, clk.Now())
+			return &runner.Result{}, nil
+		}}}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		d := &Daemon{Cluster: "alpha", Interval: interval, Pass: p.pass, Clock: clk}
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		start := clk.Now()
+		for n := 1; n <= 3; n++ {
+			eventually(t, "the next pass", func() bool { return p.count() == n })
+			clk.Step(interval - time.Nanosecond)
+			clk.Step(time.Nanosecond)
+		}
+		eventually(t, "the fourth pass", func() bool { return p.count() == 4 })
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i, got := range at[:4] {
+			if want := start.Add(time.Duration(i) * interval); !got.Equal(want) {
+				t.Errorf("pass %d ran at %s, want %s", i+1, got, want)
+			}
+		}
 	})
 	t.Run("trigger", func(t *testing.T) {
 		trigger := make(chan struct{})

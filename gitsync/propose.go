@@ -8,7 +8,6 @@ import (
 	"path"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -83,9 +82,9 @@ func (r *Repo) pushTracking() plumbing.ReferenceName {
 // returns T.
 func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Hash, error) {
 	res := Result{PushBranch: r.opts.PushBranch}
-	started := time.Now()
+	started := r.opts.Clock.Now()
 	for {
-		attempt := time.Now()
+		attempt := r.opts.Clock.Now()
 		tip, err := r.refresh(ctx)
 		if err != nil {
 			return res, plumbing.ZeroHash, err
@@ -106,7 +105,7 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 				// main moved since the fetch: run the pass again on it,
 				// as publish would on its own commits.
 				r.rollback(tip)
-				c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
+				c := Contention{Attempt: res.Attempts, Landed: 1, Window: r.opts.Clock.Since(attempt)}
 				if err := r.waitRetry(ctx, c, started, started, err); err != nil {
 					return res, plumbing.ZeroHash, err
 				}
@@ -165,7 +164,7 @@ func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		// Someone moved the push branch since the fetch: look again, and
 		// refuse if what they pushed is not ours.
 		// One writer (a human, or a replica) moved it: not a burst.
-		c := Contention{Attempt: res.Attempts, Landed: 1, Window: time.Since(attempt)}
+		c := Contention{Attempt: res.Attempts, Landed: 1, Window: r.opts.Clock.Since(attempt)}
 		if err := r.waitRetry(ctx, c, started, started, err); err != nil {
 			return res, plumbing.ZeroHash, err
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	utilclock "k8s.io/utils/clock"
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
@@ -107,8 +108,14 @@ type Options struct {
 	// refetching, from what the Sync has seen of the other writers;
 	// default DefaultBackoff.
 	Backoff func(Contention) time.Duration
-	// Now gives commit timestamps; default time.Now.
+	// Now gives commit timestamps; default Clock.Now.
 	Now func() time.Time
+	// Clock times push retries: the backoff waits, PushTimeout and the
+	// durations in Contention and in a give-up's error; default
+	// clock.RealClock{} (k8s.io/utils/clock, imported as utilclock
+	// since the tests name their fixed commit time clock). Tests pass a
+	// k8s.io/utils/clock/testing FakeClock and step it.
+	Clock utilclock.Clock
 	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
 	// OpenPGP or SSH signatures, see package commitsig).
 	Signer git.Signer
@@ -328,8 +335,11 @@ func withDefaults(opts Options) (Options, error) {
 	if opts.Backoff == nil {
 		opts.Backoff = DefaultBackoff
 	}
+	if opts.Clock == nil {
+		opts.Clock = utilclock.RealClock{}
+	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = opts.Clock.Now
 	}
 	u, err := normalizeURL(opts.URL)
 	if err != nil {

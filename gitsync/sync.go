@@ -199,7 +199,7 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		r.rollback(base)
 		return res, plumbing.ZeroHash, err
 	}
-	started := time.Now()
+	started := r.opts.Clock.Now()
 	attempt := started  // when the attempt under way started
 	landed := 0         // commits the last refetch found on top of the tip before it
 	progress := started // when a writer new to this Sync last landed a commit
@@ -232,12 +232,12 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, fmt.Errorf("push %s to %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
 		}
-		c := Contention{Attempt: res.Attempts, Landed: landed, Window: time.Since(attempt)}
+		c := Contention{Attempt: res.Attempts, Landed: landed, Window: r.opts.Clock.Since(attempt)}
 		if err := r.waitRetry(ctx, c, started, progress, err); err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
 		}
-		attempt = time.Now()
+		attempt = r.opts.Clock.Now()
 		// The refresh resets the clone to the new tip, dropping our commit.
 		next, err := r.refresh(ctx)
 		if err != nil {
@@ -246,7 +246,7 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 		}
 		var fresh bool
 		if landed, fresh = r.landedBetween(tip, next, writers); fresh {
-			progress = time.Now()
+			progress = r.opts.Clock.Now()
 		}
 		// Only what landed since the last check: the earlier ranges from
 		// base were checked by the earlier retries, and a path changed
@@ -290,24 +290,24 @@ func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Has
 func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress time.Time, err error) error {
 	giveUp := func() error {
 		return fmt.Errorf("push %s to %s after %d attempts in %s, the last %s without a commit from a writer new to this pass: %w: %w",
-			r.pushTarget(), r.opts.URL, c.Attempt, time.Since(started).Round(time.Millisecond),
-			time.Since(progress).Round(time.Millisecond), ErrPushConflict, r.explain(err))
+			r.pushTarget(), r.opts.URL, c.Attempt, r.opts.Clock.Since(started).Round(time.Millisecond),
+			r.opts.Clock.Since(progress).Round(time.Millisecond), ErrPushConflict, r.explain(err))
 	}
 	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
 		return giveUp()
 	}
-	left := min(r.opts.PushTimeout-time.Since(progress), MaxPushWait*r.opts.PushTimeout-time.Since(started))
+	left := min(r.opts.PushTimeout-r.opts.Clock.Since(progress), MaxPushWait*r.opts.PushTimeout-r.opts.Clock.Since(started))
 	if left <= 0 {
 		return giveUp()
 	}
 	// The last attempt starts at the deadline rather than not at all.
 	wait := min(r.opts.Backoff(c), left)
-	t := time.NewTimer(wait)
+	t := r.opts.Clock.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return fmt.Errorf("push %s to %s: %w", r.pushTarget(), r.opts.URL, ctx.Err())
-	case <-t.C:
+	case <-t.C():
 		return nil
 	}
 }

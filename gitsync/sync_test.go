@@ -306,46 +306,54 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
 	opts.PushTimeout = 2 * time.Second
+	clk := newSkippingClock()
+	opts.Clock = clk
+	// Each attempt takes no time on the fake clock, so the backoff alone
+	// sets how many fit in the timeout: few, for a fast test.
+	const backoff = 250 * time.Millisecond
 	var waits []int
-	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return 20 * time.Millisecond }
+	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return backoff }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.opts.Now = movingClock(t, c)
-	start := time.Now()
+	start := clk.Now()
 	res, err := b.Sync(context.Background(), func(context.Context, string) (*Change, error) {
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
 	})
-	took := time.Since(start)
+	took := clk.Since(start)
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync = %v, want ErrPushConflict", err)
 	}
-	if res.Attempts < 2 || res.Attempts != len(waits)+1 {
-		t.Errorf("Attempts = %d after %d backoffs, want retries until the timeout", res.Attempts, len(waits))
+	if want := 2 + int(opts.PushTimeout/backoff); res.Attempts != want || res.Attempts != len(waits)+1 {
+		t.Errorf("Attempts = %d after %d backoffs, want %d: retries until the timeout", res.Attempts, len(waits), want)
 	}
-	if took < opts.PushTimeout {
-		t.Errorf("gave up after %s, before the push timeout %s", took, opts.PushTimeout)
+	// cl-c, the one writer, is new to the pass once: at the first refetch,
+	// after one backoff. The timeout runs from there, and the last backoff
+	// ends at it.
+	if want := backoff + opts.PushTimeout; took != want {
+		t.Errorf("gave up after %s, want %s: the push timeout %s after cl-c's first commit", took, want, opts.PushTimeout)
 	}
-	if !strings.Contains(err.Error(), fmt.Sprintf("after %d attempts in ", res.Attempts)) {
-		t.Errorf("error %q does not say how many attempts in how long", err)
+	if want := fmt.Sprintf("after %d attempts in %s, the last %s without", res.Attempts, took, opts.PushTimeout); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say how many attempts in how long (%q)", err, want)
 	}
 
 	// The count alone never stops the retries, however high; the time does.
 	rejected := errors.New("non-fast-forward update: refs/heads/main")
 	b.opts.Backoff = func(Contention) time.Duration { return 0 }
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, time.Now(), time.Now(), rejected); err != nil {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, clk.Now(), clk.Now(), rejected); err != nil {
 		t.Errorf("attempt 1001 within the timeout: %v, want a retry", err)
 	}
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, time.Now().Add(-opts.PushTimeout), time.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, clk.Now().Add(-opts.PushTimeout), clk.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
 		t.Errorf("attempt 3 after the timeout: %v, want ErrPushConflict", err)
 	}
 	// A backoff longer than the time left ends at the deadline, for one
 	// last attempt.
 	b.opts.Backoff = func(Contention) time.Duration { return time.Hour }
-	start = time.Now()
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || time.Since(start) > 10*time.Second {
-		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline", err, time.Since(start))
+	start = clk.Now()
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || clk.Since(start) != 50*time.Millisecond {
+		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline, 50ms on", err, clk.Since(start))
 	}
 }
 
@@ -896,12 +904,14 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		others = append(others, openRepo(t, bare, fmt.Sprintf("cl-w%d", i)))
 	}
 	opts := testOptions(t, bare, "cl-b")
-	// Between two writers new to the pass there are a backoff and an
-	// attempt with another writer's Sync in it, up to a second and more on
-	// a loaded 2-core machine: the push timeout must outlast that, and the
-	// burst (8 backoffs) two push timeouts.
+	// Between two writers new to the pass there is a backoff (attempts
+	// take no time on the fake clock): the push timeout outlasts it, and
+	// the burst (8 backoffs) lasts two push timeouts and more.
 	opts.PushTimeout = 2 * time.Second
-	opts.Backoff = func(Contention) time.Duration { return 600 * time.Millisecond }
+	const backoff = 600 * time.Millisecond
+	opts.Backoff = func(Contention) time.Duration { return backoff }
+	clk := newSkippingClock()
+	opts.Clock = clk
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -917,13 +927,13 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		}
 		return clock
 	}
-	start := time.Now()
+	start := clk.Now()
 	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if err != nil {
 		t.Fatalf("Sync behind a burst of %d writers: %v", burst, err)
 	}
-	if took := time.Since(start); took < 2*opts.PushTimeout || res.Attempts != burst+1 {
-		t.Errorf("landed after %d attempts in %s; want %d, longer than the push timeout %s in all", res.Attempts, took, burst+1, opts.PushTimeout)
+	if took := clk.Since(start); took < 2*opts.PushTimeout || took != burst*backoff || res.Attempts != burst+1 {
+		t.Errorf("landed after %d attempts in %s; want %d in %s, longer than the push timeout %s in all", res.Attempts, took, burst+1, burst*backoff, opts.PushTimeout)
 	}
 	fsck(t, bare)
 	if got := runGit(t, bare, "rev-list", "--count", "main"); got != strconv.Itoa(burst+1) {
@@ -943,10 +953,13 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 	bare := newBare(t)
 	mallory := openRepo(t, bare, "mallory")
 	opts := testOptions(t, bare, "cl-b")
-	// Each attempt lands another writer's commit first (a Sync of its
-	// own, hundreds of ms under load): the timeout must outlast one.
 	opts.PushTimeout = time.Second
-	opts.Backoff = func(Contention) time.Duration { return 50 * time.Millisecond }
+	// Each attempt takes no time on the fake clock, so the backoff alone
+	// sets how many fit in MaxPushWait push timeouts: few, for a fast test.
+	const backoff = 500 * time.Millisecond
+	opts.Backoff = func(Contention) time.Duration { return backoff }
+	clk := newSkippingClock()
+	opts.Clock = clk
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -959,14 +972,15 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 		mustSync(t, mallory, writes("burst", map[string]string{"clusters/m/status.yaml": fmt.Sprintf("n: %d\n", n)}))
 		return clock
 	}
-	start := time.Now()
-	_, err = b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
-	took := time.Since(start)
+	start := clk.Now()
+	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	took := clk.Since(start)
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync behind an endless stream of new writers: %v, want ErrPushConflict", err)
 	}
-	if limit := MaxPushWait * opts.PushTimeout; took < limit || took > 4*limit {
-		t.Errorf("gave up after %s, want about %s (%d push timeouts)", took, limit, MaxPushWait)
+	// The last backoff ends at the limit; the attempt there is rejected too.
+	if limit := MaxPushWait * opts.PushTimeout; took != limit || res.Attempts != 1+int(limit/backoff) {
+		t.Errorf("gave up after %d attempts in %s, want %d in %s (%d push timeouts)", res.Attempts, took, 1+int(limit/backoff), limit, MaxPushWait)
 	}
 	if _, err := gitOutput(bare, "cat-file", "-e", "main:clusters/cl-b/status.yaml"); err == nil {
 		t.Error("cl-b's file landed")

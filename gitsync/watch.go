@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	utilclock "k8s.io/utils/clock"
 )
 
 // DefaultDebounce is the quiet period Watch waits for when given none: long
@@ -33,6 +34,11 @@ const DefaultDebounce = 150 * time.Millisecond
 // when ctx ends. Watch returns an error when root cannot be watched; the
 // number of directories is bounded by fs.inotify.max_user_watches on Linux.
 func Watch(ctx context.Context, root string, debounce time.Duration) (<-chan struct{}, error) {
+	return watch(ctx, root, debounce, utilclock.RealClock{})
+}
+
+// watch is Watch with the clock that times the debounce.
+func watch(ctx context.Context, root string, debounce time.Duration, clk utilclock.Clock) (<-chan struct{}, error) {
 	if debounce <= 0 {
 		debounce = DefaultDebounce
 	}
@@ -52,12 +58,12 @@ func Watch(ctx context.Context, root string, debounce time.Duration) (<-chan str
 	go func() {
 		defer close(out)
 		defer w.Close()
-		timer := time.NewTimer(time.Hour)
+		timer := clk.NewTimer(time.Hour)
 		timer.Stop()
 		defer timer.Stop()
 		var first time.Time // of the pending batch; zero when none
 		arm := func() {
-			now := time.Now()
+			now := clk.Now()
 			if first.IsZero() {
 				first = now
 			}
@@ -87,7 +93,7 @@ func Watch(ctx context.Context, root string, debounce time.Duration) (<-chan str
 					return
 				}
 				arm() // events may have been lost: let the receiver rescan
-			case <-timer.C:
+			case <-timer.C():
 				first = time.Time{}
 				select {
 				case out <- struct{}{}:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // expectEvents waits for exactly n signals within window, then makes sure no
@@ -100,4 +103,43 @@ func TestWatchMissingRoot(t *testing.T) {
 	if _, err := Watch(context.Background(), filepath.Join(t.TempDir(), "nope"), 0); err == nil {
 		t.Fatal("Watch of a missing root succeeded")
 	}
+}
+
+// TestWatchDebouncesOnItsClock: on a fake clock, a change is signalled
+// exactly debounce after it, not a nanosecond sooner.
+func TestWatchDebouncesOnItsClock(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const debounce = 200 * time.Millisecond
+	clk := testingclock.NewFakeClock(clock)
+	ch, err := watch(ctx, root, debounce, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new directory is one event (a file written is several, which could
+	// re-arm the timer after the test stepped the clock).
+	if err := os.Mkdir(filepath.Join(root, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The event arrives from the kernel in its own time: the debounce
+	// timer is armed then.
+	deadline := time.Now().Add(10 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the change armed no timer within 10s")
+		}
+		runtime.Gosched()
+	}
+	clk.Step(debounce - time.Nanosecond)
+	if !clk.HasWaiters() {
+		t.Fatal("the debounce timer fired before debounce had passed")
+	}
+	select {
+	case <-ch:
+		t.Fatal("signalled before debounce had passed")
+	default:
+	}
+	clk.Step(time.Nanosecond)
+	expectEvents(t, ch, 1, 10*time.Second, 0)
 }
