@@ -153,4 +153,14 @@ func TestVerifyBaseChecksWhatTheChangeTouchedAndFullTheWholeTree(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") || !strings.Contains(stderr, "checked 1 of 2 clusters") {
 		t.Fatalf("verify --base HEAD~2: %d\n%s%s", code, out, stderr)
 	}
+	// A .gitattributes changes what a checkout reads of every path: the
+	// whole tree is checked.
+	write(t, filepath.Join(work, ".gitattributes"), "*.md text eol=lf\n")
+	git(t, work, "add", ".gitattributes")
+	git(t, work, "commit", "-qm", "docs: line endings")
+	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~1", work)
+	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") ||
+		!strings.Contains(stderr, "checked all 2 clusters: .gitattributes changed since HEAD~1") {
+		t.Fatalf("verify --base HEAD~1 after a .gitattributes: %d\n%s%s", code, out, stderr)
+	}
 }
