@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -415,4 +416,42 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// judgedManifestDirs lists the writers' directories whose manifest a
+// judged commit of order (not excluded, not at a shallow clone's edge)
+// changes. The commits before Base only tell what was known, and of the
+// manifests' sequences only these directories' are ever compared
+// (ManifestRolledBack): the others need not be parsed and verified, a
+// YAML parse and a signature per manifest version, the whole history's
+// cost.
+func (h *history) judgedManifestDirs(order []*node, excluded map[plumbing.Hash]bool) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, n := range order {
+		if excluded[n.c.Hash] || n.boundary {
+			continue
+		}
+		tree, err := n.c.Tree()
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
+		}
+		parents := make([]*object.Tree, 0, len(n.parents))
+		for _, p := range n.parents {
+			t, err := p.Tree()
+			if err != nil {
+				return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
+			}
+			parents = append(parents, t)
+		}
+		changes, err := h.ownChanges(tree, parents)
+		if err != nil {
+			return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
+		}
+		for _, ch := range changes {
+			if _, dir, ok := manifest.Scope(ch.path); ok && ch.path == dir+"/"+manifest.FileName {
+				out[dir] = true
+			}
+		}
+	}
+	return out, nil
 }
