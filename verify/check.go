@@ -40,7 +40,15 @@ type Options struct {
 	// continuity, commit signatures) to the commits reachable from HEAD but
 	// not from Base, a revision such as a branch, tag or hash: what a pull
 	// request adds. The commits before it still tell which keys were known.
+	// Check (not CheckTree) also limits the tree checks to what the change
+	// touched and what depends on it (see Scope), unless Full.
 	Base string
+	// Full, with Base, runs the tree checks on the whole tree: the commit
+	// checks still judge only the commits since Base.
+	Full bool
+	// OnScope, when set, is told what Check with Base checked of the tree,
+	// before the checks run.
+	OnScope func(Scope)
 	// Ref, when set, is the revision (branch, tag, hash) of the repository
 	// whose committed tree Check checks and from which History walks the
 	// commits; "" means HEAD. A directory that is not a repository takes
@@ -81,15 +89,17 @@ var ErrNotRepository = errors.New("not a Git repository")
 // symbolic links). Findings are sorted by file; nil means every check
 // holds.
 func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
-	return checkTree(tree, spec, opts, guard.NewCache())
+	return checkTree(tree, spec, opts, guard.NewCache(), nil)
 }
 
 // checkTree is CheckTree with the guard's answers kept in cache, for the
-// history scan that follows to reuse.
-func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) []Finding {
+// history scan that follows to reuse, on what scope covers (nil: the whole
+// tree).
+func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, scope *treeScope) []Finding {
 	v := newVerifier(tree, spec, opts.now())
 	v.baseSpec = opts.BaseSpec
 	v.guard = cache
+	v.scope = scope
 	v.run()
 	v.privateMaterial()
 	v.manifests(opts.RequireManifests)
@@ -101,7 +111,10 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache) 
 // Check runs every check on the repository at dir: CheckTree and, when dir
 // is a Git repository, the commit checks over its history (see History; both
 // at once), then, with opts.History, the scan of every commit for private
-// material. A Git repository's tree is the commit opts.Ref names (HEAD by
+// material. With opts.Base (and not opts.Full), the tree checks cover only
+// what the commits since Base changed and what depends on it (see Scope;
+// opts.OnScope is told which), so that a pull request's check costs what
+// its change does. A Git repository's tree is the commit opts.Ref names (HEAD by
 // default) read from Git objects, as the reconcilers read it, never the
 // worktree (which .gitattributes and filters may rewrite); a directory that
 // is not a repository is read as it stands. Tree
@@ -151,7 +164,23 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	if repo && opts.Base != "" && opts.BaseSpec == nil {
 		opts.BaseSpec = loadBaseSpec(dir, opts.Base)
 	}
-	findings := checkTree(tree, spec, opts, cache)
+	var scope *treeScope
+	if repo && opts.Base != "" {
+		report := Scope{Base: opts.Base, All: true, Why: "--full was given", Of: clusterCount(tree, spec)}
+		if !opts.Full {
+			var err error
+			if scope, report, err = scopeOf(dir, tree, spec, opts); err != nil {
+				if r := <-commits; r.err != nil {
+					return nil, r.err // History names an unknown Base best
+				}
+				return nil, err
+			}
+		}
+		if opts.OnScope != nil {
+			opts.OnScope(report)
+		}
+	}
+	findings := checkTree(tree, spec, opts, cache, scope)
 	if !repo {
 		return findings, nil
 	}

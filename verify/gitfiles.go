@@ -56,6 +56,12 @@ func (v *verifier) checkoutFiles() {
 		if err != nil || p == "." {
 			return nil // unreadable entries are Unreadable elsewhere
 		}
+		if !v.scope.checkout(p, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil // scoped: unchanged since Base
+		}
 		name := strings.ToLower(d.Name())
 		dir := path.Dir(p)
 		switch {

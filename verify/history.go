@@ -99,6 +99,11 @@ func History(dir string, opts Options) ([]Finding, error) {
 			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
 		}
 	}
+	if opts.Base != "" {
+		if h.sequenced, err = h.judgedManifestDirs(order, excluded); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
 	children := map[plumbing.Hash]int{}
 	for _, n := range order {
 		for _, p := range n.parents {
@@ -135,6 +140,9 @@ type history struct {
 	trees     map[plumbing.Hash][]object.TreeEntry
 	infos     map[infoKey]*identity
 	manifests map[manifestKey]*manifestAt
+	// sequenced, when set, are the only directories whose manifests the
+	// commits not judged verify (see judgedManifestDirs).
+	sequenced map[string]bool
 }
 
 type infoKey struct {
@@ -402,6 +410,9 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 				mutable().identities[writer] = id
 			}
 		case rel == manifest.FileName:
+			if !judge && h.sequenced != nil && !h.sequenced[dir] {
+				continue // no judged commit compares with its sequence
+			}
 			seq, err := h.manifestChange(n.c, tree, ch, writer, dir, parentStates, judge)
 			if err != nil {
 				return nil, err

@@ -620,3 +620,38 @@ func TestARepoMadeByTheReconcilersPassesEveryCheckWithItsHistory(t *testing.T) {
 		t.Fatalf("want the unsigned kustomization in the tree and in %s:\n%s", bad, list(findings))
 	}
 }
+
+// With --base, the commits before the base are not judged and verify only
+// the manifests whose directory a judged commit changes: an old signed
+// state replayed after the base is still ManifestRolledBack, against the
+// sequence signed before it, also through a directory deleted and
+// restored.
+func TestAReplayAfterTheBaseIsFoundAgainstSequencesBeforeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		replay func(r *histRepo, first string)
+	}{
+		{"replayed", func(r *histRepo, first string) {
+			r.git("checkout", first, "--", "clusters/beta/inbox/alpha")
+			r.remove("clusters/beta/inbox/alpha/request-2.yaml")
+		}},
+		{"deleted, then replayed", func(r *histRepo, first string) {
+			r.remove("clusters/beta/inbox/alpha")
+			r.commit("withdraw")
+			r.git("checkout", first, "--", "clusters/beta/inbox/alpha")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newHistRepo(t)
+			first := r.legit("1")
+			base := r.legit("2") // the highest sequence, signed before the base
+			tc.replay(r, first)
+			bad := r.commit("restore")
+			opts := strict
+			opts.Base = base
+			if f := r.history(opts); !hasCommitFinding(f, "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestRolledBack, bad) {
+				t.Fatalf("with --base, want ManifestRolledBack in %s:\n%s", bad, list(f))
+			}
+		})
+	}
+}

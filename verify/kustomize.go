@@ -37,7 +37,7 @@ func (v *verifier) builds() {
 	}
 	var ids []string
 	for _, c := range clusters {
-		if c.IsDir() && v.declared(c.Name()) {
+		if c.IsDir() && v.declared(c.Name()) && v.scope.has(c.Name()) {
 			ids = append(ids, c.Name())
 		}
 	}

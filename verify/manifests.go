@@ -13,13 +13,14 @@ import (
 // writerDir is a directory one cluster writes and signs.
 type writerDir struct{ writer, dir string }
 
-// writerDirs lists every writer's directory of the tree: each clusters/<id>/
-// (its inbox aside) and each clusters/<to>/inbox/<from>/.
-func writerDirs(tree fs.FS) []writerDir {
+// writerDirs lists every writer's directory of the tree in the trees of the
+// clusters whose ID keep accepts: each clusters/<id>/ (its inbox aside) and
+// each clusters/<id>/inbox/<from>/.
+func writerDirs(tree fs.FS, keep func(id string) bool) []writerDir {
 	var out []writerDir
 	clusters, _ := fs.ReadDir(tree, layout.ClustersDir)
 	for _, c := range clusters {
-		if !c.IsDir() {
+		if !c.IsDir() || !keep(c.Name()) {
 			continue
 		}
 		out = append(out, writerDir{c.Name(), layout.ClusterPath(c.Name())})
@@ -44,7 +45,7 @@ func (v *verifier) manifests(require bool) {
 			trust[id] = pub
 		}
 	}
-	dirs := writerDirs(v.tree)
+	dirs := writerDirs(v.tree, v.scope.has)
 	v.parallel(len(dirs), func(sub *verifier, i int) { sub.manifest(dirs[i], trust, require) })
 }
 

@@ -17,16 +17,19 @@ func (v *verifier) privateMaterial() {
 	var items []item
 	_ = fs.WalkDir(v.tree, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p != "." {
+			if p != "." && v.scope.walks(p, d != nil && d.IsDir()) {
 				items = append(items, item{p, err})
 			}
 			return nil
 		}
 		if d.IsDir() {
-			if p == layout.ClustersDir || d.Name() == ".git" {
+			if p == layout.ClustersDir || d.Name() == ".git" || !v.scope.walks(p, true) {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if !v.scope.walks(p, false) {
+			return nil // scoped: unchanged since Base
 		}
 		items = append(items, item{path: p})
 		return nil

@@ -203,7 +203,16 @@ func (v *verifier) run() {
 	v.clusters()
 	v.findRemoved()
 	v.files()
-	v.parallel(len(v.spec.Peerings), func(sub *verifier, i int) { sub.peering(v.spec.Peerings[i]) })
+	peerings := v.spec.Peerings
+	if v.scope != nil {
+		peerings = nil
+		for _, p := range v.spec.Peerings {
+			if v.scope.peering(p) {
+				peerings = append(peerings, p)
+			}
+		}
+	}
+	v.parallel(len(peerings), func(sub *verifier, i int) { sub.peering(peerings[i]) })
 	v.rendered()
 }
 
@@ -273,6 +282,9 @@ type verifier struct {
 	// encoder is liqo.Encode remembering what it encoded: the same RBAC
 	// objects and namespaces are rendered for many peerings.
 	encoder *liqo.Encoder
+	// scope limits the checks to what a change touched (Options.Base);
+	// nil: the whole tree.
+	scope *treeScope
 }
 
 func (v *verifier) add(file, field, reason, format string, a ...any) {
@@ -297,21 +309,33 @@ func (v *verifier) addErr(reason string, err error) {
 // clusters checks each declared cluster's cluster.yaml and pin.
 func (v *verifier) clusters() {
 	for _, c := range v.spec.Clusters {
-		ci, err := layout.ReadClusterInfo(v.tree, c.ID)
-		if errors.Is(err, layout.ErrNotPublished) {
-			continue // not published yet: its peerings simply have not started
+		switch {
+		case v.scope.has(c.ID):
+			v.cluster(c)
+		case v.scope.needsInfo(c.ID):
+			// A neighbour of the scope: its key is needed, its findings
+			// are out of scope (the fork's are dropped; infos is shared).
+			v.fork().cluster(c)
 		}
-		if err != nil {
-			v.addErr(ReasonInvalidFile, err)
-			continue
-		}
-		if c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
-			v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", ReasonFingerprintMismatch, "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
-			continue
-		}
-		v.infos[c.ID] = ci
-		v.openPGPKey(ci)
 	}
+}
+
+// cluster checks cluster c's cluster.yaml and pin, and keeps its info.
+func (v *verifier) cluster(c schema.Cluster) {
+	ci, err := layout.ReadClusterInfo(v.tree, c.ID)
+	if errors.Is(err, layout.ErrNotPublished) {
+		return // not published yet: its peerings simply have not started
+	}
+	if err != nil {
+		v.addErr(ReasonInvalidFile, err)
+		return
+	}
+	if c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
+		v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", ReasonFingerprintMismatch, "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
+		return
+	}
+	v.infos[c.ID] = ci
+	v.openPGPKey(ci)
 }
 
 // openPGPKey checks the OpenPGP key a cluster publishes, when it publishes
@@ -347,8 +371,14 @@ func (v *verifier) files() {
 	var items []item
 	_ = fs.WalkDir(v.tree, layout.ClustersDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p != layout.ClustersDir {
+			if p != layout.ClustersDir && v.scope.inClusters(p) {
 				items = append(items, item{p, err})
+			}
+			return nil
+		}
+		if !v.scope.inClusters(p) {
+			if d.IsDir() {
+				return fs.SkipDir
 			}
 			return nil
 		}
@@ -422,9 +452,9 @@ func (v *verifier) peers(consumer, provider string) bool {
 // tried.
 func (v *verifier) findRemoved() {
 	for _, x := range v.spec.Clusters {
-		senders, _ := fs.ReadDir(v.tree, layout.ClusterPath(x.ID, layout.InboxDir))
-		for _, e := range senders {
-			y := e.Name()
+		// Scoped, only the pairs with a checked cluster: the others are
+		// asked about by no check that runs.
+		for _, y := range v.scope.senders(v.tree, x.ID) {
 			if y == x.ID || !v.declared(y) {
 				continue
 			}

@@ -391,7 +391,7 @@ func encode(t *testing.T, obj any) []byte {
 	return data
 }
 
-func writeFile(t *testing.T, p, data string) {
+func writeFile(t testing.TB, p, data string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -401,7 +401,7 @@ func writeFile(t *testing.T, p, data string) {
 	}
 }
 
-func appendTo(t *testing.T, p, data string) {
+func appendTo(t testing.TB, p, data string) {
 	t.Helper()
 	old, err := os.ReadFile(p)
 	if err != nil {

@@ -124,3 +124,43 @@ func writeSpec(t *testing.T, src string) string {
 	write(t, filepath.Join(dir, "peering.cue"), src)
 	return dir
 }
+
+// verify --base checks of the tree only what the change touched, and says
+// so on stderr; --full checks the whole tree. A finding already at the base
+// in a cluster the change does not touch is the full check's: the base was
+// checked when it merged.
+func TestVerifyBaseChecksWhatTheChangeTouchedAndFullTheWholeTree(t *testing.T) {
+	work := signedRepo(t)
+	write(t, filepath.Join(work, "clusters/alpha/kustomization.yaml"), "resources:\n- ../beta/cluster.yaml\n")
+	git(t, work, "commit", "-qam", "alpha: apply beta's cluster.yaml")
+	write(t, filepath.Join(work, "README.md"), "# peering repo\n")
+	git(t, work, "add", "README.md")
+	git(t, work, "commit", "-qm", "docs: a README")
+
+	code, out, stderr := gitpeer(t, "verify", "--base", "HEAD~1", work)
+	if code != 0 || !strings.Contains(out, "every check holds") ||
+		!strings.Contains(stderr, "checked 0 of 2 clusters: those the commits since HEAD~1 touched (1 path changed) and those depending on them; --full checks all") {
+		t.Fatalf("verify --base HEAD~1: %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~1", "--full", work)
+	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") || !strings.Contains(stderr, "checked all 2 clusters: --full was given") {
+		t.Fatalf("verify --base HEAD~1 --full: %d\n%s%s", code, out, stderr)
+	}
+	if strings.Contains(out, "commit ") {
+		t.Fatalf("verify --base HEAD~1 --full judges a commit before the base:\n%s", out)
+	}
+	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~2", work)
+	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") || !strings.Contains(stderr, "checked 1 of 2 clusters") {
+		t.Fatalf("verify --base HEAD~2: %d\n%s%s", code, out, stderr)
+	}
+	// A .gitattributes changes what a checkout reads of every path: the
+	// whole tree is checked.
+	write(t, filepath.Join(work, ".gitattributes"), "*.md text eol=lf\n")
+	git(t, work, "add", ".gitattributes")
+	git(t, work, "commit", "-qm", "docs: line endings")
+	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~1", work)
+	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") ||
+		!strings.Contains(stderr, "checked all 2 clusters: .gitattributes changed since HEAD~1") {
+		t.Fatalf("verify --base HEAD~1 after a .gitattributes: %d\n%s%s", code, out, stderr)
+	}
+}
