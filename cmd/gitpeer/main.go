@@ -50,9 +50,11 @@ func withCode(code int, err error) error {
 
 func main() {
 	schema.RunEvaluatorIfChild()
+	stopProfile := startCPUProfile(os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	stopProfile()
 	os.Exit(code)
 }
 
@@ -84,7 +86,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 A peering repo holds a CUE-validated spec (peering.cue) naming clusters and
 peerings. Each cluster's reconciler commits its handshake artifacts (nonce,
 Tenant, Identity) into per-cluster paths of that repo, so every hand-off of
-Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.`,
+Liqo's manual flow becomes a reviewable commit, applied by Flux or Argo CD.
+
+GITPEER_CPUPROFILE=FILE writes a CPU profile of the command to FILE (go tool
+pprof's format), e.g. to see where a reconcile --once process spends its time.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// An unknown command within two edits of one is suggested
