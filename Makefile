@@ -22,7 +22,7 @@ help: ## List the targets
 deps: ## Check the tools the build and tests need (go, git, OpenSSH's sshd), installing sshd if missing, and download modules
 	@command -v $(GO) >/dev/null || { echo "go not found: install Go 1.26 (see go.mod)"; exit 1; }
 	@command -v git >/dev/null || { echo "git not found: apt-get install git"; exit 1; }
-	@# The SSH transport tests run a real sshd on loopback (internal/testgit); with
+	@# The SSH transport tests run a real sshd on loopback (internal/testing/testgit); with
 	@# GITPEER_REQUIRE_SSHD=1 (for CI) they fail instead of skipping when it is missing.
 	@command -v sshd >/dev/null || test -x /usr/sbin/sshd || { \
 	  if ! command -v apt-get >/dev/null; then \

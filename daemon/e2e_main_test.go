@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/gitpeer/gitpeer/internal/e2eharness"
+	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
 )
 
 // e2eClusterIdx is the port block of hack/start-cluster.sh for this suite

@@ -21,8 +21,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gitpeer/gitpeer/internal/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 func run(t *testing.T, dir, name string, args ...string) string {

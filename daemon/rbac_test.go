@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/gitpeer/gitpeer/internal/rbactest"
+	"github.com/gitpeer/gitpeer/internal/testing/rbactest"
 )
 
 // TestRBACCoversExactlyWhatTheDaemonDoes runs the daemon's Kubernetes

@@ -20,7 +20,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/gitpeer/gitpeer/demo"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // update rewrites the expected trees of testdata/<example>/expected/ from

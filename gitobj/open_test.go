@@ -11,7 +11,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // TestOpenCommitTreeReadsTheCommitNotTheCheckout: a checkout whose

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // Secrets of the transport tests: every one is looked for, byte for byte,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Flux source-controller and kustomize-controller from the Go module proxy
 # into $OUT_DIR, and extract their CRDs into $CRD_DIR, for gitpeer's Flux e2e
-# test (e2e/flux_test.go; make e2e-flux-tools).
+# test (test/e2e/flux_test.go; make e2e-flux-tools).
 #
 # Their go.mod files carry `replace .../api => ./api` (plus a few version pins),
 # so `go install` refuses them. A throw-away wrapper module per controller

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Gitea server from the Go module proxy into $OUT_DIR, and copy the
 # files it reads at run time (templates, options, public) into $STATIC_DIR, for
-# gitpeer's pull-request e2e test (e2e/forge_test.go; make e2e-gitea-tools).
+# gitpeer's pull-request e2e test (test/e2e/forge/gitea_test.go; make e2e-gitea-tools).
 #
 # code.gitea.io/gitea's go.mod carries `replace` directives (forks and version
 # pins), which `go install mod@v` refuses. A throw-away wrapper module requires

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Liqo v1.2.0's liqo-controller-manager, crd-replicator, virtual-kubelet
 # and webhook, plus gitpeer's Liqo driver (hack/liqo-driver), into $OUT_DIR for
-# gitpeer's Liqo e2e test (e2e/liqo_test.go; make e2e-liqo-tools).
+# gitpeer's Liqo e2e test (test/e2e/liqo_test.go; make e2e-liqo-tools).
 #
 # Liqo's module is copied from the module cache (go mod download) into a
 # writable directory under $WORK and built there with Liqo's own go.mod:

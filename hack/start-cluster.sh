@@ -3,7 +3,7 @@
 # client-cert auth, RBAC) + kube-controller-manager (CSR signing/approving and a
 # few housekeeping controllers). Everything runs as background processes; PIDs
 # go to $DIR/*.pid so stop-cluster.sh can stop exactly these processes.
-# gitpeer's e2e suite (e2e/) runs it once per cluster with ROOT in a temp dir.
+# gitpeer's e2e suite (test/e2e/) runs it once per cluster with ROOT in a temp dir.
 #
 # Usage: start-cluster.sh NAME IDX        (IDX 0,1,2.. picks a port block)
 #   env: ROOT (parent of the cluster dir NAME; default <cache>/clusters)

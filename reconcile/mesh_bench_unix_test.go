@@ -11,7 +11,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/meshbench"
+	"github.com/gitpeer/gitpeer/internal/testing/meshbench"
 )
 
 // BenchmarkHandshakeMesh measures the pass time of a whole handshake of a

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/internal/meshbench"
+	"github.com/gitpeer/gitpeer/internal/testing/meshbench"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/meshbench"
+	"github.com/gitpeer/gitpeer/internal/testing/meshbench"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"

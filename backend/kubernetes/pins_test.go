@@ -15,7 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/rbactest"
+	"github.com/gitpeer/gitpeer/internal/testing/rbactest"
 	"github.com/gitpeer/gitpeer/pins"
 )
 

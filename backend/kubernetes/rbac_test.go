@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/rbactest"
+	"github.com/gitpeer/gitpeer/internal/testing/rbactest"
 )
 
 func loadRBAC(t *testing.T) *rbactest.Manifests {

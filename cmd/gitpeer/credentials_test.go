@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // TestPeeringOverSSHAndHTTPSWithCredentials is the handshake between two

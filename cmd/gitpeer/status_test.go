@@ -11,7 +11,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/daemon"
 	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // TestStatusGolden prints each case of testdata/status (a repo tree made by

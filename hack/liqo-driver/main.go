@@ -2,7 +2,7 @@
 // would install besides its Pods, so that Liqo's own binaries
 // (liqo-controller-manager, crd-replicator, webhook, virtual-kubelet) can run
 // beside the cluster as local processes with the admin kubeconfig: gitpeer's
-// Liqo e2e test (e2e/liqo_test.go) runs them so.
+// Liqo e2e test (test/e2e/liqo_test.go) runs them so.
 //
 // It is built inside a copy of Liqo's module by hack/build-liqo.sh (it uses
 // Liqo's chart and Helm's template engine at the versions Liqo's go.mod pins);

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // The Liqo test's own two clusters: Liqo's controllers act on every Tenant,

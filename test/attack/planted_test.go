@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/verify"
 )

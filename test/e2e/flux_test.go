@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
 )

@@ -36,8 +36,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testgit"
+	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
+	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 )
 
 // gitea is a Gitea server the test started, with an admin's API token.
@@ -334,7 +334,7 @@ func (g *gitea) git(t *testing.T, dir string, args ...string) string {
 // build of ./cmd/gitpeer.
 func gitpeerBin(t *testing.T) string {
 	t.Helper()
-	bin, err := e2eharness.GitpeerBinary(context.Background(), filepath.Join("..", ".."), t.TempDir())
+	bin, err := e2eharness.GitpeerBinary(context.Background(), filepath.Join("..", "..", ".."), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

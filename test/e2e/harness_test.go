@@ -25,7 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/internal/e2eharness"
+	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
 )
 
 // Versions and places the suite depends on. The Liqo version is the one
@@ -118,7 +118,7 @@ func (r objRef) String() string {
 // server. On error the caller still runs stop: whatever started is stopped.
 func (s *suite) setUp(ctx context.Context) error {
 	var err error
-	if s.root, err = filepath.Abs(".."); err != nil {
+	if s.root, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
 		return err
 	}
 	if s.tmp, err = os.MkdirTemp("", "gitpeer-e2e-"); err != nil {

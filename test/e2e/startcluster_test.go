@@ -24,7 +24,7 @@ func TestStartClusterGivesUpNamingTheComponentAndItsLog(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	script, err := filepath.Abs(filepath.Join("..", "hack", "start-cluster.sh"))
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "start-cluster.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
