@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,6 +112,9 @@ every check holds, 1 when something was found, 2 when verify could not check
 func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if err := checkFormat(o.output, listFormats); err != nil {
 		return errUsage(err)
+	}
+	if o.full && o.base == "" {
+		return errUsage(errors.New("--full goes with --base: without --base, verify checks the whole tree already; drop --full, or give the pull request's base with --base REF"))
 	}
 	dir := dirArg(args)
 	if err := checkNotURL("verify", dir); err != nil {

@@ -149,6 +149,10 @@ func TestVerifyBaseChecksWhatTheChangeTouchedAndFullTheWholeTree(t *testing.T) {
 	if strings.Contains(out, "commit ") {
 		t.Fatalf("verify --base HEAD~1 --full judges a commit before the base:\n%s", out)
 	}
+	// --full alone is a mistake, said so with what to do.
+	if code, _, stderr := gitpeer(t, "verify", "--full", work); code != 2 || !strings.Contains(stderr, "--full goes with --base") {
+		t.Fatalf("verify --full without --base: %d %s", code, stderr)
+	}
 	code, out, stderr = gitpeer(t, "verify", "--base", "HEAD~2", work)
 	if code != 1 || !strings.Contains(out, "clusters/alpha/kustomization.yaml: resources[0]") || !strings.Contains(stderr, "checked 1 of 2 clusters") {
 		t.Fatalf("verify --base HEAD~2: %d\n%s%s", code, out, stderr)
