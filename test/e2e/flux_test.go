@@ -486,6 +486,20 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		// enough for Flux to see it.
 		daemons[providerID].stop()
 		good := remoteHead("gitpeer/applied/" + providerID)
+		// Flux first holds that last signed head: the forged one must be
+		// refused in its place, not race a signed head Flux has yet to
+		// fetch (a loaded machine delays Flux's interval).
+		if err := requestReconcile(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
+			t.Fatal(err)
+		}
+		if err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+			if rev := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.status.artifact.revision}"); !strings.HasSuffix(rev, good) {
+				return fmt.Errorf("artifact revision %s, want the last signed head %s", rev, good)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.git(ctx, attacker, "fetch", "--quiet", "origin"); err != nil {
 			t.Fatal(err)
 		}
