@@ -42,6 +42,13 @@ type fileStat struct {
 type snapshot struct {
 	commit plumbing.Hash
 	files  map[string]fileStat
+	// unverified marks a snapshot read from the clone (snapfile.go): it
+	// is trusted only after intact() checked the worktree against it.
+	unverified bool
+	// racy names the files of an unverified snapshot whose stat cannot
+	// tell a same-size rewrite in the same clock tick: intact() hashes
+	// them and compares with the index.
+	racy map[string]bool
 }
 
 var dirStat = fileStat{mode: fs.ModeDir}
@@ -100,6 +107,30 @@ func (r *Repo) intact() bool {
 	}
 	for name, st := range now {
 		if old, ok := r.snap.files[name]; !ok || old != st {
+			return false
+		}
+	}
+	if len(r.snap.racy) > 0 && !r.racyClean() {
+		return false
+	}
+	r.snap.unverified, r.snap.racy = false, nil
+	return true
+}
+
+// racyClean reports whether every racy file of the snapshot holds the
+// blob its index entry names, with the index at the snapshot's commit.
+func (r *Repo) racyClean() bool {
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return false
+	}
+	for name := range r.snap.racy {
+		e, err := idx.Entry(name)
+		if err != nil {
+			return false
+		}
+		data, err := os.ReadFile(filepath.Join(r.dir, filepath.FromSlash(name)))
+		if err != nil || plumbing.ComputeHash(plumbing.BlobObject, data) != e.Hash {
 			return false
 		}
 	}

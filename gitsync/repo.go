@@ -217,6 +217,8 @@ type Repo struct {
 	// moves counts the resets done incrementally, scans the stat scans of
 	// the whole worktree (tests read them).
 	moves, scans int
+	// fullResets counts go-git hard resets (the slow path of reset).
+	fullResets int
 	// decoded is the trees passes decoded, by hash (TreeFS).
 	decoded *gitobj.TreeCache
 	// applied is the last applied tree made, for the scope tree it came
@@ -275,6 +277,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err := r.loadCredentials(); err != nil {
 		return nil, err
 	}
+	r.loadSnapshot() // a hint from the last process; refresh checks it
 	if _, err := r.refresh(ctx); err != nil {
 		return nil, err
 	}

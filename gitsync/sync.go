@@ -533,7 +533,7 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", tree, err)
 	}
 	var files map[string]fileStat // the worktree as of tip, if known
-	if r.snap != nil && r.snap.commit == tip {
+	if r.snap != nil && r.snap.commit == tip && !r.snap.unverified {
 		files = r.snap.files
 	}
 	r.snap = nil // the worktree changes
@@ -560,6 +560,7 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	}
 	if moved {
 		r.snap = &snapshot{commit: h, files: files}
+		r.saveSnapshot()
 	}
 	crashpoint.Reached(crashpoint.Committed)
 	return h, nil
@@ -694,10 +695,12 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		}
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
-		if (r.trustWorktree && r.snap != nil || r.intact()) && r.moveTo(tip) == nil {
+		if (r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()) && r.moveTo(tip) == nil {
+			r.saveSnapshot()
 			return nil
 		}
 		r.snap = nil
+		r.fullResets++
 		if err := r.wt.Reset(&git.ResetOptions{Commit: tip, Mode: git.HardReset}); err != nil {
 			return fmt.Errorf("reset to %s: %w", tip, err)
 		}
@@ -706,6 +709,7 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		return fmt.Errorf("reset: %w", err)
 	}
 	r.takeSnapshot(tip)
+	r.saveSnapshot()
 	return nil
 }
 
