@@ -49,6 +49,9 @@ type snapshot struct {
 	// tell a same-size rewrite in the same clock tick: intact() hashes
 	// them and compares with the index.
 	racy map[string]bool
+	// persisted is set when .git/gitpeer-snapshot holds this snapshot: an
+	// idle pass then rewrites (and fsyncs) nothing.
+	persisted bool
 }
 
 var dirStat = fileStat{mode: fs.ModeDir}

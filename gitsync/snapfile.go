@@ -68,7 +68,7 @@ func (r *Repo) saveSnapshot() {
 		_ = os.Remove(p)
 		return
 	}
-	_ = atomicfile.Write(p, encodeSnapshot(r.snap, ix), 0o644)
+	r.snap.persisted = atomicfile.Write(p, encodeSnapshot(r.snap, ix), 0o644) == nil
 }
 
 // loadSnapshot sets r.snap from the clone's file when it is whole and its
@@ -115,7 +115,7 @@ func (r *Repo) loadSnapshot() {
 			s.racy[name] = true
 		}
 	}
-	s.unverified = true
+	s.unverified, s.persisted = true, true
 	r.snap = s
 }
 

@@ -696,7 +696,9 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
 		if (r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()) && r.moveTo(tip) == nil {
-			r.saveSnapshot()
+			if !r.snap.persisted {
+				r.saveSnapshot()
+			}
 			return nil
 		}
 		r.snap = nil
