@@ -277,6 +277,15 @@ type change struct {
 	mode filemode.FileMode
 }
 
+// nodeChanges is ownChanges of n's commit against its parents'.
+func (h *history) nodeChanges(n *node) ([]change, error) {
+	parents := make([]plumbing.Hash, 0, len(n.parents))
+	for _, p := range n.parents {
+		parents = append(parents, p.TreeHash)
+	}
+	return h.ownChanges(n.c.TreeHash, parents)
+}
+
 // ownChanges lists the paths whose content in tree differs from each of
 // the parents' trees (every file when there are none), sorted; trees are
 // given by hash.
@@ -363,11 +372,7 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	if err != nil {
 		return nil, err
 	}
-	parentTrees := make([]plumbing.Hash, 0, len(n.parents))
-	for _, p := range n.parents {
-		parentTrees = append(parentTrees, p.TreeHash)
-	}
-	changes, err := h.ownChanges(tree.Hash, parentTrees)
+	changes, err := h.nodeChanges(n)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package verify
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -191,11 +194,7 @@ func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScop
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		c, err := repo.CommitObject(*h)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		return c.TreeHash, nil
+		return gitobj.TreeHash(repo.Storer, *h)
 	}
 	baseTree, err := treeOf(opts.Base)
 	if err != nil {
@@ -228,7 +227,7 @@ func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScop
 
 	s := &treeScope{clusters: map[string]bool{}, neighbours: map[string]bool{}, paths: map[string]bool{}, dirs: map[string]bool{}}
 	keyed := map[string]bool{} // clusters whose key or declaration changed
-	for _, p := range sortedKeys(changed) {
+	for _, p := range slices.Sorted(maps.Keys(changed)) {
 		name := strings.ToLower(path.Base(p))
 		rest, inClusters := strings.CutPrefix(p, layout.ClustersDir+"/")
 		switch {
@@ -267,7 +266,7 @@ func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScop
 		// Every cluster reading what a keyed cluster signs: its peers, and
 		// whoever holds an inbox from it or has one in its tree.
 		holders, _ := fs.ReadDir(tree, layout.ClustersDir)
-		for _, id := range sortedKeys(keyed) {
+		for _, id := range slices.Sorted(maps.Keys(keyed)) {
 			for _, p := range peers[id] {
 				s.clusters[p] = true
 			}
@@ -285,7 +284,7 @@ func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScop
 			}
 		}
 	}
-	s.sorted = sortedKeys(s.clusters)
+	s.sorted = slices.Sorted(maps.Keys(s.clusters))
 	for _, id := range s.sorted {
 		for _, p := range peers[id] {
 			s.neighbours[p] = true
@@ -408,16 +407,6 @@ func union[K comparable, V any](a, b map[K]V) map[K]bool {
 	return out
 }
 
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // judgedManifestDirs lists the writers' directories whose manifest a
 // judged commit of order (not excluded, not at a shallow clone's edge)
 // changes. The commits before Base only tell what was known, and of the
@@ -431,11 +420,7 @@ func (h *history) judgedManifestDirs(order []*node, excluded map[plumbing.Hash]b
 		if excluded[n.c.Hash] || n.boundary {
 			continue
 		}
-		parents := make([]plumbing.Hash, 0, len(n.parents))
-		for _, p := range n.parents {
-			parents = append(parents, p.TreeHash)
-		}
-		changes, err := h.ownChanges(n.c.TreeHash, parents)
+		changes, err := h.nodeChanges(n)
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
 		}
