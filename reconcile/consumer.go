@@ -126,7 +126,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 // hasIdentity reports whether this cluster rendered an Identity of provider
 // in an earlier pass (and signed it).
 func (p *pass) hasIdentity(provider string) bool {
-	_, err := fs.Stat(p.in.Tree, path.Join(layout.PeerDir(p.self, provider), liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ControlPlaneIdentityName(provider))))
+	_, err := fs.Stat(p.in.Tree, render.Path(p.self, provider, authv1beta1.IdentityKind, liqo.ControlPlaneIdentityName(provider)))
 	return err == nil
 }
 
@@ -366,10 +366,9 @@ func (p *pass) keepSlice(provider string, req *authv1beta1.ResourceSlice, answer
 // engine prune the slice and its virtual node, and create them again one
 // pass later.
 func (p *pass) keepRendered(provider, slice string, want []byte) (bool, error) {
-	dir := layout.PeerDir(p.self, provider)
 	files := []string{
-		path.Join(dir, liqo.ObjectFileName(authv1beta1.ResourceSliceKind, slice)),
-		path.Join(dir, liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ResourceSliceIdentityName(slice))),
+		render.Path(p.self, provider, authv1beta1.ResourceSliceKind, slice),
+		render.Path(p.self, provider, authv1beta1.IdentityKind, liqo.ResourceSliceIdentityName(slice)),
 	}
 	var data [2][]byte
 	for i, f := range files {

@@ -193,7 +193,7 @@ func (p *pass) rotatedFrom(consumer string, accepted *authv1beta1.Tenant) string
 // acceptedTenant is the Tenant of consumer this cluster verified and
 // rendered in an earlier pass, or nil.
 func (p *pass) acceptedTenant(consumer string) *authv1beta1.Tenant {
-	file := path.Join(layout.PeerDir(p.self, consumer), liqo.ObjectFileName(authv1beta1.TenantKind, consumer))
+	file := render.Path(p.self, consumer, authv1beta1.TenantKind, consumer)
 	data, found, err := p.read(file)
 	if err != nil || !found {
 		return nil

@@ -126,7 +126,7 @@ func (p *pass) formerPeers() ([]string, error) {
 func (p *pass) wasConsumerOf(peer string) bool {
 	for _, f := range []string{
 		layout.InboxPath(peer, p.self, layout.TenantFile),
-		layout.ClusterPath(p.self, layout.LiqoDir, peer, liqo.ObjectFileName(authv1beta1.IdentityKind, liqo.ControlPlaneIdentityName(peer))),
+		render.Path(p.self, peer, authv1beta1.IdentityKind, liqo.ControlPlaneIdentityName(peer)),
 	} {
 		if _, err := fs.Stat(p.in.Tree, f); err == nil {
 			return true

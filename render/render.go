@@ -54,8 +54,13 @@ type Object struct {
 func (o Object) File() string { return liqo.ObjectFileName(o.Kind, o.Name) }
 
 // Path is the object's path in the repo when cluster self renders it.
-func (o Object) Path(self string) string {
-	return path.Join(layout.PeerDir(self, o.Peer), o.File())
+func (o Object) Path(self string) string { return Path(self, o.Peer, o.Kind, o.Name) }
+
+// Path is where cluster self renders the object of kind and name for peer:
+// clusters/<self>/liqo/<peer>/<liqo.ObjectFileName>. Readers of what a pass
+// rendered before look it up there.
+func Path(self, peer, kind, name string) string {
+	return path.Join(layout.PeerDir(self, peer), liqo.ObjectFileName(kind, name))
 }
 
 // Step names, in the handshake's words, what writing the object into the

@@ -41,6 +41,7 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/render"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -532,7 +533,7 @@ func (v *verifier) peering(pr schema.Peering) {
 		havePin = true
 	case pr.AcceptPolicy() != schema.PolicyPinned:
 		havePin = true
-		rendered := path.Join(layout.PeerDir(provider, consumer), liqo.ObjectFileName("Tenant", consumer))
+		rendered := render.Path(provider, consumer, authv1beta1.TenantKind, consumer)
 		if data, ok := v.read(rendered); ok {
 			if t, err := artifact.DecodeTenant(rendered, data); err == nil {
 				_, pinned, _ = handshake.ParsePublicKey(t.Spec.PublicKey)
