@@ -13,24 +13,22 @@ import (
 // passFlags are the flags of what a pass computes from, registered once
 // for reconcile and plan so that plan's pass is reconcile's: the cluster
 // and its backend, the repo, what it renders and signs, and the spec's
-// evaluation limits.
+// evaluation limits. How the repo is read (--branch, --git-credentials)
+// is each command's: reconcile pushes to the branch it fetches, plan reads
+// [DIR | URL] as status does (sourceFlags).
 type passFlags struct {
-	cluster, repoURL, branch, gitCredentials string
-	signingFormat                            string
-	clusterRoles                             bool
-	lifetime                                 time.Duration
-	backend                                  backendFlags
+	cluster, repoURL, signingFormat string
+	clusterRoles                    bool
+	lifetime                        time.Duration
+	backend                         backendFlags
 }
 
-// register adds the flags to cmd; branchUsage says what --branch is for
-// the command.
-func (f *passFlags) register(cmd *cobra.Command, branchUsage string) {
+// register adds the flags to cmd.
+func (f *passFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.cluster, "cluster", "", "this cluster's ID (must match the state dir)")
 	fs.StringVar(&f.repoURL, "repo", "", "peering repo URL or path")
 	f.backend.register(fs, false)
-	fs.StringVar(&f.branch, "branch", "main", branchUsage)
-	fs.StringVar(&f.gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	fs.StringVar(&f.signingFormat, "signing-format", string(commitsig.FormatSSH), "sign commits with the cluster key as ssh (Flux) or openpgp (Argo CD, and publish clusters/<id>/openpgp.asc), git's gpg.format words")
 	fs.BoolVar(&f.clusterRoles, "liqo-cluster-roles", false, "render Liqo's ClusterRoles (liqo-remote-controlplane, liqo-virtual-kubelet-remote-clusterwide) for a provider running no Liqo")
 	fs.DurationVar(&f.lifetime, "certificate-lifetime", reconcile.DefaultCertificateLifetime, "validity of certificates this cluster signs as a provider")

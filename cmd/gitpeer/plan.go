@@ -25,11 +25,11 @@ import (
 // errChanges is plan's exit 1: the diff is printed, nothing more to say.
 var errChanges = &exitError{code: 1, err: errors.New("the pass would change the repo"), silent: true}
 
-// planOptions are plan's flags: a pass's (reconcile's) and where to read
-// the repo.
+// planOptions are plan's flags: a pass's (reconcile's) and how to read
+// [DIR | URL] (status's).
 type planOptions struct {
-	pass passFlags
-	ref  string
+	pass   passFlags
+	source sourceFlags
 }
 
 func newPlanCmd() *cobra.Command {
@@ -72,8 +72,8 @@ backend, a pass that would fail).`,
 		},
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(2, err) })
-	o.pass.register(cmd, "branch to read, when the repo is cloned")
-	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage+"; for a checkout (a URL is read at --branch)")
+	o.pass.register(cmd)
+	o.source.register(cmd.Flags())
 	return cmd
 }
 
@@ -106,7 +106,7 @@ func (o *planOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s: staged key: %w", cluster, err)
 	}
-	src, err := openSource(ctx, target, o.pass.branch, o.pass.gitCredentials, o.ref, cmd.ErrOrStderr())
+	src, err := o.source.open(cmd, target)
 	if err != nil {
 		return err
 	}

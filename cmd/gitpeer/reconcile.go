@@ -22,6 +22,7 @@ import (
 // passes run (once or as a daemon, pushing or proposing for review).
 type reconcileOptions struct {
 	pass                                             passFlags
+	branch, gitCredentials                           string
 	checkout, pushBranch, reviewScope                string
 	pr                                               prFlags
 	daemon                                           daemonFlags
@@ -79,7 +80,9 @@ Another one fails naming the holder's process, or with --wait waits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	o.pass.register(cmd, "branch to reconcile; it must exist on the remote, holding the peering spec")
+	o.pass.register(cmd)
+	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
+	cmd.Flags().StringVar(&o.gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f := cmd.Flags()
 	f.StringVar(&o.checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
 	f.StringVar(&o.pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
@@ -124,11 +127,11 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 	}
 	var review *reviewFlow
 	if cmd.Flags().Changed("push-branch") {
-		b, err := expandPushBranch(o.pushBranch, o.pass.cluster, o.pass.branch)
+		b, err := expandPushBranch(o.pushBranch, o.pass.cluster, o.branch)
 		if err != nil {
 			return err
 		}
-		review = &reviewFlow{branch: b, target: o.pass.branch, repoURL: o.pass.repoURL}
+		review = &reviewFlow{branch: b, target: o.branch, repoURL: o.pass.repoURL}
 	}
 	reviewed, err := runner.Reviewed(o.reviewScope, o.pass.cluster)
 	switch {
@@ -141,7 +144,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	creds, err := gitauth.New(o.pass.gitCredentials, o.pass.repoURL)
+	creds, err := gitauth.New(o.gitCredentials, o.pass.repoURL)
 	if err != nil {
 		return fmt.Errorf("--repo, --git-credentials: %w", err)
 	}
@@ -165,7 +168,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer lock.Unlock()
-	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.pass.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
 	if review != nil {
 		gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
 	}

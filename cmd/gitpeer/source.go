@@ -119,7 +119,7 @@ func openLocal(dir, rev, flag string) (*repoSource, error) {
 	return &repoSource{Dir: dir, Tree: tree.TreeFS, Commit: tree.Commit, Rev: tree.Rev, tree: tree}, nil
 }
 
-// sourceFlags are the flags of a reader of [DIR | URL] (status, wait):
+// sourceFlags are the flags of a reader of [DIR | URL] (status, wait, plan):
 // the branch a URL is cloned at and the credentials it is cloned with, and
 // the revision a checkout is read at.
 type sourceFlags struct {
