@@ -18,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
@@ -70,7 +69,7 @@ func validateChange(ch *Change) error {
 	// The guard runs on every write, identical or not, before anything
 	// touches the worktree: a refusal must leave nothing behind.
 	for _, name := range written {
-		if err := guard.Check(name, ch.Writes[name]); err != nil {
+		if err := ch.Guard.Check(name, ch.Writes[name]); err != nil {
 			return fmt.Errorf("refuse change: %w", err)
 		}
 	}

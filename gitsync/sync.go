@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 )
 
@@ -64,6 +65,11 @@ type Change struct {
 	// The paths the Change writes or deletes (and the files under a deleted
 	// directory) are always owned; nil owns only those.
 	Owns func(path string) bool
+	// Guard holds the secret guard's answers the pass already has (it
+	// inspected what it wrote with it): each write is checked through it,
+	// so bytes inspected once are not scanned again. nil: every write is
+	// scanned.
+	Guard *guard.Cache
 }
 
 // PassFunc computes the change on a worktree freshly reset to the remote

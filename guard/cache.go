@@ -2,6 +2,7 @@ package guard
 
 import (
 	"crypto/sha256"
+	"fmt"
 
 	"github.com/gitpeer/gitpeer/internal/boundedmap"
 )
@@ -26,6 +27,15 @@ type result struct {
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache { return &Cache{m: boundedmap.New[[sha256.Size]byte, result](maxCached)} }
+
+// Check is Check(path, content), answered from the cache when the same
+// bytes were inspected before. A nil Cache inspects every time.
+func (c *Cache) Check(path string, content []byte) error {
+	if reason, found := c.Inspect(content); found {
+		return fmt.Errorf("%s: %w: %s", path, ErrSecret, reason)
+	}
+	return nil
+}
 
 // Inspect is Inspect(content), answered from the cache when the same bytes
 // were inspected before. A nil Cache inspects every time.

@@ -32,7 +32,10 @@ func (c *Cache) manifestCache() *manifest.Cache {
 	return c.manifests
 }
 
-func (c *Cache) guardCache() *guard.Cache {
+// Guard is the secret guard's answers kept across passes (nil for a nil
+// Cache): the runner hands it to gitsync, whose check of the commit then
+// finds what the pass's isolate inspected.
+func (c *Cache) Guard() *guard.Cache {
 	if c == nil {
 		return nil
 	}

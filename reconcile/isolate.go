@@ -29,7 +29,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 		if old, err := fs.ReadFile(p.raw, f); err == nil && bytes.Equal(old, data) {
 			continue // committed before, so checked before
 		}
-		if reason, found := p.in.Cache.guardCache().Inspect(data); found {
+		if reason, found := p.in.Cache.Guard().Inspect(data); found {
 			if peer := p.peerOf(f); peer != "" {
 				bad[peer] = fmt.Sprintf("%s: %s", f, reason)
 			}
@@ -53,7 +53,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 			return err
 		}
 		for f, data := range p.out.Files {
-			if _, found := p.in.Cache.guardCache().Inspect(data); found && p.peerOf(f) == peer {
+			if _, found := p.in.Cache.Guard().Inspect(data); found && p.peerOf(f) == peer {
 				delete(p.out.Files, f) // even the earlier state is refused: drop it
 			}
 		}
@@ -80,7 +80,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 // withhold replaces a status message that quotes what the guard would
 // refuse to commit.
 func (p *pass) withhold(msg *string) {
-	if reason, found := p.in.Cache.guardCache().Inspect([]byte(*msg)); found {
+	if reason, found := p.in.Cache.Guard().Inspect([]byte(*msg)); found {
 		*msg = "message withheld: it quoted content that looks like private material (" + reason + ")"
 	}
 }
