@@ -287,6 +287,16 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 // Dir returns the absolute path of the working clone.
 func (r *Repo) Dir() string { return r.dir }
 
+// CacheFile is the path of .git/gitpeer-<name> in the clone: where what
+// belongs to the clone but never to a commit is kept between processes
+// (the worktree snapshot, the evaluated spec), removed with the clone.
+// Whoever can write there can already change what a pass reads (the
+// clone's objects and refs), so such a file adds nothing to trust; each
+// is still only a hint its reader checks for shape and staleness.
+func (r *Repo) CacheFile(name string) string {
+	return filepath.Join(r.dir, ".git", "gitpeer-"+name)
+}
+
 // SignatureFormat returns Options.SignatureFormat: the format the Repo's
 // commits are signed in, "" when that is not known.
 func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.SignatureFormat }

@@ -34,7 +34,6 @@ import (
 //	f <mode octal> <size> <mtime ns> <Go-quoted slash path>   one per file or directory
 //	end <number of f lines>
 const (
-	snapFileName   = "gitpeer-snapshot"
 	snapMagic      = "gitpeer-snapshot 1"
 	maxSnapFileLen = 64 << 20 // bytes; a larger file is not ours
 )
@@ -48,7 +47,7 @@ type snapIndex struct {
 	mtime int64 // nanoseconds
 }
 
-func (r *Repo) snapPath() string  { return filepath.Join(r.dir, ".git", snapFileName) }
+func (r *Repo) snapPath() string  { return r.CacheFile("snapshot") }
 func (r *Repo) indexPath() string { return filepath.Join(r.dir, ".git", "index") }
 
 func (r *Repo) indexStat() (snapIndex, bool) {

@@ -187,13 +187,14 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 }
 
 // loadSpec finds the spec file at the root of tree, named as a file of the
-// checkout, and evaluates it (LoadSpec) unless the cache holds its bytes.
+// checkout, and evaluates it (LoadSpec) unless the cache (in memory, or in
+// the clone for the next process) holds its bytes.
 func (r *Runner) loadSpec(ctx context.Context, tree fs.FS) (*schema.Spec, error) {
 	file, data, err := schema.FindSpec(tree, r.Repo.Dir())
 	if err != nil {
 		return nil, err
 	}
-	return r.specs.load(ctx, file, data, func(ctx context.Context, file string, data []byte) (*schema.Spec, error) {
+	return r.specs.load(ctx, r.Repo.CacheFile("spec"), file, data, func(ctx context.Context, file string, data []byte) (*schema.Spec, error) {
 		if r.LoadSpec != nil {
 			return r.LoadSpec(ctx, file, data)
 		}
