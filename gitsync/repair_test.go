@@ -103,3 +103,53 @@ func TestOpenInitsAgainWhenAnInitWasKilled(t *testing.T) {
 		t.Errorf("%s is still there: %v", stale, err)
 	}
 }
+
+// TestAnIndexDamagedUnderItsRecordedStatIsDropped: Open skips decoding an
+// index whose size and modification time are those the snapshot recorded;
+// a byte changed in it, the stat put back, still fails its checksum, so
+// the index is dropped and rebuilt, and the next Sync works on a sound
+// clone.
+func TestAnIndexDamagedUnderItsRecordedStatIsDropped(t *testing.T) {
+	bare := newBare(t)
+	opts := testOptions(t, bare, "alpha")
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, r, writes("first", map[string]string{"clusters/alpha/a.yaml": "a: 1\n"}))
+	p := filepath.Join(opts.Dir, ".git", "index")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix, ok := snapshotIndex(r.snapPath()); !ok || ix.size != fi.Size() || ix.mtime != fi.ModTime().UnixNano() {
+		t.Fatalf("the snapshot recorded index %+v (%v), want the index's stat", ix, ok)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !recordedIndex(filepath.Join(opts.Dir, ".git"), p, data) {
+		t.Fatal("the whole index the snapshot recorded is not recognised: Open would decode it every time")
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if recordedIndex(filepath.Join(opts.Dir, ".git"), p, data) {
+		t.Fatal("a damaged index under its recorded stat was taken as whole")
+	}
+	r, err = Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Open after the index was damaged: %v", err)
+	}
+	res := mustSync(t, r, writes("second", map[string]string{"clusters/alpha/a.yaml": "a: 2\n"}))
+	if res.Commit == "" {
+		t.Fatalf("Sync after the index was damaged committed nothing: %+v", res)
+	}
+	assertClean(t, opts.Dir)
+	runGit(t, opts.Dir, "fsck", "--strict", "--no-progress")
+}

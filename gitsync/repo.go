@@ -294,8 +294,10 @@ func (r *Repo) Dir() string { return r.dir }
 // clone's objects and refs), so such a file adds nothing to trust; each
 // is still only a hint its reader checks for shape and staleness.
 func (r *Repo) CacheFile(name string) string {
-	return filepath.Join(r.dir, ".git", "gitpeer-"+name)
+	return cacheFile(filepath.Join(r.dir, ".git"), name)
 }
+
+func cacheFile(gitDir, name string) string { return filepath.Join(gitDir, "gitpeer-"+name) }
 
 // SignatureFormat returns Options.SignatureFormat: the format the Repo's
 // commits are signed in, "" when that is not known.

@@ -130,6 +130,44 @@ func encodeSnapshot(s *snapshot, ix snapIndex) []byte {
 
 var errBadSnapshot = errors.New("not a gitpeer snapshot")
 
+// snapHeader parses the first three lines of a snapshot file, read by line.
+func snapHeader(line func() (string, bool)) (plumbing.Hash, snapIndex, bool) {
+	var ix snapIndex
+	if l, ok := line(); !ok || l != snapMagic {
+		return plumbing.ZeroHash, ix, false
+	}
+	l, ok := line()
+	hexHash, found := strings.CutPrefix(l, "commit ")
+	if !ok || !found || len(hexHash) != 40 || !plumbing.IsHash(hexHash) {
+		return plumbing.ZeroHash, ix, false
+	}
+	if l, ok = line(); !ok {
+		return plumbing.ZeroHash, ix, false
+	}
+	if n, err := fmt.Sscanf(l, "index %d %d", &ix.size, &ix.mtime); err != nil || n != 2 || l != fmt.Sprintf("index %d %d", ix.size, ix.mtime) {
+		return plumbing.ZeroHash, ix, false
+	}
+	return plumbing.NewHash(hexHash), ix, true
+}
+
+// snapshotIndex is the index stat the snapshot file at path recorded,
+// read from its header alone (repairClone runs before the clone is open).
+func snapshotIndex(path string) (snapIndex, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return snapIndex{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, 4096))
+	_, ix, ok := snapHeader(func() (string, bool) {
+		if !sc.Scan() {
+			return "", false
+		}
+		return sc.Text(), true
+	})
+	return ix, ok
+}
+
 // decodeSnapshot parses encodeSnapshot's format. Any deviation is
 // errBadSnapshot.
 func decodeSnapshot(data []byte) (*snapshot, snapIndex, error) {
@@ -142,21 +180,11 @@ func decodeSnapshot(data []byte) (*snapshot, snapIndex, error) {
 		}
 		return sc.Text(), true
 	}
-	if l, ok := line(); !ok || l != snapMagic {
+	commit, ix, ok := snapHeader(line)
+	if !ok {
 		return nil, ix, errBadSnapshot
 	}
-	l, ok := line()
-	hexHash, found := strings.CutPrefix(l, "commit ")
-	if !ok || !found || len(hexHash) != 40 || !plumbing.IsHash(hexHash) {
-		return nil, ix, errBadSnapshot
-	}
-	s := &snapshot{commit: plumbing.NewHash(hexHash), files: map[string]fileStat{}}
-	if l, ok = line(); !ok {
-		return nil, ix, errBadSnapshot
-	}
-	if n, err := fmt.Sscanf(l, "index %d %d", &ix.size, &ix.mtime); err != nil || n != 2 || l != fmt.Sprintf("index %d %d", ix.size, ix.mtime) {
-		return nil, ix, errBadSnapshot
-	}
+	s := &snapshot{commit: commit, files: map[string]fileStat{}}
 	for {
 		l, ok := line()
 		if !ok {
