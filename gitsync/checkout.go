@@ -99,7 +99,8 @@ func (r *Repo) walkWorktree(fn func(p, rel string, d fs.DirEntry) error) error {
 }
 
 // intact reports whether the worktree holds exactly what the snapshot
-// says: the same files with the same stats, nothing more.
+// says (the same files with the same stats, nothing more) and the index
+// is as this Repo left it.
 func (r *Repo) intact() bool {
 	if r.snap == nil {
 		return false
@@ -113,7 +114,7 @@ func (r *Repo) intact() bool {
 			return false
 		}
 	}
-	if len(r.snap.racy) > 0 && !r.racyClean() {
+	if !r.indexAsLeft() || len(r.snap.racy) > 0 && !r.racyClean() {
 		return false
 	}
 	r.snap.unverified, r.snap.racy = false, nil
@@ -123,7 +124,7 @@ func (r *Repo) intact() bool {
 // racyClean reports whether every racy file of the snapshot holds the
 // blob its index entry names, with the index at the snapshot's commit.
 func (r *Repo) racyClean() bool {
-	idx, err := r.repo.Storer.Index()
+	idx, err := r.readIndex()
 	if err != nil {
 		return false
 	}
@@ -220,7 +221,7 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 			writes = append(writes, write{name: ch.To.Name, file: f})
 		}
 	}
-	idx, err := r.repo.Storer.Index()
+	idx, err := r.takeIndex()
 	if err != nil {
 		return err
 	}
@@ -291,7 +292,7 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 	}
 	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
 	idx.Cache = nil // a tree cache extension would be stale
-	return r.repo.Storer.SetIndex(idx)
+	return r.writeIndex(idx)
 }
 
 // trackParents records in files whether each directory above name exists

@@ -221,6 +221,10 @@ type Repo struct {
 	fullResets int
 	// decoded is the trees passes decoded, by hash (TreeFS).
 	decoded *gitobj.TreeCache
+	// index is the clone's index as last decoded or written (index.go);
+	// indexDecodes counts the decodes of the file (tests read it).
+	index        indexCache
+	indexDecodes int
 	// applied is the last applied tree made, for the scope tree it came
 	// from (appliedTree).
 	applied struct {

@@ -734,7 +734,7 @@ func (r *Repo) rollback(tip plumbing.Hash) {
 // alone, but a pass must only ever see the tip. Walking the tree with one map
 // lookup per file is far cheaper than go-git's Status, which hashes.
 func (r *Repo) removeUntracked() error {
-	idx, err := r.repo.Storer.Index()
+	idx, err := r.readIndex()
 	if err != nil {
 		return err
 	}
