@@ -118,14 +118,23 @@ func (r *Repo) loadSnapshot() {
 	r.snap = s
 }
 
+// encodeSnapshot writes the format above. It appends rather than formats:
+// a working pass saves the snapshot of 19,000 files and directories twice.
 func encodeSnapshot(s *snapshot, ix snapIndex) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\ncommit %s\nindex %d %d\n", snapMagic, s.commit, ix.size, ix.mtime)
+	b := make([]byte, 0, 128+len(s.files)*96)
+	b = fmt.Appendf(b, "%s\ncommit %s\nindex %d %d\n", snapMagic, s.commit, ix.size, ix.mtime)
 	for name, st := range s.files {
-		fmt.Fprintf(&b, "f %o %d %d %s\n", uint32(st.mode), st.size, st.mtime, strconv.Quote(name))
+		b = append(b, "f "...)
+		b = strconv.AppendUint(b, uint64(uint32(st.mode)), 8)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, st.size, 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, st.mtime, 10)
+		b = append(b, ' ')
+		b = strconv.AppendQuote(b, name)
+		b = append(b, '\n')
 	}
-	fmt.Fprintf(&b, "end %d\n", len(s.files))
-	return b.Bytes()
+	return fmt.Appendf(b, "end %d\n", len(s.files))
 }
 
 var errBadSnapshot = errors.New("not a gitpeer snapshot")

@@ -2,8 +2,12 @@ package gitsync
 
 import (
 	"context"
+	"fmt"
+	"github.com/go-git/go-git/v5/plumbing"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -162,4 +166,26 @@ func FuzzDecodeSnapshot(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSnapshotLinesAreTheFormatsLines: each file's line is "f <mode octal>
+// <size> <mtime ns> <Go-quoted path>", as the format says and as files
+// written by earlier gitpeers hold, whatever the path holds.
+func TestSnapshotLinesAreTheFormatsLines(t *testing.T) {
+	files := map[string]fileStat{
+		"clusters/a/b.yaml": {size: 12, mtime: 1700000000123456789, mode: 0o644},
+		"dir":               dirStat,
+		"sp ace/\"q\"\n":    {size: 0, mtime: -1, mode: 0o755},
+		"ünï/コード":           {size: 1 << 40, mtime: 0, mode: fs.ModeSymlink | 0o777},
+	}
+	got := string(encodeSnapshot(&snapshot{commit: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567"), files: files}, snapIndex{size: 7, mtime: 9}))
+	for name, st := range files {
+		line := fmt.Sprintf("f %o %d %d %s\n", uint32(st.mode), st.size, st.mtime, strconv.Quote(name))
+		if !strings.Contains(got, line) {
+			t.Errorf("no line %q in\n%s", line, got)
+		}
+	}
+	if want := "gitpeer-snapshot 1\ncommit 0123456789abcdef0123456789abcdef01234567\nindex 7 9\n"; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "end 4\n") {
+		t.Errorf("header or end line wrong:\n%s", got)
+	}
 }
