@@ -3,13 +3,14 @@ package gitsync
 import (
 	"context"
 	"fmt"
-	"github.com/go-git/go-git/v5/plumbing"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // reopen opens a second Repo on r's clone, as the next `reconcile --once`
