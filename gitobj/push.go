@@ -31,8 +31,10 @@ type Push struct {
 	Store storage.Storer
 	// Branch is the short name of the remote branch.
 	Branch string
-	// Base is Commit's parent, which the remote has (zero: Commit is a
-	// root commit); Commit is the commit pushed.
+	// Base is a commit the remote has in full, whose tree is compared
+	// with Commit's to find what to send: Commit's parent, or with Force
+	// the branch's current head (zero: the remote has nothing of it);
+	// Commit is the commit pushed.
 	Base, Commit plumbing.Hash
 	// Force updates Branch over whatever it points at (or creates it);
 	// without it the host updates Branch only if it still points at Base.

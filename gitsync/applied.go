@@ -82,12 +82,21 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 		res.AppliedHeld = held
 		return nil
 	}
+	// The objects to send are those the new head's tree adds to the
+	// remote's current head's, vouched trees of nearby tips (a handful of
+	// files), not those it adds to tip's whole tree: that diff reads most
+	// of the repo's trees (100 ms at 14,600 files). The remote has every
+	// object of its head, and tip, the new head's parent.
+	base := tip
 	cur, err := r.repo.Reference(r.appliedTracking(), true)
 	switch {
 	case err == nil:
 		if r.holds(cur.Hash(), tree) {
 			res.Applied = cur.Hash().String()
 			return nil
+		}
+		if _, err := gitobj.TreeHash(r.repo.Storer, cur.Hash()); err == nil {
+			base = cur.Hash()
 		}
 	case !errors.Is(err, plumbing.ErrReferenceNotFound):
 		return fmt.Errorf("update %s: %w", ref, err)
@@ -99,7 +108,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, tip, target, true); err != nil {
+	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, target, true); err != nil {
 		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
 	res.Applied, res.Sealed = target.String(), true

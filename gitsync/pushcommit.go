@@ -18,7 +18,8 @@ func (r *Repo) pushCommit(ctx context.Context, old, commit plumbing.Hash) error 
 }
 
 // pushNarrow pushes commit to branch, sending the objects it adds to base
-// (which the remote has: commit's parent), and points branch's
+// (a commit the remote has in full: commit's parent, or the branch's
+// current head), and points branch's
 // remote-tracking ref at it. Without force, the host updates the branch
 // only if it still points at base; with force, over whatever it points at
 // (the applied branch, which only this cluster writes). A failure carries
