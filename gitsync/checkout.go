@@ -186,40 +186,9 @@ func (r *Repo) moveTo(tip plumbing.Hash) error {
 // of ft) what it wrote and deleted. It returns errFallback (the worktree in
 // an unknown state) as moveTo does.
 func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
-	changes, err := object.DiffTree(ft, tt)
+	deletes, writes, err := planMove(ft, tt)
 	if err != nil {
 		return err
-	}
-	type write struct {
-		name string
-		file *object.File
-	}
-	var deletes []string
-	var writes []write
-	for _, ch := range changes {
-		action, err := ch.Action()
-		if err != nil {
-			return err
-		}
-		for _, e := range []object.ChangeEntry{ch.From, ch.To} {
-			if e.Name != "" && e.TreeEntry.Mode != filemode.Regular && e.TreeEntry.Mode != filemode.Executable {
-				return errFallback // links, submodules: go-git knows them
-			}
-			if e.Name != "" && checkPath(e.Name) != nil {
-				return errFallback // a name Git's fsck refuses: not ours to write
-			}
-		}
-		switch action {
-		case merkletrie.Delete:
-			deletes = append(deletes, ch.From.Name)
-		case merkletrie.Insert, merkletrie.Modify:
-			f, err := tt.TreeEntryFile(&ch.To.TreeEntry)
-			if err != nil {
-				return err
-			}
-			f.Name = ch.To.Name
-			writes = append(writes, write{name: ch.To.Name, file: f})
-		}
 	}
 	idx, err := r.takeIndex()
 	if err != nil {
@@ -293,6 +262,66 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
 	idx.Cache = nil // a tree cache extension would be stale
 	return r.writeIndex(idx)
+}
+
+// fileWrite is a file a move writes: its path and its blob.
+type fileWrite struct {
+	name string
+	file *object.File
+}
+
+// planMove lists what moving the worktree from tree ft to tree tt deletes
+// and writes, or returns errFallback when the difference holds anything
+// but regular files with names Git's fsck accepts: links and submodules
+// are go-git's to check out, and a name such as ".." is not written at all.
+func planMove(ft, tt *object.Tree) (deletes []string, writes []fileWrite, err error) {
+	changes, err := object.DiffTree(ft, tt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ch := range changes {
+		action, err := ch.Action()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range []object.ChangeEntry{ch.From, ch.To} {
+			if e.Name != "" && e.TreeEntry.Mode != filemode.Regular && e.TreeEntry.Mode != filemode.Executable {
+				return nil, nil, errFallback
+			}
+			if e.Name != "" && checkPath(e.Name) != nil {
+				return nil, nil, errFallback
+			}
+		}
+		switch action {
+		case merkletrie.Delete:
+			deletes = append(deletes, ch.From.Name)
+		case merkletrie.Insert, merkletrie.Modify:
+			f, err := tt.TreeEntryFile(&ch.To.TreeEntry)
+			if err != nil {
+				return nil, nil, err
+			}
+			f.Name = ch.To.Name
+			writes = append(writes, fileWrite{name: ch.To.Name, file: f})
+		}
+	}
+	return deletes, writes, nil
+}
+
+// movable reports whether the worktree can move from commit from to
+// commit to by tree difference: a deferred reset checks it before the
+// pass, so that a tip the worktree cannot take fails the Sync before any
+// pass runs on it, as an immediate move does.
+func (r *Repo) movable(from, to plumbing.Hash) bool {
+	ft, err := gitobj.Tree(r.repo.Storer, from)
+	if err != nil {
+		return false
+	}
+	tt, err := gitobj.Tree(r.repo.Storer, to)
+	if err != nil {
+		return false
+	}
+	_, _, err = planMove(ft, tt)
+	return err == nil
 }
 
 // trackParents records in files whether each directory above name exists

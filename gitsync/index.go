@@ -92,6 +92,7 @@ func (r *Repo) takeIndex() (*index.Index, error) {
 // written.
 func (r *Repo) writeIndex(idx *index.Index) error {
 	r.index = indexCache{}
+	r.indexWrites++
 	if err := r.repo.Storer.SetIndex(idx); err != nil {
 		return err
 	}

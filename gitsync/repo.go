@@ -72,6 +72,13 @@ type Options struct {
 	// deleted there), before the checkout is touched, instead of starting
 	// Branch with a root commit as Seed does.
 	BranchMustExist bool
+	// CheckoutAfterPass makes Open leave an intact worktree where the last
+	// process left it, and each SyncTree bring it to the branch tip once,
+	// after its pass, rather than once before the pass and again for its
+	// commit: a SyncTree pass reads Git objects, not the worktree. For a
+	// process that opens the clone to run SyncTree (reconcile); a caller
+	// that reads the checkout's files after Open leaves it false.
+	CheckoutAfterPass bool
 	// Author is the commit author and committer.
 	Author Signature
 	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
@@ -222,9 +229,10 @@ type Repo struct {
 	// decoded is the trees passes decoded, by hash (TreeFS).
 	decoded *gitobj.TreeCache
 	// index is the clone's index as last decoded or written (index.go);
-	// indexDecodes counts the decodes of the file (tests read it).
-	index        indexCache
-	indexDecodes int
+	// indexDecodes and indexWrites count the file's decodes and writes
+	// (tests read them).
+	index                     indexCache
+	indexDecodes, indexWrites int
 	// applied is the last applied tree made, for the scope tree it came
 	// from (appliedTree).
 	applied struct {
@@ -237,6 +245,11 @@ type Repo struct {
 	// trustWorktree is set during a SyncTree: a reset with a snapshot
 	// moves from it without a stat scan of the worktree.
 	trustWorktree bool
+	// deferMoves is set during a SyncTree and, with CheckoutAfterPass,
+	// Open: a reset of an intact worktree only moves the branch; the
+	// worktree stays at the snapshot's commit until the commit or settle
+	// moves it.
+	deferMoves bool
 
 	// auth and caBundle are those of the current Open or Sync (see
 	// Options.Credentials).
@@ -282,7 +295,10 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		return nil, err
 	}
 	r.loadSnapshot() // a hint from the last process; refresh checks it
-	if _, err := r.refresh(ctx); err != nil {
+	r.deferMoves = opts.CheckoutAfterPass
+	_, err = r.refresh(ctx)
+	r.deferMoves = false
+	if err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -163,8 +163,12 @@ func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) 
 func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.trustWorktree = trustWorktree
-	defer func() { r.trustWorktree = false }()
+	r.trustWorktree, r.deferMoves = trustWorktree, trustWorktree
+	defer func() {
+		r.deferMoves = false
+		r.settle()
+		r.trustWorktree = false
+	}()
 
 	if err := r.loadCredentials(); err != nil {
 		return Result{}, err
@@ -538,12 +542,18 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", tree, err)
 	}
-	var files map[string]fileStat // the worktree as of tip, if known
-	if r.snap != nil && r.snap.commit == tip && !r.snap.unverified {
+	var files map[string]fileStat // the worktree as of wt's tree, if known
+	wt := from
+	if r.snap != nil && !r.snap.unverified && (r.snap.commit == tip || r.deferMoves) {
 		files = r.snap.files
+		if r.snap.commit != tip { // a deferred reset left it there
+			if wt, err = gitobj.Tree(r.repo.Storer, r.snap.commit); err != nil {
+				files = nil
+			}
+		}
 	}
 	r.snap = nil // the worktree changes
-	moved := files != nil && r.moveTree(from, to, files) == nil
+	moved := files != nil && r.moveTree(wt, to, files) == nil
 	if !moved {
 		files = nil
 		// Something in the worktree is in the way (a SyncTree does not
@@ -701,7 +711,11 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		}
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
-		if (r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()) && r.moveTo(tip) == nil {
+		intact := r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()
+		if intact && r.deferMoves && r.movable(r.snap.commit, tip) {
+			return nil // the worktree stays at r.snap.commit (settle)
+		}
+		if intact && r.moveTo(tip) == nil {
 			if !r.snap.persisted {
 				r.saveSnapshot()
 			}
@@ -719,6 +733,21 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 	r.takeSnapshot(tip)
 	r.saveSnapshot()
 	return nil
+}
+
+// settle brings a worktree that deferred resets left at the snapshot's
+// commit to the branch tip, so that a Sync ends with the checkout at the
+// tip. A failure only leaves the snapshot unknown: the next reset is a full
+// one.
+func (r *Repo) settle() {
+	if r.snap == nil {
+		return
+	}
+	ref, err := r.repo.Storer.Reference(plumbing.NewBranchReferenceName(r.opts.Branch))
+	if err != nil || ref.Hash() == r.snap.commit {
+		return
+	}
+	_ = r.reset(ref.Hash())
 }
 
 // rollback is reset for error paths: the error being returned matters more

@@ -168,7 +168,8 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer lock.Unlock()
-	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout,
+		CheckoutAfterPass: true}
 	if review != nil {
 		gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
 	}
