@@ -101,3 +101,23 @@ func TestCheckoutAfterPassEndsAtTheTip(t *testing.T) {
 		assertTip(t, bare, c)
 	})
 }
+
+// TestAnIdleProcessRecordsAnIndexGitRewrote: after git status rewrote the
+// index, the next idle process (CheckoutAfterPass, so it moves nothing)
+// still records the index's new stat, so the process after it does not
+// compare the index with the tree again.
+func TestAnIdleProcessRecordsAnIndexGitRewrote(t *testing.T) {
+	bare := newBare(t)
+	b := openRepo(t, bare, "cl-b")
+	mustSync(t, b, writes("b", map[string]string{"y/b.yaml": "b\n"}))
+	runGit(t, b.Dir(), "update-index", "--index-version", "4")
+	c := reopenAfterPass(t, bare, b, "cl-b")
+	if _, err := c.SyncTree(context.Background(), treeWrites(map[string]string{"y/b.yaml": "b\n"})); err != nil {
+		t.Fatal(err)
+	}
+	ix, ok := snapshotIndex(c.snapPath())
+	now, ok2 := c.indexStat()
+	if !ok || !ok2 || ix != now || c.fullResets != 0 {
+		t.Errorf("snapshot records index %+v, the index is %+v; %d full resets", ix, now, c.fullResets)
+	}
+}

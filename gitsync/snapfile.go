@@ -13,7 +13,10 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
 )
 
@@ -96,8 +99,12 @@ func (r *Repo) loadSnapshot() {
 	if err != nil {
 		return
 	}
+	rewrite := false // the index was rewritten since: record its stat anew
 	if now, ok := r.indexStat(); !ok || now != ix {
-		return
+		if !ok || !r.indexIsCommit(s.commit) {
+			return
+		}
+		rewrite = true
 	}
 	// The snapshot is written with the branch at its commit; another tip
 	// means the clone moved without it (a crash between commit and write).
@@ -114,8 +121,41 @@ func (r *Repo) loadSnapshot() {
 			s.racy[name] = true
 		}
 	}
-	s.unverified, s.persisted = true, true
+	s.unverified, s.persisted = true, !rewrite
 	r.snap = s
+}
+
+// indexIsCommit reports whether the clone's index lists exactly the files
+// of commit's tree: the same paths, blobs and modes, none staged in
+// conflict. git status in the checkout rewrites the index (to refresh its
+// entries' stat data) without changing what it lists; that must not cost
+// the next process a full reset. The decoded index stays cached for the
+// move that follows.
+func (r *Repo) indexIsCommit(commit plumbing.Hash) bool {
+	idx, err := r.readIndex()
+	if err != nil {
+		return false
+	}
+	tree, err := gitobj.Tree(r.repo.Storer, commit)
+	if err != nil {
+		return false
+	}
+	listed := make(map[string]*index.Entry, len(idx.Entries))
+	for _, e := range idx.Entries {
+		if e.Stage != 0 { // go-git's index.Merged is 1, but a merged entry is stage 0 on disk
+			return false
+		}
+		listed[e.Name] = e
+	}
+	n := 0
+	err = tree.Files().ForEach(func(f *object.File) error {
+		n++
+		if e := listed[f.Name]; e == nil || e.Hash != f.Hash || e.Mode != f.Mode {
+			return errBadSnapshot
+		}
+		return nil
+	})
+	return err == nil && n == len(listed)
 }
 
 // encodeSnapshot writes the format above. It appends rather than formats:

@@ -65,8 +65,8 @@ func TestASecondProcessMovesTheCheckoutIncrementally(t *testing.T) {
 }
 
 // TestABadSnapshotFileMeansAFullReset: a snapshot file that is corrupt, cut
-// short, of another commit, or whose index was rewritten since is no
-// snapshot: Open resets fully, with no error, and the pass sees the tip.
+// short, of another commit, or whose index was since rewritten to list
+// something else is no snapshot: Open resets fully, with no error, and the pass sees the tip.
 func TestABadSnapshotFileMeansAFullReset(t *testing.T) {
 	cases := map[string]func(t *testing.T, b *Repo, file []byte){
 		"corrupt": func(t *testing.T, b *Repo, file []byte) {
@@ -80,9 +80,11 @@ func TestABadSnapshotFileMeansAFullReset(t *testing.T) {
 			other := runGit(t, b.Dir(), "rev-parse", "HEAD~1")
 			writeFile(t, b.snapPath(), []byte(strings.Replace(string(file), strings.TrimSpace(head), strings.TrimSpace(other), 1)))
 		},
-		"index rewritten": func(t *testing.T, b *Repo, file []byte) {
-			// git rewrites the index (same entries, a new stat).
-			runGit(t, b.Dir(), "update-index", "--really-refresh")
+		"index rewritten with other entries": func(t *testing.T, b *Repo, file []byte) {
+			// git rewrites the index to list something else (the same
+			// entries under a new stat keep the snapshot: see
+			// TestGitInTheCheckoutKeepsTheSnapshotUnlessItChangesTheIndex).
+			runGit(t, b.Dir(), "update-index", "--chmod=+x", "y/b.yaml")
 		},
 		"a directory": func(t *testing.T, b *Repo, file []byte) {
 			os.Remove(b.snapPath())
@@ -188,5 +190,41 @@ func TestSnapshotLinesAreTheFormatsLines(t *testing.T) {
 	}
 	if want := "gitpeer-snapshot 1\ncommit 0123456789abcdef0123456789abcdef01234567\nindex 7 9\n"; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "end 4\n") {
 		t.Errorf("header or end line wrong:\n%s", got)
+	}
+}
+
+// TestGitInTheCheckoutKeepsTheSnapshotUnlessItChangesTheIndex: git
+// commands that rewrite the index without changing what it lists (git
+// status refreshing stat data, a format change, a touch) leave the next
+// process its incremental move; one that changes what the index lists is
+// a full reset, after which the checkout is the tip again.
+func TestGitInTheCheckoutKeepsTheSnapshotUnlessItChangesTheIndex(t *testing.T) {
+	for name, tc := range map[string]struct {
+		git   []string
+		reset bool
+	}{
+		"git status":              {git: []string{"status", "--porcelain"}},
+		"index format 4":          {git: []string{"update-index", "--index-version", "4"}},
+		"index refreshed":         {git: []string{"update-index", "--really-refresh"}},
+		"a file's mode staged":    {git: []string{"update-index", "--chmod=+x", "x/a.yaml"}, reset: true},
+		"a file removed from it":  {git: []string{"rm", "-q", "--cached", "x/a.yaml"}, reset: true},
+		"an intent-to-add staged": {git: []string{"add", "-N", "stray"}, reset: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bare := newBare(t)
+			a := openRepo(t, bare, "cl-a")
+			b := openRepo(t, bare, "cl-b")
+			mustSync(t, b, writes("b", map[string]string{"x/a.yaml": "a\n", "y/b.yaml": "b\n"}))
+			mustSync(t, a, writes("a", map[string]string{"z/c.yaml": "c\n"}))
+			if name == "an intent-to-add staged" {
+				writeFile(t, filepath.Join(b.Dir(), "stray"), []byte("s\n"))
+			}
+			runGit(t, b.Dir(), tc.git...)
+			c := reopen(t, bare, b, "cl-b")
+			if want := map[bool]int{false: 0, true: 1}[tc.reset]; c.fullResets != want {
+				t.Errorf("%d full resets after %s, want %d", c.fullResets, name, want)
+			}
+			assertTip(t, bare, c)
+		})
 	}
 }

@@ -744,10 +744,13 @@ func (r *Repo) settle() {
 		return
 	}
 	ref, err := r.repo.Storer.Reference(plumbing.NewBranchReferenceName(r.opts.Branch))
-	if err != nil || ref.Hash() == r.snap.commit {
-		return
+	switch {
+	case err != nil:
+	case ref.Hash() != r.snap.commit:
+		_ = r.reset(ref.Hash())
+	case !r.snap.persisted: // loaded with an index git rewrote: record its stat
+		r.saveSnapshot()
 	}
-	_ = r.reset(ref.Hash())
 }
 
 // rollback is reset for error paths: the error being returned matters more
