@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -56,4 +57,11 @@ func TestPassWithACacheWritesWhatAPassWithoutOneWrites(t *testing.T) {
 		compare(len(order)+i, id)
 		w.pass(id)
 	}
+	// A repo writer swaps the API server in beta's cluster.yaml, which
+	// alpha's cache parsed and accepted before (alpha pinned beta's; beta's
+	// own pass now refuses to act, which no cache changes).
+	const info = "clusters/beta/cluster.yaml"
+	w.tree[info] = &fstest.MapFile{Data: bytes.Replace(w.tree[info].Data, []byte("https://"), []byte("https://x"), 1)}
+	compare(len(order)+2, "alpha")
+	w.pass("alpha")
 }

@@ -140,7 +140,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	// before it is read: a peer's, or a repo writer's, oversized file is
 	// refused for that peer alone, never read whole.
 	in.Tree = layout.Capped(in.Tree)
-	me, err := layout.ReadClusterInfo(in.Tree, self)
+	me, err := in.Cache.readClusterInfo(in.Tree, self)
 	if errors.Is(err, layout.ErrNotPublished) {
 		// The spec may name a cluster before its init commit is merged:
 		// every pass fails until it is.

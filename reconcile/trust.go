@@ -100,7 +100,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	}
 	provider := p.providers[peer]
 	file := layout.ClusterPath(peer, layout.ClusterFile)
-	ci, err := layout.ReadClusterInfo(p.raw, peer)
+	ci, err := p.in.Cache.readClusterInfo(p.raw, peer)
 	switch {
 	case errors.Is(err, layout.ErrNotPublished):
 		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s: its admin runs gitpeer init --cluster %s --repo CLONE on it and merges the commit (see gitpeer validate)", peer, file, peer)
