@@ -4,6 +4,7 @@ import (
 	"io/fs"
 
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -14,8 +15,9 @@ import (
 // computed from, so that an unchanged repo is not checked again from
 // scratch: manifests that parsed and verified (manifest.Cache), the
 // secret guard's answers (guard.Cache), the YAML of objects rendered
-// before (liqo.Encoder) and the cluster.yaml files parsed before
-// (layout.ClusterInfoCache). Every pass still makes every trust
+// before (liqo.Encoder), the cluster.yaml files parsed before
+// (layout.ClusterInfoCache) and the signature, CSR and certificate checks
+// that succeeded before (handshake.VerifyCache). Every pass still makes every trust
 // decision; only the work on identical input is skipped. Keep one per
 // cluster for the life of its reconciler; safe for concurrent use.
 type Cache struct {
@@ -24,11 +26,14 @@ type Cache struct {
 	encoder   *liqo.Encoder
 	// clusters are the cluster.yaml files parsed before, peers' and our own.
 	clusters *layout.ClusterInfoCache
+	// verified are the nonce signatures, CSRs and certificates that
+	// checked before.
+	verified *handshake.VerifyCache
 }
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder(), clusters: layout.NewClusterInfoCache()}
+	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder(), clusters: layout.NewClusterInfoCache(), verified: handshake.NewVerifyCache()}
 }
 
 func (c *Cache) manifestCache() *manifest.Cache {
@@ -46,6 +51,15 @@ func (c *Cache) Guard() *guard.Cache {
 		return nil
 	}
 	return c.guard
+}
+
+// verifier is the cache of successful signature, CSR and certificate
+// checks (nil for a nil Cache: every check is made).
+func (c *Cache) verifier() *handshake.VerifyCache {
+	if c == nil {
+		return nil
+	}
+	return c.verified
 }
 
 // readClusterInfo is layout.ReadClusterInfo, its parse answered from the

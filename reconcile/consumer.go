@@ -88,7 +88,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return err
 	}
-	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now}
+	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now, Cache: p.in.Cache.verifier()}
 	identity, err := artifact.VerifyIdentity(identityFile, data, check)
 	if err != nil {
 		if was := p.previousKeyIdentity(identityFile, data, check); was != "" && p.hasIdentity(provider) {
@@ -220,7 +220,7 @@ func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.No
 	file := layout.InboxPath(provider, p.self, layout.TenantFile)
 	if data, found, _ := p.read(file); found {
 		_, der, _ := handshake.ParsePublicKey(pubPEM)
-		old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der})
+		old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der, Cache: p.in.Cache.verifier()})
 		if err == nil && old.Annotations[artifact.AnnotationTokenProof] == fresh.Annotations[artifact.AnnotationTokenProof] {
 			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
 				return old, nil
