@@ -2,7 +2,9 @@ package handshake
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -118,5 +120,17 @@ func TestVerifyCacheAnswersAsTheChecks(t *testing.T) {
 	var nilCache *VerifyCache
 	if err := nilCache.VerifyNonce(key.Public(), nonce, flip(sig, 0)); !errors.Is(err, ErrSignatureMismatch) {
 		t.Fatalf("a nil cache: %v", err)
+	}
+}
+
+// publicKeyDER writes an Ed25519 key's DER itself: the bytes x509 writes.
+func TestEd25519DERIsX509s(t *testing.T) {
+	for i := range 20 {
+		key := testKey(t, "ed25519", fmt.Sprint("der", i))
+		got, err := publicKeyDER(key.Public())
+		want, werr := x509.MarshalPKIXPublicKey(key.Public())
+		if err != nil || werr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%x, %v; x509: %x, %v", got, err, want, werr)
+		}
 	}
 }
