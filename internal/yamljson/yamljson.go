@@ -18,6 +18,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// maxDepth is the deepest nesting Marshal converts itself, far below the
+// YAML parser's limit (10,000 levels, where it fails): deeper values go
+// through sigs.k8s.io/yaml, which gives its error.
+const maxDepth = 1000
+
 // Marshal is sigs.k8s.io/yaml.Marshal(obj): the same bytes, or the same
 // error.
 func Marshal(obj any) ([]byte, error) {
@@ -29,7 +34,7 @@ func Marshal(obj any) ([]byte, error) {
 	dec.UseNumber() // the number's text, as the YAML parser would read it
 	var v any
 	if err := dec.Decode(&v); err == nil && !dec.More() {
-		if tree, ok := convert(v); ok {
+		if tree, ok := convert(v, 0); ok {
 			return yamlv2.Marshal(tree)
 		}
 	}
@@ -40,8 +45,12 @@ func Marshal(obj any) ([]byte, error) {
 // interface{}: mappings as map[interface{}]interface{}, sequences as
 // []interface{}, strings as they are, numbers resolved as YAML resolves
 // plain scalars. ok is false when the YAML parser might read the text
-// otherwise: a string with a character it refuses, a merge key ("<<").
-func convert(v any) (out any, ok bool) {
+// otherwise: a string with a character it refuses, a merge key ("<<"),
+// nesting near its depth limit.
+func convert(v any, depth int) (out any, ok bool) {
+	if depth > maxDepth {
+		return nil, false
+	}
 	switch v := v.(type) {
 	case nil, bool:
 		return v, true
@@ -52,7 +61,7 @@ func convert(v any) (out any, ok bool) {
 	case []any:
 		s := make([]any, len(v))
 		for i, e := range v {
-			if s[i], ok = convert(e); !ok {
+			if s[i], ok = convert(e, depth+1); !ok {
 				return nil, false
 			}
 		}
@@ -63,7 +72,7 @@ func convert(v any) (out any, ok bool) {
 			if k == "<<" || !printable(k) {
 				return nil, false
 			}
-			if m[k], ok = convert(e); !ok {
+			if m[k], ok = convert(e, depth+1); !ok {
 				return nil, false
 			}
 		}

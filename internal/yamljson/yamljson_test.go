@@ -40,6 +40,13 @@ func TestMarshalIsSigsYAMLMarshal(t *testing.T) {
 	} {
 		same(t, v)
 	}
+	for _, n := range []int{999, 1000, 1001, 1002, 9999, 10000, 10001, 10002} {
+		var deep any = "x"
+		for range n {
+			deep = []any{deep}
+		}
+		same(t, deep)
+	}
 }
 
 func FuzzMarshal(f *testing.F) {
