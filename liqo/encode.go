@@ -45,7 +45,7 @@ func encodeJSON(raw []byte) ([]byte, error) {
 			delete(m, k)
 		}
 	}
-	return yamljson.Marshal(m) // sigs.k8s.io/yaml.Marshal's bytes, cheaper
+	return yamljson.MarshalDecoded(m) // sigs.k8s.io/yaml.Marshal's bytes, cheaper
 }
 
 // DecodeError is a problem with a YAML artifact: the field at fault (a JSON

@@ -41,6 +41,58 @@ func Marshal(obj any) ([]byte, error) {
 	return yaml.JSONToYAML(j)
 }
 
+// MarshalDecoded is Marshal(v) for v as encoding/json decodes into an
+// interface{} (maps of string keys, slices, strings, float64, bool, nil),
+// without writing v's JSON and reading it back: a number is the text JSON
+// writes for the float64. Anything else goes through Marshal.
+func MarshalDecoded(v any) ([]byte, error) {
+	if tree, ok := convertDecoded(v, 0); ok {
+		return yamlv2.Marshal(tree)
+	}
+	return Marshal(v)
+}
+
+// convertDecoded is convert for a value encoding/json decoded without
+// UseNumber.
+func convertDecoded(v any, depth int) (out any, ok bool) {
+	switch v := v.(type) {
+	case float64:
+		j, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		return number(string(j))
+	case []any:
+		if depth > maxDepth {
+			return nil, false
+		}
+		s := make([]any, len(v))
+		for i, e := range v {
+			if s[i], ok = convertDecoded(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return s, true
+	case map[string]any:
+		if depth > maxDepth {
+			return nil, false
+		}
+		m := make(map[any]any, len(v))
+		for k, e := range v {
+			if k == "<<" || !printable(k) {
+				return nil, false
+			}
+			if m[k], ok = convertDecoded(e, depth+1); !ok {
+				return nil, false
+			}
+		}
+		return m, true
+	case json.Number:
+		return nil, false // not what encoding/json decodes by default
+	}
+	return convert(v, depth)
+}
+
 // convert is what yaml.v2 decodes from the JSON text of v into an
 // interface{}: mappings as map[interface{}]interface{}, sequences as
 // []interface{}, strings as they are, numbers resolved as YAML resolves

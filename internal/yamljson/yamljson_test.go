@@ -49,6 +49,33 @@ func TestMarshalIsSigsYAMLMarshal(t *testing.T) {
 	}
 }
 
+// sameDecoded fails t unless MarshalDecoded(v) gives what Marshal(v)
+// gives, for v as encoding/json decodes.
+func sameDecoded(t *testing.T, v any) {
+	t.Helper()
+	got, gerr := MarshalDecoded(v)
+	want, werr := yaml.Marshal(v)
+	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() || string(got) != string(want) {
+		t.Fatalf("MarshalDecoded(%#v):\n%s (%v)\nsigs.k8s.io/yaml:\n%s (%v)", v, got, gerr, want, werr)
+	}
+}
+
+func TestMarshalDecodedIsMarshal(t *testing.T) {
+	for _, j := range []string{`{"a":1,"b":1.5,"c":-0,"d":1e21,"e":123456789012345678901,"f":1e-7,"g":[0.1,2,null,"s",true]}`,
+		`{"metadata":{"name":"x","labels":{"<<":"m"}},"spec":{}}`, `"\u0001"`, `{"k":"\ufeff"}`, `[[[[1]]]]`, `{}`} {
+		var v any
+		if err := json.Unmarshal([]byte(j), &v); err != nil {
+			t.Fatal(err)
+		}
+		sameDecoded(t, v)
+	}
+	var deep any = 1.0
+	for range 1005 {
+		deep = map[string]any{"a": deep}
+	}
+	sameDecoded(t, deep)
+}
+
 func FuzzMarshal(f *testing.F) {
 	for _, s := range []string{`{"a":1}`, `[1,"x",null,true,{"<<":2}]`, `"\u0001"`, `{"k":"v\u2028"}`, `1e400`, `-0`, `{"a":{"b":[]}}`} {
 		f.Add([]byte(s))
@@ -59,6 +86,7 @@ func FuzzMarshal(f *testing.F) {
 			return
 		}
 		same(t, v)
+		sameDecoded(t, v)
 		var n any
 		dec := json.NewDecoder(bytes.NewReader(j))
 		dec.UseNumber()
