@@ -31,14 +31,14 @@ func (p *pass) revoke(prev *layout.ClusterStatus) ([]layout.PeeringStatus, error
 	}
 	var out []layout.PeeringStatus
 	for _, peer := range peers {
-		if !p.in.Spec.HasPeering(peer, p.self) {
+		if !p.hasPeering(peer, p.self) {
 			if st, err := p.drain(peer, prev); err != nil {
 				return nil, err
 			} else if st != nil {
 				out = append(out, *st)
 			}
 		}
-		if !p.in.Spec.HasPeering(p.self, peer) && p.wasConsumerOf(peer) {
+		if !p.hasPeering(p.self, peer) && p.wasConsumerOf(peer) {
 			p.out.Revoked = append(p.out.Revoked, peer)
 		}
 	}

@@ -200,7 +200,7 @@ func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) e
 			p.out.Files[file] = data
 			continue
 		}
-		if p.in.Spec.HasPeering(p.self, owner) || p.in.Spec.HasPeering(owner, p.self) {
+		if p.hasPeering(p.self, owner) || p.hasPeering(owner, p.self) {
 			// The spec did not withdraw it: a pass of a peering that
 			// writes nothing here (waiting for a nonce a repo writer
 			// deleted, say) does not sign a withdrawal its peer would act
