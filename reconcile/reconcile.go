@@ -291,6 +291,8 @@ type pass struct {
 	// provider): hasPeering looks them up instead of scanning the whole
 	// spec (10,000 peerings at the size) for every peer.
 	peerings map[[2]string]bool
+	// inboxes memoizes inboxesForSelf for the pass (nil: not computed).
+	inboxes *[]string
 	// providers are the peers the spec makes providers of this cluster:
 	// their API server and CA are pinned facts, whichever role of a
 	// two-way peering asks to trust them first.

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -230,15 +229,13 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 			seen[dir] = true
 		}
 	}
-	clusters, err := fs.ReadDir(p.raw, layout.ClustersDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// A manifest.yaml is only found under a directory.
+	inboxes, err := p.inboxesForSelf()
+	if err != nil {
 		return nil, err
 	}
-	for _, c := range clusters {
-		if !c.IsDir() || c.Name() == p.self {
-			continue
-		}
-		dir := layout.ClusterPath(c.Name(), layout.InboxDir, p.self)
+	for _, c := range inboxes {
+		dir := layout.ClusterPath(c, layout.InboxDir, p.self)
 		if seen[dir] {
 			continue
 		}
