@@ -195,6 +195,10 @@ type TenantCheck struct {
 	PinnedKeyDER []byte
 	// Fingerprint, when set, is the spec's pin of the consumer's key.
 	Fingerprint string
+	// Cache, when set, answers the signature and CSR checks that succeeded
+	// before on the same bytes and key (handshake.VerifyCache); nil checks
+	// every time. The answer is the same either way.
+	Cache *handshake.VerifyCache
 }
 
 // VerifyTenant runs, in order, every check that must hold before a provider
@@ -230,10 +234,10 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 	if fp, _ := handshake.Fingerprint(pub); c.Fingerprint != "" && fp != c.Fingerprint {
 		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "fingerprint %s is not the %s pinned in the spec", fp, c.Fingerprint)
 	}
-	if err := handshake.VerifyNonce(pub, c.Nonce, t.Spec.Signature); err != nil {
+	if err := c.Cache.VerifyNonce(pub, c.Nonce, t.Spec.Signature); err != nil {
 		return nil, refuse(file, "spec.signature", ReasonSignatureMismatch, "%v", err)
 	}
-	if err := handshake.CheckControlPlaneCSR(t.Spec.CSR, der, id); err != nil {
+	if err := c.Cache.CheckControlPlaneCSR(t.Spec.CSR, der, id); err != nil {
 		return nil, refuse(file, "spec.csr", ReasonInvalidCSR, "%v", err)
 	}
 	return t, nil
@@ -260,6 +264,11 @@ type IdentityCheck struct {
 	// ConsumerKeyDER is the PKIX DER of the consumer's own public key.
 	ConsumerKeyDER []byte
 	Now            time.Time
+	// Cache, when set, answers the certificate checks that succeeded
+	// before on the same bytes, CA, key and subject, at a time inside the
+	// chain's validity (handshake.VerifyCache); nil checks every time. The
+	// answer is the same either way.
+	Cache *handshake.VerifyCache
 }
 
 // DecodeIdentity parses an identity.yaml without checking it.
@@ -303,7 +312,7 @@ func VerifyIdentity(file string, data []byte, c IdentityCheck) (*authv1beta1.Ide
 	if !SameCertificates(id.Spec.AuthParams.CA, []byte(c.Provider.CA)) {
 		return nil, refuse(file, "spec.authParams.ca", ReasonUntrustedCA, "is not the CA published in %s", layout.ClusterPath(p, layout.ClusterFile))
 	}
-	err = handshake.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER,
+	err = c.Cache.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER,
 		c.ConsumerID, handshake.ControlPlaneOrganization, c.Now)
 	if err != nil {
 		return nil, refuse(file, "spec.authParams.signedCRT", ReasonInvalidCertificate, "%v", err)

@@ -64,6 +64,14 @@ var ErrStaleAnswer = errors.New("answer is for another version of the request")
 // and its CSR is Liqo's slice CSR (CN = <slice>-<first 12 hex of
 // sha256(consumer ID)>, O = consumer ID) for the Tenant's key.
 func VerifySliceRequest(file string, data []byte, name, consumerID, providerID string, tenantKeyDER []byte) (*authv1beta1.ResourceSlice, error) {
+	return VerifySliceRequestCached(file, data, name, consumerID, providerID, tenantKeyDER, nil)
+}
+
+// VerifySliceRequestCached is VerifySliceRequest with its CSR check
+// answered from cache when the same CSR passed it for the same key, slice
+// and consumer before (handshake.VerifyCache); a nil cache checks every
+// time.
+func VerifySliceRequestCached(file string, data []byte, name, consumerID, providerID string, tenantKeyDER []byte, cache *handshake.VerifyCache) (*authv1beta1.ResourceSlice, error) {
 	if err := tooLarge(file, data); err != nil {
 		return nil, err
 	}
@@ -83,7 +91,7 @@ func VerifySliceRequest(file string, data []byte, name, consumerID, providerID s
 	case !reflect.DeepEqual(rs.Status, authv1beta1.ResourceSliceStatus{}):
 		return nil, refuse(file, "status", ReasonMalformed, "a request carries no status")
 	}
-	if err := handshake.CheckResourceSliceCSR(rs.Spec.CSR, tenantKeyDER, name, consumerID); err != nil {
+	if err := cache.CheckResourceSliceCSR(rs.Spec.CSR, tenantKeyDER, name, consumerID); err != nil {
 		return nil, refuse(file, "spec.csr", ReasonInvalidCSR, "%v", err)
 	}
 	return rs, nil
@@ -147,7 +155,7 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 		return nil, refuse(file, "status.authParams.ca", ReasonUntrustedCA, "is not the CA published in %s", layout.ClusterPath(c.Provider.ClusterID, layout.ClusterFile))
 	}
 	cn := handshake.ResourceSliceCommonName(rs.Name, c.ConsumerID)
-	if err := handshake.VerifyClientCertificate(p.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER, cn, c.ConsumerID, c.Now); err != nil {
+	if err := c.Cache.VerifyClientCertificate(p.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER, cn, c.ConsumerID, c.Now); err != nil {
 		return nil, refuse(file, "status.authParams.signedCRT", ReasonInvalidCertificate, "%v", err)
 	}
 	return ans, nil

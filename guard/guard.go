@@ -124,8 +124,14 @@ func (s *scanner) scan(content []byte, depth int) string {
 			return f
 		}
 	}
-	if m := awsRaw.FindIndex(content); m != nil {
-		return fmt.Sprintf("line %d: AWS secret access key", lineAt(content, m[0]))
+	// awsRaw has no literal prefix for the regexp engine to skip to
+	// (case-insensitive): it tried a match at every byte. Every match
+	// starts with "aw" in some case ('a' and 'w' have no other Unicode
+	// case folds), so content without one cannot match.
+	if hasFoldAW(content) {
+		if m := awsRaw.FindIndex(content); m != nil {
+			return fmt.Sprintf("line %d: AWS secret access key", lineAt(content, m[0]))
+		}
 	}
 	if m := clientKeyRaw.FindIndex(content); m != nil {
 		return fmt.Sprintf("line %d: kubeconfig client key", lineAt(content, m[0]))
@@ -143,6 +149,14 @@ func binaryKey(b []byte) string {
 	if len(b) < 32 || b[0] != 0x30 { // DER keys are ASN.1 SEQUENCEs
 		return ""
 	}
+	if !firstIsInteger(b) {
+		return "" // a certificate, a public key: no parser below can accept it
+	}
+	return binaryKeyNoShortcut(b)
+}
+
+// binaryKeyNoShortcut is binaryKey's three parses of a DER SEQUENCE.
+func binaryKeyNoShortcut(b []byte) string {
 	if _, err := x509.ParsePKCS8PrivateKey(b); err == nil {
 		return "DER private key (PKCS#8)"
 	}
@@ -153,6 +167,35 @@ func binaryKey(b []byte) string {
 		return "DER private key (SEC 1)"
 	}
 	return ""
+}
+
+// firstIsInteger reports whether the DER SEQUENCE b may begin with an
+// INTEGER, as every private key format binaryKey parses does (PKCS#8,
+// PKCS#1 and SEC 1 all start with a version): false only when its
+// header is well-formed and the first element's tag is another, which
+// those parsers refuse, so that a certificate or a public key (found
+// base64-decoded in every Identity) skips three ASN.1 parses.
+func firstIsInteger(b []byte) bool {
+	if len(b) < 2 {
+		return true
+	}
+	at := 2 // the tag after a short-form length
+	if n := int(b[1]); n > 0x80 && n <= 0x84 {
+		at += n - 0x80 // long form: n-0x80 length bytes
+	} else if n >= 0x80 {
+		return true // indefinite or oversized: leave it to the parsers
+	}
+	return at >= len(b) || b[at] == 0x02
+}
+
+// hasFoldAW reports whether b holds "aw" in any case.
+func hasFoldAW(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i]|0x20 == 'a' && b[i+1]|0x20 == 'w' {
+			return true
+		}
+	}
+	return false
 }
 
 // structured parses content as (multi-document) YAML, which covers JSON, and

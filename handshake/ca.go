@@ -298,38 +298,46 @@ func randomSerial() (*big.Int, error) {
 //  4. Its subject is exactly CN = commonName and Organization =
 //     [organization]: else ErrCertificateSubject.
 func VerifyClientCertificate(certPEM, caPEM, pubDER []byte, commonName, organization string, now time.Time) error {
+	_, err := verifyClientCertificate(certPEM, caPEM, pubDER, commonName, organization, now)
+	return err
+}
+
+// verifyClientCertificate is VerifyClientCertificate, returning on success
+// the chain that verified, leaf first.
+func verifyClientCertificate(certPEM, caPEM, pubDER []byte, commonName, organization string, now time.Time) ([]*x509.Certificate, error) {
 	cert, err := parseCertificate(certPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	roots, err := parseCABundle(caPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cert.IsCA {
-		return fmt.Errorf("certificate: %s is a ca certificate, want a client certificate: %w", quote(cert.Subject.CommonName), ErrUntrustedCertificate)
+		return nil, fmt.Errorf("certificate: %s is a ca certificate, want a client certificate: %w", quote(cert.Subject.CommonName), ErrUntrustedCertificate)
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{
+	chains, err := cert.Verify(x509.VerifyOptions{
 		Roots:       roots,
 		CurrentTime: now,
 		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
-		return fmt.Errorf("certificate: %v: %w", err, ErrUntrustedCertificate)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("certificate: %v: %w", err, ErrUntrustedCertificate)
 	}
 	if len(pubDER) == 0 {
-		return fmt.Errorf("certificate: %v: %w", errNoKey, ErrCertificateKey)
+		return nil, fmt.Errorf("certificate: %v: %w", errNoKey, ErrCertificateKey)
 	}
 	got, err := publicKeyDER(cert.PublicKey)
 	if err != nil {
-		return fmt.Errorf("certificate: %v: %w", err, ErrCertificateKey)
+		return nil, fmt.Errorf("certificate: %v: %w", err, ErrCertificateKey)
 	}
 	if string(got) != string(pubDER) {
-		return fmt.Errorf("certificate: public key is %s, want %s: %w", fingerprintDER(got), fingerprintDER(pubDER), ErrCertificateKey)
+		return nil, fmt.Errorf("certificate: public key is %s, want %s: %w", fingerprintDER(got), fingerprintDER(pubDER), ErrCertificateKey)
 	}
 	if err := checkSubject(cert.Subject.Names, commonName, organization); err != nil {
-		return fmt.Errorf("certificate: %v: %w", err, ErrCertificateSubject)
+		return nil, fmt.Errorf("certificate: %v: %w", err, ErrCertificateSubject)
 	}
-	return nil
+	return chains[0], nil
 }
 
 // CertificateValidity returns the validity window of a PEM certificate (a

@@ -161,6 +161,10 @@ func publicKeyDER(pub crypto.PublicKey) ([]byte, error) {
 		if len(k) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("public key: ed25519 key is %s, want %d: %w", plural(len(k), "byte"), ed25519.PublicKeySize, ErrMalformedKey)
 		}
+		// What x509.MarshalPKIXPublicKey writes (RFC 8410: the algorithm
+		// identifier has no parameters), without its ASN.1 reflection: a
+		// pass asks this of the same keys many times.
+		return append(append(make([]byte, 0, len(ed25519DERPrefix)+len(k)), ed25519DERPrefix...), k...), nil
 	case *rsa.PublicKey:
 		if k == nil || k.N == nil {
 			return nil, fmt.Errorf("public key: empty rsa key: %w", ErrMalformedKey)
@@ -190,6 +194,10 @@ func publicKeyDER(pub crypto.PublicKey) ([]byte, error) {
 	}
 	return der, nil
 }
+
+// ed25519DERPrefix is the PKIX DER of an Ed25519 public key up to the key:
+// SEQUENCE { SEQUENCE { OID 1.3.101.112 }, BIT STRING (33 bytes, 0 unused) }.
+var ed25519DERPrefix = []byte{0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00}
 
 func supportedCurve(c elliptic.Curve) bool {
 	return c == elliptic.P256() || c == elliptic.P384() || c == elliptic.P521()

@@ -120,18 +120,7 @@ func ParseClusterInfo(file, id string, data []byte) (*ClusterInfo, error) {
 // file wraps ErrNotPublished; other errors are *FieldError (one above
 // MaxClusterInfoSize wraps ErrTooLarge, and is not read).
 func ReadClusterInfo(tree fs.FS, id string) (*ClusterInfo, error) {
-	if err := checkDirID(id, ClusterFile); err != nil {
-		return nil, err
-	}
-	file := ClusterPath(id, ClusterFile)
-	data, err := ReadFileLimit(tree, file, MaxClusterInfoSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", file, ErrNotPublished)
-	}
-	if err != nil {
-		return nil, &FieldError{File: file, Reason: err.Error(), Err: err}
-	}
-	return ParseClusterInfo(file, id, data)
+	return (*ClusterInfoCache)(nil).Read(tree, id)
 }
 
 // PublishFiles are the files `gitpeer init` writes for a cluster into a

@@ -8,6 +8,8 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/internal/yamljson"
 )
 
 // Kustomization renders clusters/<self>/kustomization.yaml listing resources
@@ -21,7 +23,7 @@ func Kustomization(resources []string) ([]byte, error) {
 		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources: rs,
 	}
-	out, err := yaml.Marshal(&k)
+	out, err := yamljson.Marshal(&k)
 	if err != nil {
 		return nil, err
 	}

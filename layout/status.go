@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/internal/yamljson"
 )
 
 // StatusKind is the kind of status.yaml.
@@ -103,7 +105,7 @@ func (s *ClusterStatus) Find(consumer, provider string) *PeeringStatus {
 }
 
 // Encode renders the status as YAML.
-func (s *ClusterStatus) Encode() ([]byte, error) { return yaml.Marshal(s) }
+func (s *ClusterStatus) Encode() ([]byte, error) { return yamljson.Marshal(s) }
 
 // ReadStatus reads clusters/<id>/status.yaml. A missing file gives an empty
 // status and no error; a malformed one, or one above MaxStatusSize (not

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/internal/yamljson"
 )
 
 // Encode renders a Kubernetes object as YAML with sorted keys, dropping the
@@ -43,7 +45,7 @@ func encodeJSON(raw []byte) ([]byte, error) {
 			delete(m, k)
 		}
 	}
-	return yaml.Marshal(m)
+	return yamljson.MarshalDecoded(m) // sigs.k8s.io/yaml.Marshal's bytes, cheaper
 }
 
 // DecodeError is a problem with a YAML artifact: the field at fault (a JSON

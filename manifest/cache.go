@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
+	"unicode/utf8"
 
 	"github.com/gitpeer/gitpeer/internal/boundedmap"
 )
@@ -53,4 +54,37 @@ func (c *Cache) get(data []byte, key crypto.PublicKey, writer, dir string) (m *M
 // put remembers m, which parsed from and verified as k says.
 func (c *Cache) put(k cacheKey, m *Manifest) {
 	c.m.Put(k, m)
+}
+
+// Signed remembers m, which Build just returned with data, once it
+// verifies with pub for its writer and directory: the signer's next pass
+// reads its own directory back and finds it here, without parsing the
+// bytes it wrote itself (Build writes exactly what Parse reads back when
+// its strings are UTF-8, which YAML would otherwise replace:
+// FuzzBuildIsWhatParseReads). Nothing is kept when Parse would refuse data
+// (over MaxSize, no signature), for a string that is not UTF-8, or when m
+// does not verify with pub. A nil cache keeps nothing.
+func (c *Cache) Signed(m *Manifest, data []byte, pub crypto.PublicKey) {
+	if c == nil || m == nil || len(data) > MaxSize || len(m.Signature) == 0 || !validUTF8(m) {
+		return
+	}
+	if err := m.Verify(pub, m.ClusterID, m.Directory); err != nil {
+		return
+	}
+	if _, k, _, cacheable := c.get(data, pub, m.ClusterID, m.Directory); cacheable {
+		c.put(k, m)
+	}
+}
+
+// validUTF8 reports whether every string of m is UTF-8.
+func validUTF8(m *Manifest) bool {
+	if !utf8.ValidString(m.ClusterID) || !utf8.ValidString(m.Directory) {
+		return false
+	}
+	for _, f := range m.Files {
+		if !utf8.ValidString(f.Path) {
+			return false
+		}
+	}
+	return true
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/yamljson"
 )
 
 // FileName is the manifest's name inside the directory it covers.
@@ -125,7 +126,7 @@ func Build(key crypto.Signer, clusterID, dir string, files map[string][]byte, se
 		return nil, nil, fmt.Errorf("sign manifest of %s: %w", dir, err)
 	}
 	m.Signature = sig
-	data, err := yaml.Marshal(m)
+	data, err := yamljson.Marshal(m) // sigs.k8s.io/yaml.Marshal's bytes, cheaper
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,10 +3,13 @@ package pins_test
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/pins"
@@ -211,6 +214,44 @@ func TestCloneIsDeep(t *testing.T) {
 			}
 			if got := encode(t, orig); !bytes.Equal(got, want) {
 				t.Fatalf("the original changed:\n%s", got)
+			}
+		})
+	}
+}
+
+// Clone copies field by field; it must give what the YAML round trip it
+// replaced gave, nil for empty maps and lists and JSON's times included.
+func TestCloneIsWhatAYAMLRoundTripGives(t *testing.T) {
+	roundTrip := func(s *pins.Store) *pins.Store {
+		body, err := yaml.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c pins.Store
+		if err := yaml.Unmarshal(body, &c); err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	odd := store()
+	odd.Published = map[string]uint64{}
+	odd.Foreign = map[string]uint64{"clusters/alpha": 4}
+	odd.ForeignPasses = 2
+	odd.Peers["nil"] = nil
+	odd.Peer("empty").Sequences = map[string]uint64{}
+	odd.Peer("zone").Nonce = &pins.Nonce{Epoch: 5, Expires: now.In(time.FixedZone("X", 3600)), Issued: []uint64{}}
+	odd.Peer("mono").Nonce = &pins.Nonce{Epoch: 6, Expires: time.Now()}
+	odd.Peer("zero").Nonce = &pins.Nonce{}
+	for name, s := range map[string]*pins.Store{"store": store(), "zero": {}, "odd": odd} {
+		t.Run(name, func(t *testing.T) {
+			got, want := s.Clone(), roundTrip(s)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Clone:\n%#v\nround trip:\n%#v", got, want)
+			}
+			for id, p := range want.Peers {
+				if p != nil && p.Nonce != nil && !p.Nonce.Expires.Equal(got.Peers[id].Nonce.Expires) {
+					t.Fatalf("%s: expires %v, round trip %v", id, got.Peers[id].Nonce.Expires, p.Nonce.Expires)
+				}
 			}
 		})
 	}

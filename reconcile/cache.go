@@ -1,7 +1,11 @@
 package reconcile
 
 import (
+	"io/fs"
+
 	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/manifest"
 )
@@ -10,19 +14,26 @@ import (
 // entry keyed by the exact bytes (and, for manifests, the key) it was
 // computed from, so that an unchanged repo is not checked again from
 // scratch: manifests that parsed and verified (manifest.Cache), the
-// secret guard's answers (guard.Cache) and the YAML of objects rendered
-// before (liqo.Encoder). Every pass still makes every trust
+// secret guard's answers (guard.Cache), the YAML of objects rendered
+// before (liqo.Encoder), the cluster.yaml files parsed before
+// (layout.ClusterInfoCache) and the signature, CSR and certificate checks
+// that succeeded before (handshake.VerifyCache). Every pass still makes every trust
 // decision; only the work on identical input is skipped. Keep one per
 // cluster for the life of its reconciler; safe for concurrent use.
 type Cache struct {
 	manifests *manifest.Cache
 	guard     *guard.Cache
 	encoder   *liqo.Encoder
+	// clusters are the cluster.yaml files parsed before, peers' and our own.
+	clusters *layout.ClusterInfoCache
+	// verified are the nonce signatures, CSRs and certificates that
+	// checked before.
+	verified *handshake.VerifyCache
 }
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder()}
+	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder(), clusters: layout.NewClusterInfoCache(), verified: handshake.NewVerifyCache()}
 }
 
 func (c *Cache) manifestCache() *manifest.Cache {
@@ -40,6 +51,24 @@ func (c *Cache) Guard() *guard.Cache {
 		return nil
 	}
 	return c.guard
+}
+
+// verifier is the cache of successful signature, CSR and certificate
+// checks (nil for a nil Cache: every check is made).
+func (c *Cache) verifier() *handshake.VerifyCache {
+	if c == nil {
+		return nil
+	}
+	return c.verified
+}
+
+// readClusterInfo is layout.ReadClusterInfo, its parse answered from the
+// cache when the same bytes were accepted before.
+func (c *Cache) readClusterInfo(tree fs.FS, id string) (*layout.ClusterInfo, error) {
+	if c == nil {
+		return layout.ReadClusterInfo(tree, id)
+	}
+	return c.clusters.Read(tree, id)
 }
 
 // encode is liqo.Encode, through the cache's Encoder when there is one.

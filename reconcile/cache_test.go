@@ -1,11 +1,13 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/gitpeer/gitpeer/reconcile"
 )
@@ -56,4 +58,18 @@ func TestPassWithACacheWritesWhatAPassWithoutOneWrites(t *testing.T) {
 		compare(len(order)+i, id)
 		w.pass(id)
 	}
+	// The certificates the caches verified expire: past their validity
+	// each check is made again, and they are renewed as without a cache.
+	w.now = w.now.Add(reconcile.DefaultCertificateLifetime + time.Hour)
+	for i, id := range []string{"beta", "alpha", "beta", "alpha"} {
+		compare(len(order)+2+i, id)
+		w.pass(id)
+	}
+	// A repo writer swaps the API server in beta's cluster.yaml, which
+	// alpha's cache parsed and accepted before (alpha pinned beta's; beta's
+	// own pass now refuses to act, which no cache changes).
+	const info = "clusters/beta/cluster.yaml"
+	w.tree[info] = &fstest.MapFile{Data: bytes.Replace(w.tree[info].Data, []byte("https://"), []byte("https://x"), 1)}
+	compare(len(order)+6, "alpha")
+	w.pass("alpha")
 }

@@ -88,7 +88,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	if err != nil {
 		return err
 	}
-	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now}
+	check := artifact.IdentityCheck{ConsumerID: p.self, Provider: ci, ConsumerKeyDER: keyDER, Now: p.in.Now, Cache: p.in.Cache.verifier()}
 	identity, err := artifact.VerifyIdentity(identityFile, data, check)
 	if err != nil {
 		if was := p.previousKeyIdentity(identityFile, data, check); was != "" && p.hasIdentity(provider) {
@@ -187,12 +187,42 @@ func (p *pass) carryIdentity(provider string) error {
 	return nil
 }
 
-// tenantFor builds this cluster's Tenant answering nonce. Ed25519 signatures
-// and CSRs are deterministic, so the bytes are stable pass after pass; an
-// existing Tenant that still answers the same nonce is kept for keys whose
-// signatures are not.
+// tenantFor builds this cluster's Tenant answering nonce: the existing
+// Tenant while it still verifies for this nonce, key and token proof (so
+// the bytes are stable pass after pass, for keys whose signatures are not
+// deterministic too), else one signed now. The backend's key signs only in
+// the second case: a pass that keeps the Tenant asks nothing of it here.
 func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.Nonce, pol string) (*authv1beta1.Tenant, error) {
 	signer := p.in.Backend.Signer()
+	pubPEM, err := handshake.MarshalPublicKey(signer.Public())
+	if err != nil {
+		return nil, err
+	}
+	proof := ""
+	if pol == schema.PolicyToken {
+		// Without a token the Tenant goes out without proof and the provider
+		// answers EmptyRefused, as Liqo v0.2 did.
+		if store, ok := p.in.Backend.(backend.TokenStore); ok {
+			if token, err := store.Token(ctx, provider); err == nil {
+				proof = artifact.TokenProof(token, nonce.Value)
+			} else if !errors.Is(err, backend.ErrNoToken) {
+				return nil, err
+			}
+		}
+	}
+	// The Tenant sent before, while it answers this nonce with this key and
+	// proof: a fresh one would say the same (the nonce signature and the
+	// CSR are signed only when it is not, not at every pass).
+	file := layout.InboxPath(provider, p.self, layout.TenantFile)
+	if data, found, _ := p.read(file); found {
+		_, der, _ := handshake.ParsePublicKey(pubPEM)
+		old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der, Cache: p.in.Cache.verifier()})
+		if err == nil && old.Annotations[artifact.AnnotationTokenProof] == proof {
+			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
+				return old, nil
+			}
+		}
+	}
 	sig, err := handshake.SignNonce(signer, nonce.Value)
 	if err != nil {
 		return nil, fmt.Errorf("sign nonce from %s: %w", provider, err)
@@ -201,31 +231,9 @@ func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.No
 	if err != nil {
 		return nil, fmt.Errorf("csr for %s: %w", provider, err)
 	}
-	pubPEM, err := handshake.MarshalPublicKey(signer.Public())
-	if err != nil {
-		return nil, err
-	}
 	fresh := artifact.NewTenant(p.self, nonce, pubPEM, csr, sig)
-	if pol == schema.PolicyToken {
-		// Without a token the Tenant goes out without proof and the provider
-		// answers EmptyRefused, as Liqo v0.2 did.
-		if store, ok := p.in.Backend.(backend.TokenStore); ok {
-			if token, err := store.Token(ctx, provider); err == nil {
-				fresh.Annotations[artifact.AnnotationTokenProof] = artifact.TokenProof(token, nonce.Value)
-			} else if !errors.Is(err, backend.ErrNoToken) {
-				return nil, err
-			}
-		}
-	}
-	file := layout.InboxPath(provider, p.self, layout.TenantFile)
-	if data, found, _ := p.read(file); found {
-		_, der, _ := handshake.ParsePublicKey(pubPEM)
-		old, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{ConsumerID: p.self, Nonce: nonce.Value, PinnedKeyDER: der})
-		if err == nil && old.Annotations[artifact.AnnotationTokenProof] == fresh.Annotations[artifact.AnnotationTokenProof] {
-			if e, err := artifact.TenantEpoch(file, old); err == nil && e == nonce.Epoch {
-				return old, nil
-			}
-		}
+	if proof != "" {
+		fresh.Annotations[artifact.AnnotationTokenProof] = proof
 	}
 	return fresh, nil
 }

@@ -40,8 +40,8 @@ func (p *pass) sender(peer string) artifact.Sender {
 		return err == nil
 	}
 	return artifact.Sender{
-		Provider: p.in.Spec.HasPeering(p.self, peer) || present(layout.NonceFile),
-		Consumer: p.in.Spec.HasPeering(peer, p.self) || present(layout.TenantFile),
+		Provider: p.hasPeering(p.self, peer) || present(layout.NonceFile),
+		Consumer: p.hasPeering(peer, p.self) || present(layout.TenantFile),
 	}
 }
 
@@ -49,7 +49,7 @@ func (p *pass) sender(peer string) artifact.Sender {
 // its folder in peer's inbox, clusters/<peer>/inbox/<self>/: only what
 // the spec declares.
 func (p *pass) recipient(peer string) artifact.Sender {
-	return artifact.Sender{Provider: p.in.Spec.HasPeering(peer, p.self), Consumer: p.in.Spec.HasPeering(p.self, peer)}
+	return artifact.Sender{Provider: p.hasPeering(peer, p.self), Consumer: p.hasPeering(p.self, peer)}
 }
 
 // unexpected lists, sorted, every path under clusters/<self>/inbox/<peer>/

@@ -262,7 +262,7 @@ func (p *pass) checkTenant(ctx context.Context, pol, file string, data []byte, c
 	}
 	c, _ := p.in.Spec.Cluster(consumer)
 	tenant, err := artifact.VerifyTenant(file, data, artifact.TenantCheck{
-		ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint,
+		ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: c.Fingerprint, Cache: p.in.Cache.verifier(),
 	})
 	if err != nil {
 		return nil, err
@@ -374,7 +374,7 @@ func (p *pass) reusable(old, want authv1beta1.AuthParams, keyDER []byte, cn, org
 	if old.APIServer != want.APIServer || !bytes.Equal(old.CA, want.CA) {
 		return false
 	}
-	if handshake.VerifyClientCertificate(old.SignedCRT, want.CA, keyDER, cn, org, p.in.Now) != nil {
+	if p.in.Cache.verifier().VerifyClientCertificate(old.SignedCRT, want.CA, keyDER, cn, org, p.in.Now) != nil {
 		return false
 	}
 	block, _ := pem.Decode(old.SignedCRT)
@@ -473,7 +473,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 	}
 	answerFile := layout.InboxPath(consumer, p.self, artifact.SliceAnswerFile(name))
 	prev := p.previousAnswer(answerFile)
-	req, err := artifact.VerifySliceRequest(file, data, name, consumer, p.self, keyDER)
+	req, err := artifact.VerifySliceRequestCached(file, data, name, consumer, p.self, keyDER, p.in.Cache.verifier())
 	if err != nil {
 		var ae *artifact.Error
 		if !errors.As(err, &ae) {
@@ -560,7 +560,7 @@ func (p *pass) keepAnswers(consumer string, requested []string, keyDER []byte) (
 		if err != nil {
 			continue // not an answer this cluster could have signed
 		}
-		if a := prev.Status.AuthParams; a != nil && handshake.VerifyClientCertificate(a.SignedCRT, p.in.Backend.CABundle(), keyDER,
+		if a := prev.Status.AuthParams; a != nil && p.in.Cache.verifier().VerifyClientCertificate(a.SignedCRT, p.in.Backend.CABundle(), keyDER,
 			handshake.ResourceSliceCommonName(name, consumer), consumer, p.in.Now) != nil {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -140,7 +141,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	// before it is read: a peer's, or a repo writer's, oversized file is
 	// refused for that peer alone, never read whole.
 	in.Tree = layout.Capped(in.Tree)
-	me, err := layout.ReadClusterInfo(in.Tree, self)
+	me, err := in.Cache.readClusterInfo(in.Tree, self)
 	if errors.Is(err, layout.ErrNotPublished) {
 		// The spec may name a cluster before its init commit is merged:
 		// every pass fails until it is.
@@ -156,6 +157,11 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	}
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string]distrusted{}, providers: map[string]bool{},
 		out: &Output{Files: map[string][]byte{}, Rendered: map[string]render.Object{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
+	asConsumer, asProvider := in.Spec.PeeringsOf(self)
+	p.peerings = map[[2]string]bool{}
+	for _, pr := range append(slices.Clip(asConsumer), asProvider...) {
+		p.peerings[[2]string{pr.Consumer, pr.Provider}] = true
+	}
 	if err := p.ownInfo(ctx); err != nil {
 		return nil, err
 	}
@@ -177,7 +183,6 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	if p.terms, err = providerTerms(in, self); err != nil {
 		return nil, err
 	}
-	asConsumer, asProvider := in.Spec.PeeringsOf(self)
 	for _, pr := range asConsumer {
 		p.providers[pr.Provider] = true
 	}
@@ -282,6 +287,12 @@ type pass struct {
 	// pass; distrust says why the others did not.
 	trusted  map[string]trusted
 	distrust map[string]distrusted
+	// peerings are the spec's peerings of this cluster, by (consumer,
+	// provider): hasPeering looks them up instead of scanning the whole
+	// spec (10,000 peerings at the size) for every peer.
+	peerings map[[2]string]bool
+	// inboxes memoizes inboxesForSelf for the pass (nil: not computed).
+	inboxes *[]string
 	// providers are the peers the spec makes providers of this cluster:
 	// their API server and CA are pinned facts, whichever role of a
 	// two-way peering asks to trust them first.
@@ -294,6 +305,15 @@ type pass struct {
 	// ownKey signed this cluster's files as the tree holds them: the
 	// backend's key, or in the pass that switches keys the one it replaced.
 	ownKey crypto.PublicKey
+}
+
+// hasPeering is in.Spec.HasPeering(consumer, provider) for a peering of
+// this cluster (one of the two is p.self, as every caller asks).
+func (p *pass) hasPeering(consumer, provider string) bool {
+	if consumer != p.self && provider != p.self {
+		return p.in.Spec.HasPeering(consumer, provider)
+	}
+	return p.peerings[[2]string{consumer, provider}]
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {

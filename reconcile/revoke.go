@@ -31,14 +31,14 @@ func (p *pass) revoke(prev *layout.ClusterStatus) ([]layout.PeeringStatus, error
 	}
 	var out []layout.PeeringStatus
 	for _, peer := range peers {
-		if !p.in.Spec.HasPeering(peer, p.self) {
+		if !p.hasPeering(peer, p.self) {
 			if st, err := p.drain(peer, prev); err != nil {
 				return nil, err
 			} else if st != nil {
 				out = append(out, *st)
 			}
 		}
-		if !p.in.Spec.HasPeering(p.self, peer) && p.wasConsumerOf(peer) {
+		if !p.hasPeering(p.self, peer) && p.wasConsumerOf(peer) {
 			p.out.Revoked = append(p.out.Revoked, peer)
 		}
 	}
@@ -102,17 +102,13 @@ func (p *pass) formerPeers() ([]string, error) {
 			seen[e.Name()] = true
 		}
 	}
-	clusters, err := fs.ReadDir(p.in.Tree, layout.ClustersDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// A directory is in the signed view as it is in the repo.
+	inboxes, err := p.inboxesForSelf()
+	if err != nil {
 		return nil, err
 	}
-	for _, c := range clusters {
-		if !c.IsDir() || c.Name() == p.self {
-			continue
-		}
-		if _, err := fs.Stat(p.in.Tree, layout.ClusterPath(c.Name(), layout.InboxDir, p.self)); err == nil {
-			seen[c.Name()] = true
-		}
+	for _, c := range inboxes {
+		seen[c] = true
 	}
 	peers := make([]string, 0, len(seen))
 	for peer := range seen {
@@ -120,6 +116,31 @@ func (p *pass) formerPeers() ([]string, error) {
 	}
 	sort.Strings(peers)
 	return peers, nil
+}
+
+// inboxesForSelf are, sorted, the other clusters whose inbox holds a
+// directory for this cluster (clusters/<c>/inbox/<self>/), in the repo as
+// it is. It looks at every cluster of the repo, once per pass: formerPeers
+// and ownInboxDirs both need it.
+func (p *pass) inboxesForSelf() ([]string, error) {
+	if p.inboxes != nil {
+		return *p.inboxes, nil
+	}
+	clusters, err := fs.ReadDir(p.raw, layout.ClustersDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	out := []string{}
+	for _, c := range clusters {
+		if !c.IsDir() || c.Name() == p.self {
+			continue
+		}
+		if fi, err := fs.Stat(p.raw, layout.ClusterPath(c.Name(), layout.InboxDir, p.self)); err == nil && fi.IsDir() {
+			out = append(out, c.Name())
+		}
+	}
+	p.inboxes = &out
+	return out, nil
 }
 
 // wasConsumerOf reports whether this cluster holds, or held, a Tenant for peer.

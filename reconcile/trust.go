@@ -100,7 +100,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	}
 	provider := p.providers[peer]
 	file := layout.ClusterPath(peer, layout.ClusterFile)
-	ci, err := layout.ReadClusterInfo(p.raw, peer)
+	ci, err := p.in.Cache.readClusterInfo(p.raw, peer)
 	switch {
 	case errors.Is(err, layout.ErrNotPublished):
 		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s: its admin runs gitpeer init --cluster %s --repo CLONE on it and merges the commit (see gitpeer validate)", peer, file, peer)
@@ -290,10 +290,12 @@ func (p *pass) seal() error {
 			prevSeq = max(prevSeq, old.Sequence)
 		}
 		seq := max(now, prevSeq+1)
-		_, data, err := manifest.Build(p.in.Backend.Signer(), p.self, dir, files, seq)
+		m, data, err := manifest.Build(p.in.Backend.Signer(), p.self, dir, files, seq)
 		if err != nil {
 			return err
 		}
+		// The next pass reads it back: verified once here, not parsed there.
+		p.in.Cache.manifestCache().Signed(m, data, p.in.Backend.Signer().Public())
 		p.signed(dir, file, seq, data)
 	}
 	// The same directories for both: tombstones signs only some of them,

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -200,7 +199,7 @@ func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) e
 			p.out.Files[file] = data
 			continue
 		}
-		if p.in.Spec.HasPeering(p.self, owner) || p.in.Spec.HasPeering(owner, p.self) {
+		if p.hasPeering(p.self, owner) || p.hasPeering(owner, p.self) {
 			// The spec did not withdraw it: a pass of a peering that
 			// writes nothing here (waiting for a nonce a repo writer
 			// deleted, say) does not sign a withdrawal its peer would act
@@ -230,15 +229,13 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 			seen[dir] = true
 		}
 	}
-	clusters, err := fs.ReadDir(p.raw, layout.ClustersDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// A manifest.yaml is only found under a directory.
+	inboxes, err := p.inboxesForSelf()
+	if err != nil {
 		return nil, err
 	}
-	for _, c := range clusters {
-		if !c.IsDir() || c.Name() == p.self {
-			continue
-		}
-		dir := layout.ClusterPath(c.Name(), layout.InboxDir, p.self)
+	for _, c := range inboxes {
+		dir := layout.ClusterPath(c, layout.InboxDir, p.self)
 		if seen[dir] {
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -139,14 +140,17 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 	// (gitobj.TreeFS); the checkout on disk follows for what is built on
 	// it (a history, a bare repo).
 	tree := gitsync.NewMemoryTree()
-	apply := func(writes map[string][]byte, deletes []string) {
+	// guards is the guard cache of the cluster whose pass made a change,
+	// handed to the commit's check as the runner hands it (Change.Guard):
+	// nil for the set-up writes, which no pass inspected.
+	apply := func(writes map[string][]byte, deletes []string, guards *guard.Cache) {
 		tb.Helper()
 		write(tb, mesh.Repo, writes, deletes)
-		if err := tree.Apply(&gitsync.Change{Writes: writes, Deletes: deletes, Message: "pass"}); err != nil {
+		if err := tree.Apply(&gitsync.Change{Writes: writes, Deletes: deletes, Message: "pass", Guard: guards}); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	apply(map[string][]byte{"peering.cue": []byte(text)}, nil)
+	apply(map[string][]byte{"peering.cue": []byte(text)}, nil, nil)
 	if opts.Commit {
 		git("init", "-q", "-b", "main")
 	}
@@ -168,7 +172,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		apply(files, nil)
+		apply(files, nil, nil)
 	}
 	for round := 0; ; round++ {
 		if round == 10 {
@@ -198,7 +202,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			}
 			if !plan.Empty() {
 				changed = true
-				apply(plan.Writes, plan.Deletes)
+				apply(plan.Writes, plan.Deletes, caches[id].Guard())
 			}
 		}
 		if !changed {
