@@ -250,6 +250,9 @@ type Repo struct {
 	// worktree stays at the snapshot's commit until the commit or settle
 	// moves it.
 	deferMoves bool
+	// target is the commit the clone's branch is to be at once settled:
+	// the last reset's tip, or the commit made since.
+	target plumbing.Hash
 
 	// auth and caBundle are those of the current Open or Sync (see
 	// Options.Credentials).

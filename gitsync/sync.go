@@ -165,8 +165,10 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 	defer r.mu.Unlock()
 	r.trustWorktree, r.deferMoves = trustWorktree, trustWorktree
 	defer func() {
-		r.deferMoves = false
-		r.settle()
+		if r.deferMoves {
+			r.deferMoves = false
+			r.settle()
+		}
 		r.trustWorktree = false
 	}()
 
@@ -574,6 +576,7 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(r.opts.Branch), h)); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
+	r.target = h
 	if moved {
 		r.snap = &snapshot{commit: h, files: files}
 		r.saveSnapshot()
@@ -699,6 +702,7 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		return fmt.Errorf("reset: %w", err)
 	}
 	if tip.IsZero() {
+		r.target = tip
 		if err := r.repo.Storer.RemoveReference(branch); err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
@@ -706,14 +710,18 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 			return fmt.Errorf("reset: %w", err)
 		}
 	} else {
-		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
-			return fmt.Errorf("reset: %w", err)
-		}
+		r.target = tip
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
 		intact := r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()
 		if intact && r.deferMoves && r.movable(r.snap.commit, tip) {
-			return nil // the worktree stays at r.snap.commit (settle)
+			// The branch, index and worktree stay at r.snap.commit, so
+			// that a process killed before settle leaves a clean clone
+			// whose snapshot still holds.
+			return nil
+		}
+		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
+			return fmt.Errorf("reset: %w", err)
 		}
 		if intact && r.moveTo(tip) == nil {
 			if !r.snap.persisted {
@@ -735,19 +743,15 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 	return nil
 }
 
-// settle brings a worktree that deferred resets left at the snapshot's
-// commit to the branch tip, so that a Sync ends with the checkout at the
-// tip. A failure only leaves the snapshot unknown: the next reset is a full
-// one.
+// settle brings a clone that deferred resets left at the snapshot's
+// commit (branch, index and worktree) to the commit the Sync ended on, so
+// that a Sync ends with the checkout at the tip. A failure only leaves the
+// snapshot unknown: the next reset is a full one.
 func (r *Repo) settle() {
-	if r.snap == nil {
-		return
-	}
-	ref, err := r.repo.Storer.Reference(plumbing.NewBranchReferenceName(r.opts.Branch))
 	switch {
-	case err != nil:
-	case ref.Hash() != r.snap.commit:
-		_ = r.reset(ref.Hash())
+	case r.target.IsZero():
+	case r.snap == nil || r.snap.commit != r.target:
+		_ = r.reset(r.target)
 	case !r.snap.persisted: // loaded with an index git rewrote: record its stat
 		r.saveSnapshot()
 	}

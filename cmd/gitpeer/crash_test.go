@@ -289,14 +289,21 @@ func checkStoppedAt(t *testing.T, step crashpoint.Step, id string, before, after
 			t.Errorf("killed at %s: main moved %v, applied branch %q on %q, main %q; want both moved: a seal on the pass's commit", step, pushed, after.applied, after.appliedOn, after.main)
 		}
 	}
+	// reconcile's clone stays where its last pass left it until the pass
+	// moves it to its commit (gitsync.Options.CheckoutAfterPass); a new
+	// clone starts at the fetched tip.
+	left := before.local
+	if left == "" {
+		left = before.main
+	}
 	switch step {
 	case crashpoint.PinsSaved:
-		if after.dirty || after.local != before.main {
-			t.Errorf("killed at %s, the working clone of %s changed (dirty %v, main %s)", step, id, after.dirty, after.local)
+		if after.dirty || after.local != left {
+			t.Errorf("killed at %s, the working clone of %s changed (dirty %v, main %s, want %s)", step, id, after.dirty, after.local, left)
 		}
 	case crashpoint.FilesWritten:
-		if !after.dirty || after.local != before.main {
-			t.Errorf("killed at %s, the working clone of %s is dirty %v at %s; want the files written, uncommitted", step, id, after.dirty, after.local)
+		if !after.dirty || after.local != left {
+			t.Errorf("killed at %s, the working clone of %s is dirty %v at %s; want the files written, uncommitted, on %s", step, id, after.dirty, after.local, left)
 		}
 	case crashpoint.Committed:
 		if after.dirty || after.local == before.main {
