@@ -58,6 +58,13 @@ import (
 // commit whose parents are missing (a shallow clone) is not judged; it only
 // tells what was known.
 func History(dir string, opts Options) ([]Finding, error) {
+	return historyWith(dir, opts, nil)
+}
+
+// historyWith is History with its verified manifests looked up in, and kept
+// in, verified (nil: none): Check shares one with the tree's manifest
+// checks, which verify the tip's manifests History verified already.
+func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding, error) {
 	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
@@ -84,6 +91,7 @@ func History(dir string, opts Options) ([]Finding, error) {
 		trees:     map[plumbing.Hash][]object.TreeEntry{},
 		infos:     map[infoKey]*identity{},
 		manifests: map[manifestKey]*manifestAt{},
+		verified:  verified,
 	}
 	order, err := h.walk(head.Hash())
 	if err != nil {
@@ -143,6 +151,10 @@ type history struct {
 	// sequenced, when set, are the only directories whose manifests the
 	// commits not judged verify (see judgedManifestDirs).
 	sequenced map[string]bool
+	// verified, when set, holds the manifests that parsed and verified,
+	// shared with the tree's checks of Check (nil: History's own cache
+	// alone).
+	verified *manifest.Cache
 }
 
 type infoKey struct {
@@ -604,6 +616,17 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 	if err != nil {
 		return nil, err
 	}
+	if h.verified != nil && k.keyInfoPresent {
+		// The same bytes verified with the same key (by the tree's check
+		// of the tip, running alongside): the same manifest. An error
+		// reading the key is met again below, where it always was.
+		if id, err := h.identity(writer, k.keyBlob); err == nil && id != nil {
+			if m, ok := h.verified.Lookup(data, id.pub, writer, dir); ok {
+				out.m = m
+				return out, nil
+			}
+		}
+	}
 	m, err := manifest.Parse(file, data)
 	if err != nil {
 		out.reason, out.detail = ReasonManifestInvalid, err.Error()
@@ -625,6 +648,9 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 			out.reason = ReasonOwnershipViolation
 		}
 		return out, nil
+	}
+	if h.verified != nil {
+		h.verified.Remember(data, id.pub, writer, dir, m)
 	}
 	out.m = m
 	return out, nil
