@@ -158,7 +158,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		defer ct.Close()
 		// History walks from the very commit checked, should the ref
 		// move meanwhile.
-		tree, opts.Ref = ct.TreeFS, ct.Commit
+		tree, opts.Ref = newBlobCachedTree(ct.TreeFS), ct.Commit
 		go func() {
 			f, err := historyWith(dir, opts, verified)
 			commits <- result{f, err}
