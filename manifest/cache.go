@@ -88,3 +88,20 @@ func validUTF8(m *Manifest) bool {
 	}
 	return true
 }
+
+// Lookup returns the manifest c remembers for data (manifest.yaml of dir,
+// exact bytes) verified with key for writer: ok means Parse of data and
+// Verify with key, writer and dir succeeded before, giving m. A reader
+// outside a View (verify's history walk) uses it with Remember.
+func (c *Cache) Lookup(data []byte, key crypto.PublicKey, writer, dir string) (m *Manifest, ok bool) {
+	m, _, ok, _ = c.get(data, key, writer, dir)
+	return m, ok
+}
+
+// Remember records m, which Parse gave for data and which verified with
+// key for writer over dir: only a success, never a failure.
+func (c *Cache) Remember(data []byte, key crypto.PublicKey, writer, dir string, m *Manifest) {
+	if _, k, _, cacheable := c.get(data, key, writer, dir); cacheable {
+		c.put(k, m)
+	}
+}

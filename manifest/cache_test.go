@@ -149,3 +149,71 @@ func TestCacheIsPerWriterAndDirectory(t *testing.T) {
 		t.Errorf("the original still reads: %v", err)
 	}
 }
+
+// Lookup answers what Remember was told about the very bytes, key, writer
+// and directory, and a View sharing the cache reuses it: a reader outside a
+// View (verify's history walk) and a View verify a manifest once between
+// them, and the manifest they get is the one Parse and Verify give.
+func TestCacheLookupIsWhatRememberWasToldOfTheSameInput(t *testing.T) {
+	r := newRepo(t)
+	const dir = "clusters/beta/inbox/alpha"
+	data := r.fs[dir+"/"+manifest.FileName].Data
+	key := r.trust.keys["alpha"]
+	m, err := manifest.Parse(dir+"/"+manifest.FileName, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Verify(key, "alpha", dir); err != nil {
+		t.Fatal(err)
+	}
+	cache := manifest.NewCache()
+	if got, ok := cache.Lookup(data, key, "alpha", dir); ok {
+		t.Fatalf("an empty cache answered %+v", got)
+	}
+	cache.Remember(data, key, "alpha", dir, m)
+	if got, ok := cache.Lookup(data, key, "alpha", dir); !ok || got != m {
+		t.Fatalf("Lookup after Remember = %p, %v; want %p", got, ok, m)
+	}
+	if got, ok := manifest.NewCachedView(r.fs, r.trust, cache).Verified("alpha", dir); !ok || got != m {
+		t.Fatalf("a view sharing the cache verified %p, %v; want the remembered %p", got, ok, m)
+	}
+	// And the other way: what a view verified, Lookup answers.
+	other := manifest.NewCache()
+	vm, ok := manifest.NewCachedView(r.fs, r.trust, other).Verified("alpha", dir)
+	if got, hit := other.Lookup(data, key, "alpha", dir); !ok || !hit || got != vm {
+		t.Fatalf("Lookup of what a view verified = %p, %v; want %p", got, hit, vm)
+	}
+}
+
+// A changed byte, another key, writer or directory is not served what was
+// remembered for the original.
+func TestCacheLookupMissesAChangedByteOrKey(t *testing.T) {
+	r := newRepo(t)
+	const dir = "clusters/beta/inbox/alpha"
+	data := r.fs[dir+"/"+manifest.FileName].Data
+	key := r.trust.keys["alpha"]
+	m, err := manifest.Parse(dir+"/"+manifest.FileName, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := manifest.NewCache()
+	cache.Remember(data, key, "alpha", dir, m)
+	flipped := slices.Clone(data)
+	flipped[len(flipped)/2] ^= 1
+	for name, c := range map[string]struct {
+		data        []byte
+		key         crypto.PublicKey
+		writer, dir string
+	}{
+		"a byte changed":      {flipped, key, "alpha", dir},
+		"a byte appended":     {append(slices.Clone(data), '\n'), key, "alpha", dir},
+		"another key":         {data, edKey(t).Public(), "alpha", dir},
+		"another writer":      {data, key, "gamma", dir},
+		"another directory":   {data, key, "alpha", "clusters/gamma/inbox/alpha"},
+		"a key of other type": {data, p256Key(t).Public(), "alpha", dir},
+	} {
+		if got, ok := cache.Lookup(c.data, c.key, c.writer, c.dir); ok {
+			t.Errorf("%s: served %+v from the cache", name, got)
+		}
+	}
+}

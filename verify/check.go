@@ -14,6 +14,7 @@ import (
 	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -89,16 +90,17 @@ var ErrNotRepository = errors.New("not a Git repository")
 // symbolic links). Findings are sorted by file; nil means every check
 // holds.
 func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
-	return checkTree(tree, spec, opts, guard.NewCache(), nil)
+	return checkTree(tree, spec, opts, guard.NewCache(), nil, nil)
 }
 
 // checkTree is CheckTree with the guard's answers kept in cache, for the
-// history scan that follows to reuse, on what scope covers (nil: the whole
-// tree).
-func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, scope *treeScope) []Finding {
+// history scan that follows to reuse, the manifests that verified looked up
+// in verified (nil: none), on what scope covers (nil: the whole tree).
+func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, verified *manifest.Cache, scope *treeScope) []Finding {
 	v := newVerifier(tree, spec, opts.now())
 	v.baseSpec = opts.BaseSpec
 	v.guard = cache
+	v.verified = verified
 	v.scope = scope
 	v.run()
 	v.privateMaterial()
@@ -143,6 +145,10 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		err      error
 	}
 	commits := make(chan result, 1)
+	// The manifests History verifies, the tip's among them, are not
+	// parsed and verified again by the tree's checks (same bytes, same
+	// key: see manifest.Cache).
+	verified := manifest.NewCache()
 	var tree fs.FS = layout.NewSnapshotTree(dir)
 	if repo {
 		ct, err := gitobj.OpenCommitTree(dir, opts.Ref)
@@ -152,9 +158,9 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		defer ct.Close()
 		// History walks from the very commit checked, should the ref
 		// move meanwhile.
-		tree, opts.Ref = ct.TreeFS, ct.Commit
+		tree, opts.Ref = newBlobCachedTree(ct.TreeFS), ct.Commit
 		go func() {
-			f, err := History(dir, opts)
+			f, err := historyWith(dir, opts, verified)
 			commits <- result{f, err}
 		}()
 	}
@@ -180,7 +186,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 			opts.OnScope(report)
 		}
 	}
-	findings := checkTree(tree, spec, opts, cache, scope)
+	findings := checkTree(tree, spec, opts, cache, verified, scope)
 	if !repo {
 		return findings, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/gitobj"
@@ -144,6 +145,9 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		if !found {
 			continue
 		}
+		if !sliceOrIdentity(data) {
+			continue // neither decoding would succeed
+		}
 		name := ""
 		if rs, err := liqo.DecodeResourceSlice(data); err == nil {
 			name = rs.Name
@@ -224,3 +228,22 @@ func (v *verifier) acceptedAnswers(provider, consumer string) []acceptedAnswer {
 
 // findingAt is where a finding is: its file and field.
 type findingAt struct{ file, field string }
+
+// sliceOrIdentity reports whether data may decode as a ResourceSlice or an
+// Identity: whether its apiVersion and kind, read as liqo's decoders read
+// them (sigs.k8s.io/yaml into the two fields), are one of theirs. When not,
+// both liqo.DecodeResourceSlice and liqo.DecodeIdentity fail on it (on
+// those fields, or on the YAML before them), after two YAML parses each: a
+// peer directory's namespaces, Tenants and RBAC were parsed four times only
+// to be skipped.
+func sliceOrIdentity(data []byte) bool {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(data, &head); err != nil {
+		return false
+	}
+	return head.APIVersion == authv1beta1.GroupVersion.String() &&
+		(head.Kind == authv1beta1.ResourceSliceKind || head.Kind == authv1beta1.IdentityKind)
+}

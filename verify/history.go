@@ -58,6 +58,13 @@ import (
 // commit whose parents are missing (a shallow clone) is not judged; it only
 // tells what was known.
 func History(dir string, opts Options) ([]Finding, error) {
+	return historyWith(dir, opts, nil)
+}
+
+// historyWith is History with its verified manifests looked up in, and kept
+// in, verified (nil: none): Check shares one with the tree's manifest
+// checks, which verify the tip's manifests History verified already.
+func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding, error) {
 	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
@@ -84,6 +91,7 @@ func History(dir string, opts Options) ([]Finding, error) {
 		trees:     map[plumbing.Hash][]object.TreeEntry{},
 		infos:     map[infoKey]*identity{},
 		manifests: map[manifestKey]*manifestAt{},
+		verified:  verified,
 	}
 	order, err := h.walk(head.Hash())
 	if err != nil {
@@ -141,8 +149,16 @@ type history struct {
 	infos     map[infoKey]*identity
 	manifests map[manifestKey]*manifestAt
 	// sequenced, when set, are the only directories whose manifests the
-	// commits not judged verify (see judgedManifestDirs).
+	// commits not judged verify (see judgedManifestDirs), and those
+	// commits' changes are learnedChanges.
 	sequenced map[string]bool
+	// changes are the own changes of judged commits judgedManifestDirs
+	// listed, until commit takes them.
+	changes map[plumbing.Hash][]change
+	// verified, when set, holds the manifests that parsed and verified,
+	// shared with the tree's checks of Check (nil: History's own cache
+	// alone).
+	verified *manifest.Cache
 }
 
 type infoKey struct {
@@ -279,20 +295,75 @@ type change struct {
 
 // nodeChanges is ownChanges of n's commit against its parents'.
 func (h *history) nodeChanges(n *node) ([]change, error) {
-	parents := make([]plumbing.Hash, 0, len(n.parents))
-	for _, p := range n.parents {
-		parents = append(parents, p.TreeHash)
+	if c, ok := h.changes[n.c.Hash]; ok {
+		delete(h.changes, n.c.Hash)
+		return c, nil
 	}
-	return h.ownChanges(n.c.TreeHash, parents)
+	return h.ownChanges(n.c.TreeHash, treesOf(n.parents), h.diff)
+}
+
+// learnedChanges is nodeChanges of a commit that is not judged while
+// h.sequenced is set, restricted to the only changes commit reads of it:
+// each clusters/<id>/cluster.yaml and the manifest.yaml of each sequenced
+// directory. The diff reads only the trees above those paths: a commit
+// before Base costs the trees of clusters/ and of each cluster's directory
+// that changed, not every tree that did (for the root commit, the whole
+// repository).
+func (h *history) learnedChanges(n *node) ([]change, error) {
+	inboxes := map[string]bool{} // clusters/<id>/inbox with a sequenced directory
+	for d := range h.sequenced {
+		if parent := path.Dir(d); path.Base(parent) == layout.InboxDir {
+			inboxes[parent] = true
+		}
+	}
+	keep := func(p string) (record, descend bool) {
+		parts := strings.Split(p, "/")
+		if parts[0] != layout.ClustersDir {
+			return false, false
+		}
+		switch len(parts) {
+		case 1, 2:
+			return false, true
+		case 3:
+			dir := path.Dir(p)
+			switch parts[2] {
+			case layout.ClusterFile:
+				return true, false
+			case manifest.FileName:
+				return h.sequenced[dir], false
+			case layout.InboxDir:
+				return false, inboxes[p]
+			}
+		case 4:
+			return false, parts[2] == layout.InboxDir && h.sequenced[p]
+		case 5:
+			return parts[4] == manifest.FileName, false
+		}
+		return false, false
+	}
+	diff := func(a, b plumbing.Hash, out map[string]change) error {
+		return h.diffPruned(a, b, "", keep, out)
+	}
+	return h.ownChanges(n.c.TreeHash, treesOf(n.parents), diff)
+}
+
+// treesOf is the tree hashes of commits.
+func treesOf(commits []*object.Commit) []plumbing.Hash {
+	out := make([]plumbing.Hash, 0, len(commits))
+	for _, c := range commits {
+		out = append(out, c.TreeHash)
+	}
+	return out
 }
 
 // ownChanges lists the paths whose content in tree differs from each of
 // the parents' trees (every file when there are none), sorted; trees are
-// given by hash.
-func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash) ([]change, error) {
+// given by hash, and diff records what differs between two of them (see
+// history.diff).
+func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash, diff func(a, b plumbing.Hash, out map[string]change) error) ([]change, error) {
 	if len(parents) == 0 {
 		all := map[string]change{}
-		if err := h.diff(plumbing.ZeroHash, tree, all); err != nil {
+		if err := diff(plumbing.ZeroHash, tree, all); err != nil {
 			return nil, err
 		}
 		return sortedChanges(all, nil, 0), nil
@@ -301,7 +372,7 @@ func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash) ([]cha
 	var first map[string]change
 	for i, pt := range parents {
 		seen := map[string]change{}
-		if err := h.diff(pt, tree, seen); err != nil {
+		if err := diff(pt, tree, seen); err != nil {
 			return nil, err
 		}
 		if i == 0 {
@@ -346,6 +417,78 @@ func (h *history) diff(a, b plumbing.Hash, out map[string]change) error {
 	})
 }
 
+// diffPruned is diff restricted by keep: of the entries that differ
+// between the trees a and b (under prefix), it records those keep says to
+// record, exactly as diff does, and walks into the directories keep says
+// to descend into, reading no other tree. The paths it records are those
+// of diff's that keep accepts, with the same changes: a path's entries
+// differ, and its parents' too, whichever of the two walks them.
+func (h *history) diffPruned(a, b plumbing.Hash, prefix string, keep func(p string) (record, descend bool), out map[string]change) error {
+	if a == b {
+		return nil
+	}
+	ta, err := h.tree(a)
+	if err != nil {
+		return err
+	}
+	tb, err := h.tree(b)
+	if err != nil {
+		return err
+	}
+	inA := make(map[string]int, len(ta))
+	for i := range ta {
+		inA[ta[i].Name] = i
+	}
+	visit := func(name string, ea, eb *object.TreeEntry) error {
+		if ea != nil && eb != nil && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
+			return nil
+		}
+		p := path.Join(prefix, name)
+		record, descend := keep(p)
+		if record {
+			switch {
+			case eb != nil && eb.Mode != filemode.Dir:
+				out[p] = change{path: p, to: eb.Hash, mode: eb.Mode}
+			case ea != nil && ea.Mode != filemode.Dir:
+				out[p] = change{path: p}
+			}
+		}
+		if !descend {
+			return nil
+		}
+		var da, db plumbing.Hash
+		if ea != nil && ea.Mode == filemode.Dir {
+			da = ea.Hash
+		}
+		if eb != nil && eb.Mode == filemode.Dir {
+			db = eb.Hash
+		}
+		if da.IsZero() && db.IsZero() {
+			return nil
+		}
+		return h.diffPruned(da, db, p, keep, out)
+	}
+	for i := range tb {
+		eb := &tb[i]
+		var ea *object.TreeEntry
+		if j, ok := inA[eb.Name]; ok {
+			ea = &ta[j]
+			delete(inA, eb.Name)
+		}
+		if err := visit(eb.Name, ea, eb); err != nil {
+			return err
+		}
+	}
+	for i := range ta {
+		if _, only := inA[ta[i].Name]; only {
+			if err := visit(ta[i].Name, &ta[i], nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // tree returns the entries of the tree with hash t (none for the zero hash).
 func (h *history) tree(t plumbing.Hash) ([]object.TreeEntry, error) {
 	if t.IsZero() {
@@ -372,7 +515,12 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	if err != nil {
 		return nil, err
 	}
-	changes, err := h.nodeChanges(n)
+	var changes []change
+	if !judge && h.sequenced != nil {
+		changes, err = h.learnedChanges(n)
+	} else {
+		changes, err = h.nodeChanges(n)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -604,6 +752,17 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 	if err != nil {
 		return nil, err
 	}
+	if h.verified != nil && k.keyInfoPresent {
+		// The same bytes verified with the same key (by the tree's check
+		// of the tip, running alongside): the same manifest. An error
+		// reading the key is met again below, where it always was.
+		if id, err := h.identity(writer, k.keyBlob); err == nil && id != nil {
+			if m, ok := h.verified.Lookup(data, id.pub, writer, dir); ok {
+				out.m = m
+				return out, nil
+			}
+		}
+	}
 	m, err := manifest.Parse(file, data)
 	if err != nil {
 		out.reason, out.detail = ReasonManifestInvalid, err.Error()
@@ -625,6 +784,9 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 			out.reason = ReasonOwnershipViolation
 		}
 		return out, nil
+	}
+	if h.verified != nil {
+		h.verified.Remember(data, id.pub, writer, dir, m)
 	}
 	out.m = m
 	return out, nil

@@ -57,7 +57,7 @@ func (v *verifier) manifest(wd writerDir, trust manifest.Keys, require bool) {
 	if _, err := fs.Stat(v.tree, file); errors.Is(err, fs.ErrNotExist) && !require {
 		return
 	}
-	view := manifest.NewView(v.tree, trust)
+	view := manifest.NewCachedView(v.tree, trust, v.verified)
 	m, verified := view.Verified(wd.writer, wd.dir)
 	if !verified {
 		v.manifestScope(wd, file)

@@ -424,6 +424,10 @@ func (h *history) judgedManifestDirs(order []*node, excluded map[plumbing.Hash]b
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
 		}
+		if h.changes == nil {
+			h.changes = map[plumbing.Hash][]change{}
+		}
+		h.changes[n.c.Hash] = changes // commit judges them next
 		for _, ch := range changes {
 			if _, dir, ok := manifest.Scope(ch.path); ok && ch.path == dir+"/"+manifest.FileName {
 				out[dir] = true

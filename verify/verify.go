@@ -186,7 +186,7 @@ func Tree(tree fs.FS, spec *schema.Spec, now time.Time) []Finding {
 
 func newVerifier(tree fs.FS, spec *schema.Spec, now time.Time) *verifier {
 	v := &verifier{tree: tree, spec: spec, now: now, infos: map[string]*layout.ClusterInfo{}, removed: map[schema.Pair]bool{}, accepted: map[string][][]byte{},
-		declaredIDs: map[string]int{}, peerings: map[schema.Pair]bool{}, encoder: liqo.NewEncoder()}
+		declaredIDs: map[string]int{}, peerings: map[schema.Pair]bool{}, encoder: liqo.NewEncoder(), acceptedObjects: newAcceptedObjects()}
 	if spec != nil {
 		for i, c := range spec.Clusters {
 			if _, dup := v.declaredIDs[c.ID]; !dup {
@@ -280,6 +280,11 @@ type verifier struct {
 	peerings    map[schema.Pair]bool
 	// guard answers Inspect for content already inspected (nil: none).
 	guard *guard.Cache
+	// verified holds manifests already parsed and verified (nil: none).
+	verified *manifest.Cache
+	// acceptedObjects are the accepted rendered files as kustomize reads
+	// them (see compareBuilt).
+	acceptedObjects *acceptedObjects
 	// encoder is liqo.Encode remembering what it encoded: the same RBAC
 	// objects and namespaces are rendered for many peerings.
 	encoder *liqo.Encoder

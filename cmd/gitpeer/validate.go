@@ -91,7 +91,7 @@ func (o *validateOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	baseSpec, err := specAtBase(cmd, dirArg(args), o.base)
+	baseSpec, err := specAtBase(cmd, dirArg(args), o.base, &readSpec{file, data, spec})
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return errUsage(err)
 	}
-	baseSpec, err := specAtBase(cmd, dir, o.base)
+	baseSpec, err := specAtBase(cmd, dir, o.base, &readSpec{file, data, spec})
 	if err != nil {
 		return errUsage(err)
 	}
