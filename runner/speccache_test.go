@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/testing/testgit"
