@@ -1,7 +1,9 @@
 package gitobj
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -66,7 +68,8 @@ func StoreTrees(s storer.EncodedObjectStorer) ReadTree {
 // (or the other way round) is walked as added (deleted) whole. Entries
 // come in b's order, then those only in a. Subtrees with the same hash are
 // never read, so the cost is that of what changed, not of the trees'
-// size. An error of read or fn stops the walk and is returned.
+// size. fn returning fs.SkipDir for a directory skips what differs under
+// it; any other error of read or fn stops the walk and is returned.
 func Diff(read ReadTree, a, b plumbing.Hash, fn func(name string, from, to *object.TreeEntry) error) error {
 	return diff(read, a, b, "", fn)
 }
@@ -96,7 +99,9 @@ func diff(read ReadTree, a, b plumbing.Hash, prefix string, fn func(name string,
 			return nil
 		}
 		p := path.Join(prefix, name)
-		if err := fn(p, ea, eb); err != nil {
+		if err := fn(p, ea, eb); errors.Is(err, fs.SkipDir) {
+			return nil // what differs under p is not walked
+		} else if err != nil {
 			return err
 		}
 		var da, db plumbing.Hash

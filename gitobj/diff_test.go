@@ -1,6 +1,7 @@
 package gitobj
 
 import (
+	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
@@ -99,6 +100,30 @@ func TestDiffIsWhatGitDiffTreeLists(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// fs.SkipDir on clusters/ skips what differs under it, and only that.
+	var skipped []string
+	if err := Diff(trees, tree(one), tree(two), func(name string, from, to *object.TreeEntry) error {
+		if to != nil && to.Mode != filemode.Dir || from != nil && from.Mode != filemode.Dir {
+			skipped = append(skipped, name)
+		}
+		if name == "clusters" {
+			return fs.SkipDir
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(skipped)
+	var outside []string
+	for _, f := range want {
+		if !strings.HasPrefix(f, "clusters/") {
+			outside = append(outside, f)
+		}
+	}
+	if strings.Join(skipped, " ") != strings.Join(outside, " ") {
+		t.Errorf("Diff skipping clusters/ lists %q, want %q", skipped, outside)
 	}
 
 	// From no commit: every file of the tree, as git ls-tree -r lists it.

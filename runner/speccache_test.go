@@ -38,14 +38,7 @@ func TestPassEvaluatesAnUnchangedSpecOnce(t *testing.T) {
 	}
 
 	// Someone drops the peering from the spec.
-	remote := testgit.Git(t, r.Repo.Dir(), "remote", "get-url", "origin")
-	work := filepath.Join(t.TempDir(), "w")
-	testgit.Git(t, filepath.Dir(work), "clone", "-q", remote, work)
-	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	testgit.Git(t, work, "commit", "-qam", "drop the peering")
-	testgit.Git(t, work, "push", "-q", "origin", "main")
+	dropThePeering(t, r)
 
 	res, err := r.Pass(context.Background())
 	if err != nil {
@@ -90,14 +83,7 @@ func TestANewProcessReusesTheEvaluatedSpec(t *testing.T) {
 		t.Fatalf("%d peerings from the kept spec, want the spec's one", n)
 	}
 
-	remote := testgit.Git(t, next.Repo.Dir(), "remote", "get-url", "origin")
-	work := filepath.Join(t.TempDir(), "w")
-	testgit.Git(t, filepath.Dir(work), "clone", "-q", remote, work)
-	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	testgit.Git(t, work, "commit", "-qam", "drop the peering")
-	testgit.Git(t, work, "push", "-q", "origin", "main")
+	dropThePeering(t, next)
 	third := &Runner{Repo: first.Repo, Backend: first.Backend, LoadSpec: countingLoader(&calls)}
 	if res, err = third.Pass(context.Background()); err != nil {
 		t.Fatal(err)
@@ -212,4 +198,18 @@ func writeJSON(t *testing.T, path string, v any) {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dropThePeering pushes a spec commit that drops the only peering of
+// newRunner's spec, as someone editing the repo would.
+func dropThePeering(t *testing.T, r *Runner) {
+	t.Helper()
+	remote := testgit.Git(t, r.Repo.Dir(), "remote", "get-url", "origin")
+	work := filepath.Join(t.TempDir(), "w")
+	testgit.Git(t, filepath.Dir(work), "clone", "-q", remote, work)
+	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte("clusters: [{id: \"alpha\"}, {id: \"beta\"}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testgit.Git(t, work, "commit", "-qam", "drop the peering")
+	testgit.Git(t, work, "push", "-q", "origin", "main")
 }

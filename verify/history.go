@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -342,7 +343,7 @@ func (h *history) learnedChanges(n *node) ([]change, error) {
 		return false, false
 	}
 	diff := func(a, b plumbing.Hash, out map[string]change) error {
-		return h.diffPruned(a, b, "", keep, out)
+		return h.diffPruned(a, b, keep, out)
 	}
 	return h.ownChanges(n.c.TreeHash, treesOf(n.parents), diff)
 }
@@ -406,44 +407,16 @@ const maxTrees = 1 << 16
 // with the same hash are not read, so the cost is that of what changed,
 // not of the repository's size.
 func (h *history) diff(a, b plumbing.Hash, out map[string]change) error {
-	return gitobj.Diff(h.tree, a, b, func(p string, ea, eb *object.TreeEntry) error {
-		switch {
-		case eb != nil && eb.Mode != filemode.Dir:
-			out[p] = change{path: p, to: eb.Hash, mode: eb.Mode}
-		case ea != nil && ea.Mode != filemode.Dir:
-			out[p] = change{path: p}
-		}
-		return nil
-	})
+	return h.diffPruned(a, b, func(string) (bool, bool) { return true, true }, out)
 }
 
 // diffPruned is diff restricted by keep: of the entries that differ
-// between the trees a and b (under prefix), it records those keep says to
-// record, exactly as diff does, and walks into the directories keep says
-// to descend into, reading no other tree. The paths it records are those
-// of diff's that keep accepts, with the same changes: a path's entries
-// differ, and its parents' too, whichever of the two walks them.
-func (h *history) diffPruned(a, b plumbing.Hash, prefix string, keep func(p string) (record, descend bool), out map[string]change) error {
-	if a == b {
-		return nil
-	}
-	ta, err := h.tree(a)
-	if err != nil {
-		return err
-	}
-	tb, err := h.tree(b)
-	if err != nil {
-		return err
-	}
-	inA := make(map[string]int, len(ta))
-	for i := range ta {
-		inA[ta[i].Name] = i
-	}
-	visit := func(name string, ea, eb *object.TreeEntry) error {
-		if ea != nil && eb != nil && ea.Hash == eb.Hash && ea.Mode == eb.Mode {
-			return nil
-		}
-		p := path.Join(prefix, name)
+// between the trees a and b, it records those keep says to record, exactly
+// as diff does, and walks into the directories keep says to descend into,
+// reading no other tree. The paths it records are those of diff's that
+// keep accepts, with the same changes.
+func (h *history) diffPruned(a, b plumbing.Hash, keep func(p string) (record, descend bool), out map[string]change) error {
+	return gitobj.Diff(h.tree, a, b, func(p string, ea, eb *object.TreeEntry) error {
 		record, descend := keep(p)
 		if record {
 			switch {
@@ -454,39 +427,10 @@ func (h *history) diffPruned(a, b plumbing.Hash, prefix string, keep func(p stri
 			}
 		}
 		if !descend {
-			return nil
+			return fs.SkipDir
 		}
-		var da, db plumbing.Hash
-		if ea != nil && ea.Mode == filemode.Dir {
-			da = ea.Hash
-		}
-		if eb != nil && eb.Mode == filemode.Dir {
-			db = eb.Hash
-		}
-		if da.IsZero() && db.IsZero() {
-			return nil
-		}
-		return h.diffPruned(da, db, p, keep, out)
-	}
-	for i := range tb {
-		eb := &tb[i]
-		var ea *object.TreeEntry
-		if j, ok := inA[eb.Name]; ok {
-			ea = &ta[j]
-			delete(inA, eb.Name)
-		}
-		if err := visit(eb.Name, ea, eb); err != nil {
-			return err
-		}
-	}
-	for i := range ta {
-		if _, only := inA[ta[i].Name]; only {
-			if err := visit(ta[i].Name, &ta[i], nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // tree returns the entries of the tree with hash t (none for the zero hash).
