@@ -11,14 +11,7 @@ import (
 // as the next reconcile --once process does.
 func reopenAfterPass(t *testing.T, bare string, r *Repo, name string) *Repo {
 	t.Helper()
-	opts := testOptions(t, bare, name)
-	opts.Dir = r.Dir()
-	opts.CheckoutAfterPass = true
-	o, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	return o
+	return reopenWith(t, bare, r, name, func(o *Options) { o.CheckoutAfterPass = true })
 }
 
 func treeWrites(files map[string]string) func(context.Context, *TreeFS) (*Change, error) {

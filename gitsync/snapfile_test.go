@@ -17,8 +17,17 @@ import (
 // process would.
 func reopen(t *testing.T, bare string, r *Repo, name string) *Repo {
 	t.Helper()
+	return reopenWith(t, bare, r, name, nil)
+}
+
+// reopenWith is reopen with the options edit changes.
+func reopenWith(t *testing.T, bare string, r *Repo, name string, edit func(*Options)) *Repo {
+	t.Helper()
 	opts := testOptions(t, bare, name)
 	opts.Dir = r.Dir()
+	if edit != nil {
+		edit(&opts)
+	}
 	o, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
