@@ -219,12 +219,16 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 		if fi, err := os.Lstat(full); err == nil && !fi.Mode().IsRegular() {
 			return errFallback // a directory or a link in the way
 		}
-		content, err := w.file.Contents()
+		f, err := tt.TreeEntryFile(&w.entry)
+		if err != nil {
+			return err
+		}
+		content, err := f.Contents()
 		if err != nil {
 			return err
 		}
 		perm := fs.FileMode(0o644)
-		if w.file.Mode == filemode.Executable {
+		if f.Mode == filemode.Executable {
 			perm = 0o755
 		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -245,7 +249,7 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 			e = &index.Entry{Name: w.name}
 			entries[w.name] = e
 		}
-		e.Hash, e.Mode, e.Size = w.file.Hash, w.file.Mode, uint32(fi.Size())
+		e.Hash, e.Mode, e.Size = f.Hash, f.Mode, uint32(fi.Size())
 		e.ModifiedAt, e.CreatedAt = fi.ModTime(), fi.ModTime()
 		files[w.name] = statOf(fi)
 	}
@@ -264,10 +268,12 @@ func (r *Repo) moveTree(ft, tt *object.Tree, files map[string]fileStat) error {
 	return r.writeIndex(idx)
 }
 
-// fileWrite is a file a move writes: its path and its blob.
+// fileWrite is a file a move writes: its path and its entry in the target
+// tree. The blob is read only when written: movable plans a move without
+// reading any.
 type fileWrite struct {
-	name string
-	file *object.File
+	name  string
+	entry object.TreeEntry
 }
 
 // planMove lists what moving the worktree from tree ft to tree tt deletes
@@ -296,12 +302,7 @@ func planMove(ft, tt *object.Tree) (deletes []string, writes []fileWrite, err er
 		case merkletrie.Delete:
 			deletes = append(deletes, ch.From.Name)
 		case merkletrie.Insert, merkletrie.Modify:
-			f, err := tt.TreeEntryFile(&ch.To.TreeEntry)
-			if err != nil {
-				return nil, nil, err
-			}
-			f.Name = ch.To.Name
-			writes = append(writes, fileWrite{name: ch.To.Name, file: f})
+			writes = append(writes, fileWrite{name: ch.To.Name, entry: ch.To.TreeEntry})
 		}
 	}
 	return deletes, writes, nil
