@@ -276,3 +276,24 @@ func (g *gitHost) remoteHead(ctx context.Context, ref string) (string, error) {
 	sha, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
 	return sha, err
 }
+
+// pushCRDs commits the CRD files crds to infrastructure/liqo of the clone
+// work, with a kustomization listing them, and pushes: what Flux's
+// Kustomization liqo-crds applies.
+func pushCRDs(ctx context.Context, t *testing.T, work string, crds []string) {
+	t.Helper()
+	files := map[string][]byte{}
+	var names []string
+	for _, f := range crds {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(f)] = data
+		names = append(names, filepath.Base(f))
+	}
+	files["kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " +
+		strings.Join(names, "\n  - ") + "\n")
+	testgit.WriteFiles(t, filepath.Join(work, "infrastructure", "liqo"), files)
+	commitAndPush(ctx, t, work, "Liqo's CRDs")
+}

@@ -137,20 +137,7 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		if err != nil || len(crds) == 0 {
 			t.Fatalf("no Liqo CRDs in %s (%v)", mod.Dir, err)
 		}
-		files := map[string][]byte{}
-		var names []string
-		for _, f := range crds {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[filepath.Base(f)] = data
-			names = append(names, filepath.Base(f))
-		}
-		files["kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " +
-			strings.Join(names, "\n  - ") + "\n")
-		testgit.WriteFiles(t, filepath.Join(liqoWork, "infrastructure", "liqo"), files)
-		commitAndPush(ctx, t, liqoWork, "Liqo's CRDs")
+		pushCRDs(ctx, t, liqoWork, crds)
 		for _, c := range order {
 			createGitSecret(ctx, t, c, roToken, host.CACert)
 			if _, err := s.kube(ctx, c, []byte(liqoCRDsObjects(host.URL("liqo.git"), gitSecretName(c.id))),

@@ -184,24 +184,11 @@ func TestLiqoRunsThePeeringGitpeerBootstraps(t *testing.T) {
 
 		liqoWork := filepath.Join(root, "liqo-work")
 		clone(t, host.URL("liqo.git"), liqoWork)
-		files := map[string][]byte{}
-		var names []string
 		crds, err := filepath.Glob(filepath.Join(lt.chart, "charts", "liqo-crds", "crds", "*.yaml"))
 		if err != nil || len(crds) == 0 {
 			t.Fatalf("no CRDs in %s/charts/liqo-crds/crds (%v)", lt.chart, err)
 		}
-		for _, f := range crds {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[filepath.Base(f)] = data
-			names = append(names, filepath.Base(f))
-		}
-		files["kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " +
-			strings.Join(names, "\n  - ") + "\n")
-		testgit.WriteFiles(t, filepath.Join(liqoWork, "infrastructure", "liqo"), files)
-		commitAndPush(ctx, t, liqoWork, "Liqo's CRDs")
+		pushCRDs(ctx, t, liqoWork, crds)
 
 		signers, err := s.gitpeerCmd(ctx, "allowed-signers", work)
 		if err != nil {
