@@ -246,9 +246,9 @@ type Repo struct {
 	// moves from it without a stat scan of the worktree.
 	trustWorktree bool
 	// deferMoves is set during a SyncTree and, with CheckoutAfterPass,
-	// Open: a reset of an intact worktree only moves the branch; the
-	// worktree stays at the snapshot's commit until the commit or settle
-	// moves it.
+	// Open: a reset of an intact clone moves nothing; the branch, index
+	// and worktree stay at the snapshot's commit until the pass's commit
+	// or settle moves them.
 	deferMoves bool
 	// target is the commit the clone's branch is to be at once settled:
 	// the last reset's tip, or the commit made since.

@@ -697,12 +697,12 @@ func (r *Repo) fetchSpecs(ctx context.Context, specs []config.RefSpec) error {
 // reset makes the local branch, index and worktree exactly tip (an empty tree
 // when tip is zero), with HEAD on the branch, and removes untracked files.
 func (r *Repo) reset(tip plumbing.Hash) error {
+	r.target = tip
 	branch := plumbing.NewBranchReferenceName(r.opts.Branch)
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branch)); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
 	if tip.IsZero() {
-		r.target = tip
 		if err := r.repo.Storer.RemoveReference(branch); err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
@@ -710,7 +710,6 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 			return fmt.Errorf("reset: %w", err)
 		}
 	} else {
-		r.target = tip
 		// Cheap when the worktree is as this Repo left it (checkout.go);
 		// anything else falls back to the full reset below.
 		intact := r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()
