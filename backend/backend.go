@@ -184,6 +184,25 @@ type FluxTruster interface {
 	FluxTrusts(ctx context.Context, want []byte) (ok bool, why string, err error)
 }
 
+// SourcePinner is implemented by backends that run inside the cluster
+// whose tree they seal (the kubernetes backend). A signature proves who made
+// a seal, never when, and Flux (spec.verify) and Argo CD (sourceIntegrity)
+// check only the signature: a writer who points the applied branch back at
+// an older seal gets it applied. So after each seal the reconciler points
+// the cluster's GitOps source at the exact commit it signed, which no repo
+// writer can change (docs/trust.md, "A cluster applies only its freshest
+// seal").
+type SourcePinner interface {
+	// PinSource points the cluster's GitOps source at commit (hex), the
+	// newest seal, on the applied branch's remote already. It returns
+	// what it pinned, "GitRepository flux-system/gitpeer-<id>" say, or
+	// "" and no error when the cluster has no source gitpeer knows of
+	// (another engine, or none yet). A source pinned to commit already
+	// is left alone. Errors are the API server's, a Forbidden one naming
+	// the permission gitpeer's Role grants for it.
+	PinSource(ctx context.Context, commit string) (where string, err error)
+}
+
 // KeyReloader is implemented by backends whose cluster key another process
 // may replace (the kubernetes backend: the leader of a replicated
 // reconciler promotes a staged key while a standby holds the old one).

@@ -189,6 +189,15 @@ type Store struct {
 	// dir restored from an older copy), two in a row are a second
 	// reconciler of the cluster still writing.
 	ForeignPasses int `json:"foreignPasses,omitempty"`
+	// Seal is the newest seal this cluster's reconciler made: the hex hash
+	// of the signed commit its applied branch (gitpeer/applied/<id>) must
+	// point at, recorded before that commit is pushed. A signature proves
+	// who made a seal, never when: an older seal is as validly signed as
+	// this one, so every pass points the applied branch back here before
+	// anything else, and the kubernetes backend pins the cluster's GitOps
+	// source to it (docs/trust.md, "A cluster applies only its freshest
+	// seal"). Empty until the first seal.
+	Seal string `json:"seal,omitempty"`
 }
 
 // Peer is what a cluster pinned for one peer.
@@ -307,7 +316,7 @@ func (s *Store) Clone() *Store {
 	return &Store{
 		APIVersion: s.APIVersion, Kind: s.Kind, ClusterID: s.ClusterID,
 		Own: cloneSequences(s.Own), Published: cloneSequences(s.Published), Foreign: cloneSequences(s.Foreign),
-		Peers: clonePeers(s.Peers), ForeignPasses: s.ForeignPasses,
+		Peers: clonePeers(s.Peers), ForeignPasses: s.ForeignPasses, Seal: s.Seal,
 	}
 }
 
@@ -384,6 +393,9 @@ func (s *Store) Encode() ([]byte, error) {
 			sort.Slice(p.Nonce.Issued, func(i, j int) bool { return p.Nonce.Issued[i] < p.Nonce.Issued[j] })
 		}
 	}
+	if err := checkSeal(s.Seal); err != nil {
+		return nil, fmt.Errorf("pin store: %w: %w", err, ErrDamaged)
+	}
 	body, err := yaml.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -423,7 +435,23 @@ func Parse(file string, data []byte) (*Store, error) {
 		}
 		p.repair()
 	}
+	if err := checkSeal(s.Seal); err != nil {
+		// Dropped, not fatal: the next seal records a good one, and until
+		// then the applied branch is only not restored.
+		s.Seal = ""
+	}
 	return &s, nil
+}
+
+var sealRE = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// checkSeal checks Store.Seal: empty, or a commit hash in lowercase hex
+// (SHA-1's 40 digits or SHA-256's 64).
+func checkSeal(seal string) error {
+	if seal != "" && !sealRE.MatchString(seal) {
+		return fmt.Errorf("seal: %.80q is not a commit hash", seal)
+	}
+	return nil
 }
 
 // repair drops every value of p out of its bounds or malformed and records

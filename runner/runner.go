@@ -69,6 +69,10 @@ type Result struct {
 	// the switch to the staged key waits for, or that this pass made it;
 	// "" when no key is staged.
 	KeyRollover string
+	// Source is where the cluster's GitOps source is pinned to Applied,
+	// the newest seal (backend.SourcePinner): "GitRepository
+	// flux-system/gitpeer-<id>" say; "" when the backend pins nothing.
+	Source string
 }
 
 // Pass runs one pass. Errors name what failed: the spec (with its
@@ -85,6 +89,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: pins: %w", r.Backend.ClusterID(), err)
 	}
+	// Before anything else, and whatever the rest of the pass does: the
+	// cluster stays on the newest seal its reconciler made, wherever a
+	// writer moved the applied branch (the Sync points the branch back
+	// there too, before its pass). A failure here is reported once the
+	// pass is over: it must not keep the pass from sealing.
+	_, pinErr := r.pinSource(ctx, stored.Seal)
 	var next *backend.NextKey
 	// The pass reads the tip from Git objects, never the worktree: what it
 	// sees is the commit, and reading it costs what the pass reads.
@@ -150,6 +160,12 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	}
 	res.Result = gres
 	crashpoint.Reached(crashpoint.Applied)
+	if gres.Applied != "" {
+		res.Source, pinErr = r.pinSource(ctx, gres.Applied)
+	}
+	if pinErr != nil {
+		return nil, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), pinErr)
+	}
 	// The staged key is announced once the applied branch holds a tree
 	// that trusts it: the pass changed nothing that awaits review.
 	if next != nil && next.Announced.IsZero() && gres.Proposed == "" && gres.Applied != "" && gres.AppliedHeld == "" {
@@ -184,6 +200,20 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		res.Stuck = stuck
 	}
 	return res, nil
+}
+
+// pinSource points the cluster's GitOps source at seal when the backend
+// can (backend.SourcePinner) and seal is set; it returns where.
+func (r *Runner) pinSource(ctx context.Context, seal string) (string, error) {
+	p, ok := r.Backend.(backend.SourcePinner)
+	if !ok || seal == "" {
+		return "", nil
+	}
+	where, err := p.PinSource(ctx, seal)
+	if err != nil {
+		return "", fmt.Errorf("pin the cluster's GitOps source to seal %s: %w", seal, err)
+	}
+	return where, nil
 }
 
 // loadSpec finds the spec file at the root of tree, named as a file of the
