@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -19,6 +20,17 @@ import (
 // applies from. Only this cluster writes it, so it is the one ref gitsync
 // force-updates: it must follow this cluster's view wherever someone else
 // moved it (back to an old commit, say). The shared branch is never forced.
+
+// SealKeeper keeps a cluster's newest seal where no writer of the repo
+// reaches it: the cluster's backend (runner records it in the pin store).
+type SealKeeper interface {
+	// LastSeal is the hex hash of the newest seal recorded, "" for none.
+	LastSeal(ctx context.Context) (string, error)
+	// RecordSeal records commit (hex) as the newest seal. Sync calls it
+	// before pushing the seal: a seal that is recorded and then lost in
+	// the push is pushed by the next Sync's restore.
+	RecordSeal(ctx context.Context, commit string) error
+}
 
 // checkApplied validates the applied-branch options; they are all unset or
 // all set (ClusterID and Signer included).
@@ -74,7 +86,16 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 		return nil // no shared branch yet: nothing to vouch for
 	}
 	ref := r.appliedRef()
-	tree, held, err := r.appliedTree(tip)
+	var (
+		tree plumbing.Hash
+		held string
+		err  error
+	)
+	if r.seal.decided {
+		tree, held, err = r.sealTree(r.seal.files, tip)
+	} else {
+		tree, held, err = r.appliedTree(tip)
+	}
 	if err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
@@ -93,7 +114,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 	case err == nil:
 		if r.holds(cur.Hash(), tree) {
 			res.Applied = cur.Hash().String()
-			return nil
+			return r.recordSeal(ctx, cur.Hash())
 		}
 		if _, err := gitobj.TreeHash(r.repo.Storer, cur.Hash()); err == nil {
 			base = cur.Hash()
@@ -106,6 +127,9 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 		return fmt.Errorf("update %s: seal: %w", ref, err)
 	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
+		return fmt.Errorf("update %s: %w", ref, err)
+	}
+	if err := r.recordSeal(ctx, target); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
 	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, target, true); err != nil {
@@ -178,4 +202,94 @@ func (r *Repo) scopeEntry(h plumbing.Hash) (scopeEntry, error) {
 	default:
 		return scopeEntry{}, fmt.Errorf("read %s in %s: %w", r.opts.AppliedScope, h, err)
 	}
+}
+
+// recordSeal records h as the newest seal (Options.Seals) unless it is the
+// one recorded already (as restoreApplied read it, or this Sync recorded).
+func (r *Repo) recordSeal(ctx context.Context, h plumbing.Hash) error {
+	if r.opts.Seals == nil || r.seal.last == h.String() {
+		return nil
+	}
+	if err := r.opts.Seals.RecordSeal(ctx, h.String()); err != nil {
+		return fmt.Errorf("record seal %s: %w", short(h), err)
+	}
+	r.seal.last = h.String()
+	return nil
+}
+
+// restoreApplied points the remote applied branch back at the newest seal
+// Options.Seals recorded, when the last fetch found it anywhere else (a
+// writer moved it, to an older seal say: validly signed, and stale). It
+// runs before a Sync's pass, so that a pass that then fails (an edit that
+// stalls it, a spec that does not load) leaves the cluster on its newest
+// seal. A seal this clone does not hold whole, or that the cluster's
+// current key did not sign (a key switched since), is left to the pass,
+// which seals anew; Result.AppliedRestored names what was replaced.
+func (r *Repo) restoreApplied(ctx context.Context) error {
+	if r.opts.AppliedBranch == "" || r.opts.Seals == nil {
+		return nil
+	}
+	last, err := r.opts.Seals.LastSeal(ctx)
+	if err != nil {
+		return fmt.Errorf("restore %s: last seal: %w", r.appliedRef(), err)
+	}
+	r.seal.last = last
+	if last == "" {
+		return nil
+	}
+	seal := plumbing.NewHash(last)
+	base := plumbing.ZeroHash
+	cur, err := r.repo.Reference(r.appliedTracking(), true)
+	switch {
+	case err == nil:
+		if cur.Hash() == seal {
+			if r.signedByUs(seal) {
+				r.seal.fs, _ = gitobj.NewTreeFS(r.repo.Storer, seal, r.decoded)
+			}
+			return nil
+		}
+		if _, err := gitobj.TreeHash(r.repo.Storer, cur.Hash()); err == nil {
+			base = cur.Hash()
+		}
+	case !errors.Is(err, plumbing.ErrReferenceNotFound):
+		return fmt.Errorf("restore %s: %w", r.appliedRef(), err)
+	}
+	if _, err := gitobj.TreeHash(r.repo.Storer, seal); err != nil || !r.signedByUs(seal) {
+		return nil
+	}
+	if r.seal.fs, err = gitobj.NewTreeFS(r.repo.Storer, seal, r.decoded); err != nil {
+		r.seal.fs = nil
+		return nil
+	}
+	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, seal, true); err != nil {
+		return fmt.Errorf("restore %s to seal %s on %s: %w", r.appliedRef(), short(seal), r.opts.URL, r.explain(err))
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.appliedRef(), seal)); err != nil {
+		return fmt.Errorf("restore %s: %w", r.appliedRef(), err)
+	}
+	if cur != nil {
+		r.seal.replaced = cur.Hash().String()
+	} else {
+		r.seal.replaced = "(none)"
+	}
+	return nil
+}
+
+// Sealed is the tree of the newest seal Options.Seals recorded, while a
+// pass of Sync runs and this clone holds that seal signed by the cluster's
+// current key; nil otherwise. It is what the cluster applies until the
+// pass's seal replaces it: a pass that seals only part of what it computed
+// (a change awaiting review) keeps the rest as applied from here.
+func (r *Repo) Sealed() fs.FS {
+	if r.seal.fs == nil {
+		return nil
+	}
+	return r.seal.fs
+}
+
+// Reviewed reports whether the change a pass makes to path (slash-separated,
+// from the repo root) waits for a merge: with Options.PushBranch, every
+// path Options.Reviewed covers (all when it is nil); without, none.
+func (r *Repo) Reviewed(path string) bool {
+	return r.opts.PushBranch != "" && (r.opts.Reviewed == nil || r.opts.Reviewed(path))
 }

@@ -135,3 +135,35 @@ func (r *Repo) vouched(ob gitobj.Writer, dir string, h plumbing.Hash, top bool, 
 	nh, err := ob.StoreTree(out)
 	return nh, false, err
 }
+
+// sealTree writes the applied tree holding exactly files (Change.Seal),
+// less what the structural rules of appliedTree drop: a path outside
+// AppliedScope, under a name of AppliedExclude directly below it, or with
+// an element that starts with "." or that Git's fsck refuses. held says why
+// there is no tree (nothing left); tip names the commit in it.
+func (r *Repo) sealTree(files map[string][]byte, tip plumbing.Hash) (plumbing.Hash, string, error) {
+	var e gitobj.Edit
+	n := 0
+	for name, data := range files {
+		rel, ok := strings.CutPrefix(name, r.opts.AppliedScope+"/")
+		if !ok || checkPath(name) != nil {
+			continue
+		}
+		elems := strings.Split(rel, "/")
+		if slices.Contains(r.opts.AppliedExclude, elems[0]) || slices.ContainsFunc(elems, func(el string) bool {
+			return strings.HasPrefix(el, ".") || gitobj.CheckEntryName(el) != nil
+		}) {
+			continue
+		}
+		e.Write(name, data)
+		n++
+	}
+	if n == 0 {
+		return plumbing.ZeroHash, fmt.Sprintf("nothing under %s at %s is vouched for", r.opts.AppliedScope, short(tip)), nil
+	}
+	h, err := gitobj.Writer{S: r.repo.Storer}.Tree(plumbing.ZeroHash, &e)
+	if err != nil {
+		return plumbing.ZeroHash, "", fmt.Errorf("write the seal's tree: %w", err)
+	}
+	return h, "", nil
+}

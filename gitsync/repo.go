@@ -168,6 +168,14 @@ type Options struct {
 	// already right, and a push branch whose head this key signed is this
 	// cluster's own proposal (see PushBranch).
 	AppliedKey crypto.PublicKey
+	// Seals, when set with AppliedBranch, keeps the newest seal where no
+	// writer of the repo reaches it (the cluster's backend): each Sync
+	// points the remote applied branch back at Seals.LastSeal before its
+	// pass runs, whatever the pass then does, and records every seal it
+	// makes with Seals.RecordSeal before pushing it. A signature proves who
+	// made a seal, never when: without this, a writer who points the
+	// branch at an older seal has it applied until the next seal.
+	Seals SealKeeper
 
 	// PushBranch, when set, turns Sync into a review flow (after Flux's
 	// image-automation-controller, "a push branch distinct from the checkout
@@ -238,6 +246,17 @@ type Repo struct {
 	applied struct {
 		key  appliedKey
 		tree plumbing.Hash
+	}
+	// seal is what the Sync under way knows of its seal: whether the
+	// applied branch was restored yet, and the files its pass sealed
+	// (Change.Seal, of the last run of the pass).
+	seal struct {
+		restored bool
+		files    map[string][]byte
+		decided  bool
+		replaced string // the head restoreApplied replaced
+		last     string // the newest seal Options.Seals holds
+		fs       *TreeFS
 	}
 	// former are the keys Rekey replaced: commits they signed are still
 	// this cluster's own (signedBySelf).

@@ -70,6 +70,14 @@ type Change struct {
 	// so bytes inspected once are not scanned again. nil: every write is
 	// scanned.
 	Guard *guard.Cache
+	// Seal, when not nil, is exactly what the applied branch holds after
+	// this Sync (Options.AppliedBranch): repo paths under AppliedScope and
+	// their content, the structural rules of the applied tree still
+	// applied (no AppliedExclude, dot-file or name Git refuses). The pass
+	// decides what its cluster applies, from what it computed, instead of
+	// the tip's AppliedScope through AppliedFilter. An empty non-nil Seal
+	// holds the applied branch (Result.AppliedHeld).
+	Seal map[string][]byte
 }
 
 // PassFunc computes the change on a worktree freshly reset to the remote
@@ -110,6 +118,10 @@ type Result struct {
 	// AppliedScope there, or AppliedFilter refused it), and an applied tree
 	// with nothing in it would have the cluster's engine prune everything.
 	AppliedHeld string
+	// AppliedRestored, when not "", is the head the remote applied branch
+	// was found at, which this Sync replaced with the newest seal
+	// (Options.Seals) before its pass: someone else moved the branch.
+	AppliedRestored string
 
 	// PushBranch is Options.PushBranch. With it, the pass's commit goes to
 	// PushBranch, and Commit is "", unless Options.Reviewed leaves part of
@@ -164,6 +176,7 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.trustWorktree, r.deferMoves = trustWorktree, trustWorktree
+	r.seal.restored, r.seal.files, r.seal.decided, r.seal.replaced, r.seal.last, r.seal.fs = false, nil, false, "", "", nil
 	defer func() {
 		if r.deferMoves {
 			r.deferMoves = false
@@ -180,6 +193,7 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 		publish = r.propose
 	}
 	res, tip, err := publish(ctx, pass)
+	res.AppliedRestored = r.seal.replaced
 	if err != nil {
 		return res, err
 	}
@@ -489,6 +503,14 @@ func short(h plumbing.Hash) string {
 // runPass runs pass on tip (the worktree and index were just reset to it)
 // and plans its change against tip's tree.
 func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*Change, *plan, error) {
+	// Before the first pass of the Sync, whatever it does: the applied
+	// branch is back on the newest seal (Options.Seals).
+	if !r.seal.restored {
+		r.seal.restored = true
+		if err := r.restoreApplied(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	tree, err := gitobj.NewTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
 		return nil, nil, err
@@ -500,6 +522,7 @@ func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*
 	if ch == nil {
 		ch = &Change{}
 	}
+	r.seal.files, r.seal.decided = ch.Seal, ch.Seal != nil
 	p, err := planChange(ch, tree, short(tip))
 	if err != nil {
 		return nil, nil, err

@@ -146,7 +146,11 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		crashpoint.Reached(crashpoint.PinsSaved)
 		res.Output, res.Steps = out, plan.Steps
 		self := r.Backend.ClusterID()
-		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message, Guard: r.cache.Guard(),
+		seal, err := sealFiles(self, out.Files, layout.Capped(tree), r.Repo.Sealed(), r.Repo.Reviewed(layout.ClusterPath(self, layout.KustomizationFile)))
+		if err != nil {
+			return nil, err
+		}
+		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message, Guard: r.cache.Guard(), Seal: seal,
 			// What the pass owns is what it recomputes: a push that lost
 			// to a change of any of it is not re-applied over that.
 			Owns: func(p string) bool { return layout.Writable(self, p) }}, nil

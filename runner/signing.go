@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"crypto"
 	"fmt"
 	"io/fs"
@@ -43,7 +44,33 @@ func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (g
 	opts.AppliedExclude = []string{layout.InboxDir}
 	opts.AppliedKey = b.Signer().Public()
 	opts.AppliedFilter = SignedByManifest(id, opts.AppliedKey)
+	opts.Seals = pinnedSeal{b}
 	return opts, nil
+}
+
+// pinnedSeal keeps a cluster's newest seal in its pin store
+// (pins.Store.Seal), beside its other anchors and out of any repo
+// writer's reach.
+type pinnedSeal struct{ b backend.Backend }
+
+func (p pinnedSeal) LastSeal(ctx context.Context) (string, error) {
+	s, err := p.b.LoadPins(ctx)
+	if err != nil {
+		return "", fmt.Errorf("pins: %w", err)
+	}
+	return s.Seal, nil
+}
+
+func (p pinnedSeal) RecordSeal(ctx context.Context, commit string) error {
+	s, err := p.b.LoadPins(ctx)
+	if err != nil {
+		return fmt.Errorf("pins: %w", err)
+	}
+	s.Seal = commit
+	if err := p.b.SavePins(ctx, s); err != nil {
+		return fmt.Errorf("save pins: %w", err)
+	}
+	return nil
 }
 
 // rekey makes repo sign with b's cluster key from its next Sync on, as

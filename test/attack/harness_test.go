@@ -32,6 +32,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/testing/testgit"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/pins"
 	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
@@ -397,6 +398,16 @@ func appliedFiles(c *object.Commit, id string, noInbox bool) string {
 		return "unreadable: " + err.Error()
 	}
 	return b.String()
+}
+
+// pinStore is cluster id's pin store as its backend holds it.
+func (w *world) pinStore(id string) *pins.Store {
+	w.t.Helper()
+	s, err := w.clusters[id].b.LoadPins(ctx)
+	if err != nil {
+		w.t.Fatalf("%s's pin store: %v", id, err)
+	}
+	return s
 }
 
 // ref returns the hash the remote ref (e.g. "main", "gitpeer/applied/alpha")

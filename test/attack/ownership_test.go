@@ -165,19 +165,25 @@ func TestAPushToTheAppliedBranchIsUndoneByTheNextPass(t *testing.T) {
 			w := settled(t, twoSpec)
 			w.forbid("alpha", plantedRBAC, "")
 			good := w.ref(layout.AppliedBranch("alpha"))
-			human := w.attack("admin <admin@example.com>", "docs: README", func(a *writer) { a.write("docs/README.md", []byte("hi\n")) })
+			w.attack("admin <admin@example.com>", "docs: README", func(a *writer) { a.write("docs/README.md", []byte("hi\n")) })
 			tc.push(w, w.writer())
 			if w.ref(layout.AppliedBranch("alpha")) == good {
 				t.Fatal("the push did not land")
 			}
-			// After the pass checkApplied holds: the head is signed by
-			// alpha and holds clusters/alpha/ as on main.
-			if res := w.pass("alpha"); res.Commit != "" || !res.Sealed {
-				t.Fatalf("alpha's pass: commit %q, sealed %t; want only a seal", res.Commit, res.Sealed)
+			// Before its pass, alpha points the branch back at the newest
+			// seal it recorded (pins.Store.Seal), a commit signed by
+			// alpha holding clusters/alpha/ as on main; then checkApplied
+			// holds.
+			res := w.pass("alpha")
+			if res.Commit != "" || res.Sealed || res.AppliedRestored == "" {
+				t.Fatalf("alpha's pass: commit %q, sealed %t, restored from %q; want only the seal restored", res.Commit, res.Sealed, res.AppliedRestored)
 			}
 			seal := w.ref(layout.AppliedBranch("alpha"))
-			if parent := strings.TrimSpace(w.git("rev-parse", seal+"^")); parent != human {
-				t.Fatalf("the seal's parent is %s, not main's tip %s", parent, human)
+			if seal != good || res.Applied != good {
+				t.Fatalf("alpha's applied branch is at %s (pass said %s), not back at its newest seal %s", seal, res.Applied, good)
+			}
+			if recorded := w.pinStore("alpha").Seal; recorded != good {
+				t.Fatalf("alpha's pin store records seal %s, want %s", recorded, good)
 			}
 			assertContains(t, "the seal", w.git("log", "-1", "--format=%B", seal), "alpha: seal clusters/alpha", "Gitpeer-Cluster: alpha")
 		})
