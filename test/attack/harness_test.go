@@ -143,6 +143,9 @@ type world struct {
 	mu        sync.Mutex
 	forbidden map[string][]forbidden
 	writers   int
+	// reviewed are the clusters whose reconciler proposes its changes on
+	// a review branch (reviewing): their applied tree is not main's.
+	reviewed map[string]bool
 }
 
 // newWorld seeds a bare repo in dir with spec, creates a file backend per
@@ -212,6 +215,14 @@ func (w *world) openRunner(c *cluster) error {
 	}, c.b, w.format)
 	if err != nil {
 		return err
+	}
+	if w.reviewed[c.id] {
+		// As reconcile --push-branch gitpeer/review/<id> --review-scope
+		// applied: what the cluster applies waits for a merge.
+		opts.PushBranch = reviewBranch(c.id)
+		if opts.Reviewed, err = runner.Reviewed(runner.ReviewApplied, c.id); err != nil {
+			return err
+		}
 	}
 	repo, err := gitsync.Open(ctx, opts)
 	if err != nil {
@@ -349,7 +360,7 @@ func (w *world) checkApplied(self string, passed bool) error {
 				}
 			}
 		}
-		if id == self && passed {
+		if id == self && passed && !w.reviewed[id] {
 			mainRef, err := repo.Reference(plumbing.NewBranchReferenceName("main"), true)
 			if err != nil {
 				return err
