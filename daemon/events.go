@@ -37,6 +37,12 @@ const (
 	// namespace held by Liqo's finalizers while Liqo's controller-manager
 	// is down; the message says what holds it and what to do.
 	ReasonRevocationStuck = "RevocationStuck"
+	// ReasonAppliedBranchRestored: the cluster's applied branch was found
+	// at another commit than the newest seal its reconciler recorded
+	// (someone else pushed it, an older seal say), and the pass pointed it
+	// back before doing anything else (gitsync.Result.AppliedRestored).
+	// Find who pushed it; let only the cluster's deploy key push it.
+	ReasonAppliedBranchRestored = "AppliedBranchRestored"
 )
 
 // Annotations of a peering's events, for `kubectl get events -o yaml` and
@@ -102,6 +108,26 @@ type tracker struct {
 
 // observe returns the events of a pass's outcome, and remembers it.
 func (t *tracker) observe(res *runner.Result, err error) []Event {
+	var restored []Event
+	if res != nil && res.AppliedRestored != "" {
+		restored = []Event{{Type: corev1.EventTypeWarning, Reason: ReasonAppliedBranchRestored, Message: truncate(fmt.Sprintf(
+			"the applied branch was at %s, not at the newest seal %s: restored it; only this cluster's reconciler may push it", res.AppliedRestored, appliedOf(res)))}}
+	}
+	events := t.outcome(res, err)
+	return append(restored, events...)
+}
+
+// appliedOf is the seal res left the applied branch at, when it says.
+func appliedOf(res *runner.Result) string {
+	if res.Applied == "" {
+		return "recorded"
+	}
+	return res.Applied
+}
+
+// outcome returns the events of a pass's outcome but a restored applied
+// branch, and remembers it.
+func (t *tracker) outcome(res *runner.Result, err error) []Event {
 	if err != nil {
 		msg := err.Error()
 		if msg == t.failure {

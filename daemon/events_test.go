@@ -42,6 +42,10 @@ func TestTrackerPublishesChangesOfReadyWithTheirReasons(t *testing.T) {
 			[]string{"Normal ReconciliationSucceeded", "Warning InvalidCSR"}},
 		{"a removed peering makes none, and comes back as new", withPeerings("", issued), nil, nil},
 		{"it comes back", withPeerings("", issued, invalidCSR), nil, []string{"Warning InvalidCSR"}},
+		{"a restored applied branch is a warning, also when the pass then fails", restored(nil), errors.New("cluster alpha: cluster.yaml does not match"),
+			[]string{"Warning AppliedBranchRestored", "Warning ReconciliationFailed"}},
+		{"and when it succeeds", restored(withPeerings("", issued, invalidCSR)), nil,
+			[]string{"Warning AppliedBranchRestored", "Normal ReconciliationSucceeded"}},
 	}
 	for _, s := range steps {
 		got := tr.observe(s.res, s.err)
@@ -53,6 +57,16 @@ func TestTrackerPublishesChangesOfReadyWithTheirReasons(t *testing.T) {
 			t.Errorf("%s: events %v, want %v", s.name, reasons, s.want)
 		}
 	}
+}
+
+// restored is res (or an empty Result) whose Sync restored the applied
+// branch from an older head.
+func restored(res *runner.Result) *runner.Result {
+	if res == nil {
+		res = &runner.Result{}
+	}
+	res.AppliedRestored = "0123456789abcdef0123456789abcdef01234567"
+	return res
 }
 
 func TestAPeeringEventNamesThePeeringAndItsStep(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/gitauth"
 	"github.com/gitpeer/gitpeer/gitsync"
+	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/runner"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -275,10 +276,15 @@ func (f *reviewFlow) compare() string {
 
 func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Writer) error {
 	res, err := r.Pass(ctx)
+	id := r.Backend.ClusterID()
+	if res != nil && res.AppliedRestored != "" {
+		// Even when the pass then failed: it happened first.
+		fmt.Fprintf(w, "%s: warning: %s was at %s, not at the newest seal: restored it (only this cluster's reconciler may push it)\n",
+			id, layout.AppliedBranch(id), res.AppliedRestored)
+	}
 	if err != nil {
 		return err
 	}
-	id := r.Backend.ClusterID()
 	if review != nil && res.Commit != "" {
 		// --review-scope applied: the handshake part went to the target
 		// branch without review.
@@ -324,6 +330,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 	}
 	if res.KeyRollover != "" {
 		fmt.Fprintf(w, "  %s\n", res.KeyRollover)
+	}
+	if res.Source != "" {
+		fmt.Fprintf(w, "  %s pinned to seal %s\n", res.Source, res.Applied)
 	}
 	if review != nil && review.pr != nil {
 		return review.pr.ensure(ctx, id, res, w)
