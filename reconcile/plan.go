@@ -112,7 +112,7 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		}
 	}
 	sort.Strings(plan.Deletes)
-	plan.Steps = steps(tree, self, parents, plan, out.Rendered)
+	plan.Steps = steps(tree, self, parents, plan, out.Rendered, out.Republished != "")
 	plan.Message = message(self, plan.Steps)
 	return plan, nil
 }
@@ -142,7 +142,7 @@ func mayHold(self, dir string, parents map[string]bool) bool {
 // steps names what a change does in the handshake's words, deterministically.
 // parents are the directories of the desired files, as Diff collects them;
 // rendered, the Liqo objects among the desired files.
-func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendered map[string]render.Object) []string {
+func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendered map[string]render.Object, republished bool) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
@@ -170,6 +170,8 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendere
 		switch {
 		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
 			add("publish OpenPGP key")
+		case from == "" && to == self && rest == layout.ClusterFile && existed(f) && republished:
+			add("republish " + self + "'s cluster.yaml over an edit it did not sign")
 		case from == "" && to == self && rest == layout.ClusterFile && existed(f):
 			add("publish the rolled-over cluster key")
 		case from == "" && to == self && rest == path.Join(fluxtrust.Dir, fluxtrust.SecretFile) && existed(f):

@@ -108,6 +108,10 @@ type Output struct {
 	// found before; Pins.ForeignPasses counts the passes in a row that
 	// found one.
 	ForeignWrites []string
+	// Republished, when not "", says why the pass published the cluster's
+	// own cluster.yaml anew from its backend: the repo's was not signed by
+	// the cluster (a writer's edit) or did not parse.
+	Republished string
 	// Certificates are the client certificates of the peerings this pass
 	// found Ready on this cluster's side: as a provider the one it issued,
 	// as a consumer the one its verified Identity carries.
@@ -148,9 +152,9 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		return nil, fmt.Errorf("own cluster info: %w yet: publish it with gitpeer init --cluster %s --repo CLONE (with this cluster's state dir or kube context), commit clusters/%s/ and get it merged",
 			err, self, self)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("own cluster info: %w", err)
-	}
+	// A cluster.yaml that does not parse is republished below, as one its
+	// cluster did not sign: the reconciler holds all it publishes.
+	damaged := err
 	store := pins.New(self)
 	if in.Pins != nil {
 		store = in.Pins.Clone()
@@ -161,6 +165,14 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	p.peerings = map[[2]string]bool{}
 	for _, pr := range append(slices.Clip(asConsumer), asProvider...) {
 		p.peerings[[2]string{pr.Consumer, pr.Provider}] = true
+	}
+	if p.mayRepairOwnInfo(ctx, damaged) {
+		if err := p.republishOwnInfo(ctx, damaged); err != nil {
+			return nil, err
+		}
+		p.out.Republished = p.republished
+	} else if damaged != nil {
+		return nil, fmt.Errorf("own cluster info: %w", damaged)
 	}
 	if err := p.ownInfo(ctx); err != nil {
 		return nil, err
@@ -297,6 +309,9 @@ type pass struct {
 	// their API server and CA are pinned facts, whichever role of a
 	// two-way peering asks to trust them first.
 	providers map[string]bool
+	// republished says why the pass publishes its cluster.yaml anew from
+	// its backend ("" when it does not: ownrepair.go).
+	republished string
 	// withdrawals: own directories found rolled back (withdraw.go).
 	withdrawals withdrawals
 	// rotated is the cluster.yaml this pass publishes for a promoted key

@@ -96,9 +96,9 @@ func TestALeakedKeyThatRetargetsFluxIsNamed(t *testing.T) {
 // TestTheSwitchNeverVouchesForAnEditedClusterYAML: alpha rolls its key
 // over, and before the switch a repo writer changes the API server its
 // cluster.yaml publishes. The switch would sign a rotation statement over
-// that cluster.yaml: it refuses, naming the file, and publishes nothing,
-// so beta never pins the writer's API server. Once the edit is reverted,
-// the switch goes through.
+// that cluster.yaml: it never does. alpha publishes its cluster.yaml from
+// its backend instead (the new key, its own API server, a statement by the
+// key it replaces), so beta never pins the writer's API server.
 func TestTheSwitchNeverVouchesForAnEditedClusterYAML(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -110,31 +110,25 @@ func TestTheSwitchNeverVouchesForAnEditedClusterYAML(t *testing.T) {
 	}
 	w.pass("alpha") // announced
 	file := layout.ClusterPath("alpha", layout.ClusterFile)
-	published := w.mustShow(file)
 	w.attack("mallory <mallory@example.com>", "alpha moved", func(a *writer) {
 		a.edit(file, "apiServer: https://", "apiServer: https://mallory.example.com/")
 	})
 	w.clock.Advance(runner.DefaultKeyRolloverWait)
-	_, err = w.tryPass("alpha")
-	if err == nil || !strings.Contains(err.Error(), "is not signed by alpha's previous key") {
-		t.Fatalf("the switch over an edited cluster.yaml: %v", err)
-	}
-	if data := string(w.mustShow(file)); strings.Contains(data, "rotation:") {
-		t.Fatalf("a rotation statement was published over the edit:\n%s", data)
-	}
-	w.pass("beta")
-	if strings.Contains(string(w.mustShow(layout.ClusterPath("beta", layout.StatusFile))), "mallory.example.com") {
-		t.Fatal("beta took up the writer's API server")
-	}
-	w.attack("admin <admin@example.com>", "revert", func(a *writer) { a.write(file, published) })
 	alpha.keys = append(alpha.keys, next.Signer.Public())
-	w.pass("alpha")
+	res := w.pass("alpha")
+	assertContains(t, "alpha's rollover", res.KeyRollover, "replaces", "this pass publishes cluster.yaml with the rotation statement")
 	want, _ := handshake.Fingerprint(next.Signer.Public())
 	info, err := layout.ParseClusterInfo(file, "alpha", w.mustShow(file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Fingerprint != want || info.Rotation == nil || strings.Contains(info.APIServer, "mallory") {
-		t.Fatalf("after the revert alpha publishes %s at %s (statement %v), want %s", info.Fingerprint, info.APIServer, info.Rotation != nil, want)
+		t.Fatalf("after the switch alpha publishes %s at %s (statement %v), want %s at its own API server with a statement", info.Fingerprint, info.APIServer, info.Rotation != nil, want)
 	}
+	w.pass("beta")
+	if strings.Contains(string(w.mustShow(layout.ClusterPath("beta", layout.StatusFile))), "mallory.example.com") {
+		t.Fatal("beta took up the writer's API server")
+	}
+	w.converge()
+	w.mustBeReady("alpha", "beta")
 }

@@ -65,10 +65,10 @@ func (w *world) revokeAlphaBeta() {
 // TestAReplayedSealIsUndoneBeforeAFailingPass: case 1 of issue 28. The
 // spec revokes alpha → beta and beta seals a tree without alpha's
 // bindings. A writer points gitpeer/applied/beta back at the older seal
-// that still held them (validly signed by beta) and edits beta's
-// cluster.yaml without signing it, so that beta's passes fail. beta's next
-// pass fails on the edit, yet before it the applied branch is back at the
-// newest seal, the one beta's pin store recorded.
+// that still held them (validly signed by beta) and breaks the spec, so
+// that beta's passes fail. beta's next pass fails on the spec, yet before
+// it the applied branch is back at the newest seal, the one beta's pin
+// store recorded.
 func TestAReplayedSealIsUndoneBeforeAFailingPass(t *testing.T) {
 	t.Parallel()
 	w := settled(t, twoSpec)
@@ -88,8 +88,8 @@ func TestAReplayedSealIsUndoneBeforeAFailingPass(t *testing.T) {
 		t.Fatalf("beta's pin store records seal %s, want its newest %s", got, newest)
 	}
 
-	w.attack("mallory <mallory@example.com>", "beta: fix API server", func(a *writer) {
-		a.edit("clusters/beta/cluster.yaml", "https://beta.gitpeer.test:6443", "https://beta.evil.test:6443")
+	w.attack("mallory <mallory@example.com>", "spec: tidy", func(a *writer) {
+		a.edit("peering.cue", "peerings: []", "peerings: [")
 		a.git("push", "-q", "--force", "origin", old+":refs/heads/"+layout.AppliedBranch("beta"))
 	})
 	if w.ref(layout.AppliedBranch("beta")) != old {
@@ -98,7 +98,7 @@ func TestAReplayedSealIsUndoneBeforeAFailingPass(t *testing.T) {
 
 	res, err := w.tryPass("beta")
 	if err == nil {
-		t.Fatal("beta's pass succeeded on an unsigned cluster.yaml: the test no longer makes the pass fail")
+		t.Fatal("beta's pass succeeded on a broken spec: the test no longer makes the pass fail")
 	}
 	if got := w.ref(layout.AppliedBranch("beta")); got != newest {
 		t.Fatalf("after beta's failed pass (%v) its applied branch is at %s, not its newest seal %s", err, got, newest)
