@@ -6,6 +6,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"fmt"
@@ -69,6 +70,10 @@ type Result struct {
 	// the switch to the staged key waits for, or that this pass made it;
 	// "" when no key is staged.
 	KeyRollover string
+	// AwaitingMerge are the providers whose verified Identity this pass
+	// proposed for review and did not seal: their kubeconfig is stored
+	// once the proposal is merged, when the cluster applies the Identity.
+	AwaitingMerge []string
 	// Source is where the cluster's GitOps source is pinned to Applied,
 	// the newest seal (backend.SourcePinner): "GitRepository
 	// flux-system/gitpeer-<id>" say; "" when the backend pins nothing.
@@ -95,7 +100,10 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	// there too, before its pass). A failure here is reported once the
 	// pass is over: it must not keep the pass from sealing.
 	_, pinErr := r.pinSource(ctx, stored.Seal)
-	var next *backend.NextKey
+	var (
+		next   *backend.NextKey
+		sealed map[string][]byte // what the pass's seal holds
+	)
 	// The pass reads the tip from Git objects, never the worktree: what it
 	// sees is the commit, and reading it costs what the pass reads.
 	gres, err := r.Repo.SyncTree(ctx, func(ctx context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
@@ -150,6 +158,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		sealed = seal
 		return &gitsync.Change{Writes: plan.Writes, Deletes: plan.Deletes, Message: plan.Message, Guard: r.cache.Guard(), Seal: seal,
 			// What the pass owns is what it recomputes: a push that lost
 			// to a change of any of it is not re-applied over that.
@@ -181,6 +190,13 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		res.Steps = nil
 	}
 	for _, id := range res.Output.Identities {
+		provider := string(id.Spec.ClusterID)
+		if !appliesIdentity(r.Backend.ClusterID(), provider, res.Output, sealed) {
+			// Under review: the Identity is proposed, not merged. The
+			// backend acts on what the cluster applies, as its engine does.
+			res.AwaitingMerge = append(res.AwaitingMerge, provider)
+			continue
+		}
 		where, err := r.Backend.StoreKubeconfig(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: kubeconfig for %s: %w", r.Backend.ClusterID(), id.Spec.ClusterID, err)
@@ -204,6 +220,25 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		res.Stuck = stuck
 	}
 	return res, nil
+}
+
+// appliesIdentity reports whether the seal of a pass (sealed) holds the
+// control-plane Identity from provider exactly as the pass rendered it
+// (out): without review it always does; with review, once the proposal
+// that brought it is merged.
+func appliesIdentity(self, provider string, out *reconcile.Output, sealed map[string][]byte) bool {
+	if sealed == nil {
+		return true
+	}
+	for name, o := range out.Rendered {
+		if o.Peer != provider || o.Kind != "Identity" || o.Slice != "" {
+			continue
+		}
+		if data, ok := sealed[name]; ok && bytes.Equal(data, out.Files[name]) {
+			return true
+		}
+	}
+	return false
 }
 
 // pinSource points the cluster's GitOps source at seal when the backend

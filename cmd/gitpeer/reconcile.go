@@ -325,6 +325,9 @@ func passOnce(ctx context.Context, r *runner.Runner, review *reviewFlow, w io.Wr
 	for provider, where := range res.Kubeconfigs {
 		fmt.Fprintf(w, "  kubeconfig for %s: %s\n", provider, where)
 	}
+	for _, provider := range res.AwaitingMerge {
+		fmt.Fprintf(w, "  kubeconfig for %s: once the proposal on %s is merged\n", provider, res.PushBranch)
+	}
 	for _, st := range res.Stuck {
 		fmt.Fprintf(w, "  warning: %s: %s\n", st.Object, st.Message)
 	}

@@ -1,6 +1,9 @@
 package attack
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/gitpeer/gitpeer/layout"
@@ -196,5 +199,42 @@ func TestACopiedProposalIsNotSealed(t *testing.T) {
 		if w.applies("beta", p) {
 			t.Fatalf("beta applies %s after the copy", p)
 		}
+	}
+}
+
+// TestAProposedIdentityIsNotActedOn: issue 29, point 7. alpha reviews what
+// it applies. Its pass that verifies beta's Identity proposes the rendered
+// Identity for review; until that is merged alpha's backend does nothing
+// with it (no kubeconfig), as alpha's engine applies nothing of it. After
+// the merge, the next pass stores the kubeconfig.
+func TestAProposedIdentityIsNotActedOn(t *testing.T) {
+	t.Parallel()
+	w := fresh(t, twoSpec)
+	w.reviewing("alpha")
+	path := w.clusters["alpha"].b.KubeconfigPath("beta")
+	var awaiting bool
+	for round := 0; round < 6 && !awaiting; round++ {
+		for _, id := range w.ids {
+			res := w.pass(id)
+			if id == "alpha" && len(res.AwaitingMerge) > 0 {
+				if res.AwaitingMerge[0] != "beta" || res.Proposed == "" {
+					t.Fatalf("alpha's pass: awaiting %v, proposed %q", res.AwaitingMerge, res.Proposed)
+				}
+				awaiting = true
+			}
+		}
+	}
+	if !awaiting {
+		t.Fatal("alpha never proposed beta's Identity")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("alpha stored a kubeconfig for an Identity nobody merged: %v", err)
+	}
+	w.merge("alpha")
+	if res := w.pass("alpha"); len(res.AwaitingMerge) != 0 || res.Kubeconfigs["beta"] != path {
+		t.Fatalf("alpha's pass after the merge: awaiting %v, kubeconfigs %v", res.AwaitingMerge, res.Kubeconfigs)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no kubeconfig after the merge: %v", err)
 	}
 }
