@@ -84,8 +84,9 @@ func (s *peeringSelector) register(fs *pflag.FlagSet, verb string) {
 
 // check returns an error when a field names a cluster or a peering that the
 // spec lacks, listing the spec's ones, so that a typo is not read as
-// "nothing to show" (or, for wait, as a condition met by nothing).
-func (s peeringSelector) check(spec *schema.Spec) error {
+// "nothing to show" (or, for wait, as a condition met by nothing). A
+// peering of read that the spec lacks (one being revoked) is accepted.
+func (s peeringSelector) check(spec *schema.Spec, read []peerstatus.Peering) error {
 	if _, ok := spec.Cluster(s.cluster); s.cluster != "" && !ok {
 		ids := make([]string, 0, len(spec.Clusters))
 		for _, c := range spec.Clusters {
@@ -100,7 +101,7 @@ func (s peeringSelector) check(spec *schema.Spec) error {
 	if !ok || consumer == "" || provider == "" || strings.Contains(provider, "/") {
 		return fmt.Errorf("--peering: %q is not CONSUMER/PROVIDER (two cluster IDs, e.g. alpha/beta)", s.peering)
 	}
-	if !spec.HasPeering(consumer, provider) {
+	if !spec.HasPeering(consumer, provider) && !slices.ContainsFunc(read, func(p peerstatus.Peering) bool { return p.Consumer == consumer && p.Provider == provider }) {
 		names := make([]string, 0, len(spec.Peerings))
 		for _, p := range spec.Peerings {
 			names = append(names, p.Consumer+"/"+p.Provider)

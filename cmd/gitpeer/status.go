@@ -103,12 +103,12 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return withCode(2, err)
 	}
-	if err := o.sel.check(spec); err != nil {
+	tree := src.Tree
+	all, err := readPeerings(cmd.Context(), src, spec, filepath.Base(specPath), dirArg(args), o.source.gitCredentials)
+	if err != nil {
 		return withCode(2, err)
 	}
-	tree := src.Tree
-	all, err := peerstatus.Collect(tree, spec)
-	if err != nil {
+	if err := o.sel.check(spec, all); err != nil {
 		return withCode(2, err)
 	}
 	peerings := o.sel.peerings(all)
