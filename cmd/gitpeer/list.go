@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -68,6 +69,11 @@ func checkFormat(output string, formats []string) error {
 	return nil
 }
 
+// errUnknownPeering is wrapped by peeringSelector.check's error for a
+// --peering that is neither in the spec nor being revoked; it adds nothing
+// to the message.
+var errUnknownPeering = errors.New("")
+
 // peeringSelector picks peerings by --cluster ID (peerings the cluster
 // takes part in, as consumer or provider) and --peering CONSUMER/PROVIDER;
 // both given, a peering must match both. Empty fields select everything.
@@ -106,7 +112,7 @@ func (s peeringSelector) check(spec *schema.Spec, read []peerstatus.Peering) err
 		for _, p := range spec.Peerings {
 			names = append(names, p.Consumer+"/"+p.Provider)
 		}
-		return fmt.Errorf("--peering: %q is not a peering of the spec (its peerings, consumer/provider: %s)", s.peering, orNone(strings.Join(names, ", ")))
+		return fmt.Errorf("--peering: %q is not a peering of the spec (its peerings, consumer/provider: %s)%w", s.peering, orNone(strings.Join(names, ", ")), errUnknownPeering)
 	}
 	return nil
 }

@@ -136,10 +136,15 @@ func (o *waitOptions) read(cmd *cobra.Command, target string) ([]peerstatus.Peer
 		// A peering deleted is one no longer read: the selector names
 		// what the spec or a revocation held at the first read.
 		if o.deleting == nil {
-			if err := o.sel.check(spec, all); err != nil {
+			// As kubectl wait --for=delete, a peering already gone is
+			// deleted: it is not an error that it is not read.
+			if err := o.sel.check(spec, all); err != nil && !errors.Is(err, errUnknownPeering) {
 				return nil, err
 			}
 			o.deleting = map[string]bool{}
+			if o.sel.peering != "" {
+				o.deleting[o.sel.peering] = true
+			}
 			for _, p := range o.sel.peerings(all) {
 				o.deleting[p.Consumer+"/"+p.Provider] = true
 			}
