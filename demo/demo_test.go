@@ -163,8 +163,10 @@ func TestThreeClustersWithSlicesAndADenial(t *testing.T) {
 	}
 	slices := map[string]string{}
 	for _, p := range rep.Peerings {
-		if !p.Ready {
-			t.Errorf("%s → %s not Ready", p.Consumer, p.Provider)
+		// Every handshake is done; delta → gamma is not Ready while gamma
+		// denies bigbatch.
+		if want := p.Consumer != "delta"; !p.Peered || p.Ready != want {
+			t.Errorf("%s → %s: peered %t, ready %t; want peered, ready %t", p.Consumer, p.Provider, p.Peered, p.Ready, want)
 		}
 		for _, s := range p.Slices {
 			slices[p.Consumer+"/"+p.Provider+"/"+s.Name] = s.Resources + " " + s.Message

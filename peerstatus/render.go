@@ -5,20 +5,22 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gitpeer/gitpeer/layout"
 )
 
 // WriteTable writes peerings as `gitpeer status` prints them: one row per
 // peering (consumer, provider, step, ready, its slices' states, the
-// summary message), then, under it, one row per slice not Accepted that
+// row's message: for a peering not Ready, who must act next and what),
+// then, under it, one row per slice not Accepted that
 // carries a reason, with that reason and message, and one per side that
 // reports files in its inbox that are not artifacts (Peering.Unexpected).
 func WriteTable(w io.Writer, peerings []Peering) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONSUMER\tPROVIDER\tSTEP\tREADY\tSLICES\tMESSAGE")
 	for _, p := range peerings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.SliceSummary(), oneLine(p.Summary()))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\t%s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.SliceSummary(), oneLine(p.line()))
 		for _, s := range p.Slices {
 			if reason := sliceReason(s); reason != "" {
 				fmt.Fprintf(tw, "\t\t\t\t  %s:%s\t%s\n", s.Name, sliceState(s), oneLine(reason))
@@ -29,6 +31,15 @@ func WriteTable(w io.Writer, peerings []Peering) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// line is the row's message: Message, or for a Peering that Read did not
+// make, the Summary.
+func (p Peering) line() string {
+	if p.Message != "" {
+		return p.Message
+	}
+	return p.Summary()
 }
 
 // sliceReason is "Reason: message" for a slice that is not Accepted, ""
@@ -102,6 +113,9 @@ func WriteMermaid(w io.Writer, clusters []Cluster, peerings []Peering) error {
 		if p.State == StateStalled {
 			label += ", stalled"
 		}
+		if p.WithdrawnAfter != nil {
+			label += ", withdrawn after " + p.WithdrawnAfter.UTC().Format(time.RFC3339)
+		}
 		if denied := p.DeniedSlices(); len(denied) > 0 {
 			names := make([]string, len(denied))
 			for i, s := range denied {
@@ -172,7 +186,7 @@ func WritePage(w io.Writer, specFile string, clusters []Cluster, peerings []Peer
 				}
 				slices = append(slices, text)
 			}
-			messages := []string{p.Summary()}
+			messages := []string{p.line()}
 			for _, c := range p.Unexpected() {
 				messages = append(messages, c.Cluster+": "+c.Reason+": "+c.Message)
 			}

@@ -49,13 +49,29 @@ func providerTerms(in Input, self string) (terms, error) {
 			return t, fmt.Errorf("spec: clusters %s: provider.nonceLifetime: %q is not a positive duration", self, s)
 		}
 	}
-	if s := c.Provider.DrainPeriod; s != "" {
-		if t.drainPeriod, err = time.ParseDuration(s); err != nil || t.drainPeriod < 0 {
-			return t, fmt.Errorf("spec: clusters %s: provider.drainPeriod: %q is not a duration of zero or more", self, s)
-		}
+	if t.drainPeriod, err = DrainPeriod(in.Spec, self); err != nil {
+		return t, err
 	}
 	t.classes, err = ProviderClasses(in.Spec, self)
 	return t, err
+}
+
+// DrainPeriod is how long provider keeps the Tenant of a peering removed
+// from the spec Drained before it withdraws the peering's artifacts: the
+// spec's provider.drainPeriod, else DefaultDrainPeriod. A value that is not
+// a Go duration of zero or more is an error naming the field. status reads
+// it to say when a revocation completes.
+func DrainPeriod(spec *schema.Spec, provider string) (time.Duration, error) {
+	c, _ := spec.Cluster(provider)
+	if c.Provider == nil || c.Provider.DrainPeriod == "" {
+		return DefaultDrainPeriod, nil
+	}
+	s := c.Provider.DrainPeriod
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("spec: clusters %s: provider.drainPeriod: %q is not a duration of zero or more", provider, s)
+	}
+	return d, nil
 }
 
 // ProviderClasses are the slice classes provider offers under the spec,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -68,6 +69,11 @@ func checkFormat(output string, formats []string) error {
 	return nil
 }
 
+// errUnknownPeering is wrapped by peeringSelector.check's error for a
+// --peering that is neither in the spec nor being revoked; it adds nothing
+// to the message.
+var errUnknownPeering = errors.New("")
+
 // peeringSelector picks peerings by --cluster ID (peerings the cluster
 // takes part in, as consumer or provider) and --peering CONSUMER/PROVIDER;
 // both given, a peering must match both. Empty fields select everything.
@@ -84,8 +90,9 @@ func (s *peeringSelector) register(fs *pflag.FlagSet, verb string) {
 
 // check returns an error when a field names a cluster or a peering that the
 // spec lacks, listing the spec's ones, so that a typo is not read as
-// "nothing to show" (or, for wait, as a condition met by nothing).
-func (s peeringSelector) check(spec *schema.Spec) error {
+// "nothing to show" (or, for wait, as a condition met by nothing). A
+// peering of read that the spec lacks (one being revoked) is accepted.
+func (s peeringSelector) check(spec *schema.Spec, read []peerstatus.Peering) error {
 	if _, ok := spec.Cluster(s.cluster); s.cluster != "" && !ok {
 		ids := make([]string, 0, len(spec.Clusters))
 		for _, c := range spec.Clusters {
@@ -100,12 +107,12 @@ func (s peeringSelector) check(spec *schema.Spec) error {
 	if !ok || consumer == "" || provider == "" || strings.Contains(provider, "/") {
 		return fmt.Errorf("--peering: %q is not CONSUMER/PROVIDER (two cluster IDs, e.g. alpha/beta)", s.peering)
 	}
-	if !spec.HasPeering(consumer, provider) {
+	if !spec.HasPeering(consumer, provider) && !slices.ContainsFunc(read, func(p peerstatus.Peering) bool { return p.Consumer == consumer && p.Provider == provider }) {
 		names := make([]string, 0, len(spec.Peerings))
 		for _, p := range spec.Peerings {
 			names = append(names, p.Consumer+"/"+p.Provider)
 		}
-		return fmt.Errorf("--peering: %q is not a peering of the spec (its peerings, consumer/provider: %s)", s.peering, orNone(strings.Join(names, ", ")))
+		return fmt.Errorf("--peering: %q is not a peering of the spec (its peerings, consumer/provider: %s)%w", s.peering, orNone(strings.Join(names, ", ")), errUnknownPeering)
 	}
 	return nil
 }

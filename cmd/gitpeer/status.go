@@ -36,8 +36,18 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show each peering's handshake step and conditions",
 		Long: `status reads the spec and every cluster's signed status.yaml and prints,
 for each peering, the furthest step of its handshake (Pending, NonceSent,
-TenantSent, IdentityIssued, Ready), whether both sides are Ready, its
-slices and the conditions each side reports.
+TenantSent, IdentityIssued, Ready), whether it is Ready (both sides Ready
+and every slice Accepted), its slices and the conditions each side
+reports. A peering removed from the spec shows as Revoking, with the time
+its provider withdraws it after, until it has.
+
+Each peering not Ready says who must act next, and what: run a cluster's
+reconciler (whose turn it is in the handshake), merge a branch (a review
+branch holding the next step, a cluster.yaml not merged yet: the repo's
+other branches are read for that), publish a cluster (gitpeer init), edit
+the spec (a slice its provider denies), or a stalled side's own message. A
+status.yaml that its cluster did not sign (edited by hand) is read as
+absent, as the reconcilers read it, and the row says so.
 
 DIR is a checkout (default "."), read at --ref (default HEAD) from its
 Git objects, never its worktree, as the reconcilers read the repo:
@@ -57,7 +67,8 @@ peering the spec lacks is an error (exit 2), not an empty list.
 slice not Accepted. -o json or yaml: a PeeringStatusList (apiVersion
 gitpeer.io/v1alpha1, kind PeeringStatusList, items), as kubectl prints a
 list, each item a peering with its state (Ready, Reconciling, Stalled),
-step, conditions and slices: jq '.items[]' iterates them. -o mermaid: a
+step, conditions and slices, peered (the handshake alone), message and
+next (cluster, action, branch, file, message): jq '.items[]' iterates them. -o mermaid: a
 Mermaid flowchart, clusters and peerings coloured by state.
 
 --write FILE also keeps FILE (e.g. STATUS.md) as a Markdown page with the
@@ -103,12 +114,12 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return withCode(2, err)
 	}
-	if err := o.sel.check(spec); err != nil {
+	tree := src.Tree
+	all, err := readPeerings(cmd.Context(), src, spec, filepath.Base(specPath), dirArg(args), o.source.gitCredentials)
+	if err != nil {
 		return withCode(2, err)
 	}
-	tree := src.Tree
-	all, err := peerstatus.Collect(tree, spec)
-	if err != nil {
+	if err := o.sel.check(spec, all); err != nil {
 		return withCode(2, err)
 	}
 	peerings := o.sel.peerings(all)

@@ -153,7 +153,7 @@ func TestStatusOfADaemonsCheckoutShowsItsLastPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, table, _ := gitpeer(t, "status", checkout)
-	if strings.Contains(table, "reconciler") {
+	if strings.Contains(table, "\nreconciler ") {
 		t.Fatalf("a checkout without a daemon shows a reconciler:\n%s", table)
 	}
 

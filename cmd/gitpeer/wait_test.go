@@ -97,7 +97,8 @@ wait:
 		}
 	}
 	code, out, stderr := r[0].(int), r[1].(string), r[2].(string)
-	want := "gitpeer: timed out after 25s waiting for condition Ready\npeering alpha/beta is not Ready: step NonceSent, Reconciling: beta: "
+	// Who must act next, and what, then what the sides report.
+	want := "gitpeer: timed out after 25s waiting for condition Ready\npeering alpha/beta is not Ready: step NonceSent, Reconciling: run alpha's reconciler: it answers beta's nonce with its Tenant; beta: "
 	if code != 1 || out != "" || !strings.HasPrefix(stderr, want) {
 		t.Fatalf("exit %d\n%s%s\nwant exit 1 and stderr starting %q", code, out, stderr, want)
 	}
@@ -132,7 +133,7 @@ func TestWaitRefusesWhatItCannotWaitFor(t *testing.T) {
 		{"a peering the spec lacks", []string{"--peering", "beta/alpha"}, `--peering: "beta/alpha" is not a peering of the spec (its peerings, consumer/provider: alpha/beta)`},
 		{"a peering not CONSUMER/PROVIDER", []string{"--peering", "alpha"}, `--peering: "alpha" is not CONSUMER/PROVIDER`},
 		{"another condition", []string{"--for=condition=Stalled"}, `--for: "condition=Stalled" is not condition=Ready`},
-		{"kubectl's delete", []string{"--for=delete"}, `--for: "delete" is not condition=Ready`},
+		{"kubectl's jsonpath", []string{"--for=jsonpath={.step}=Ready"}, `--for: "jsonpath={.step}=Ready" is not condition=Ready`},
 		{"a negative timeout", []string{"--timeout", "-1s"}, "--timeout -1s is negative"},
 		{"no such branch", []string{"--branch", "nope"}, `branch "nope" does not exist`},
 	}
