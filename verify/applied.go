@@ -131,15 +131,15 @@ func (h *history) applied(order []*node, st *known) error {
 		index[n.c.Hash] = i
 	}
 	for _, r := range refs {
-		if err := h.appliedRef(r, order, index, head, st); err != nil {
+		if err := h.judgeApplied(r, order, index, head, st); err != nil {
 			return fmt.Errorf("%s: %w", r.name, err)
 		}
 	}
 	return nil
 }
 
-// appliedRef is applied for one ref.
-func (h *history) appliedRef(r appliedRef, order []*node, index map[plumbing.Hash]int, head *object.Commit, st *known) error {
+// judgeApplied is applied for one ref.
+func (h *history) judgeApplied(r appliedRef, order []*node, index map[plumbing.Hash]int, head *object.Commit, st *known) error {
 	add := func(reason, format string, a ...any) {
 		h.findings = append(h.findings, Finding{File: r.name, Reason: reason, Message: fmt.Sprintf(format, a...), Commit: r.hash.String()})
 	}

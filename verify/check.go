@@ -131,8 +131,11 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, 
 // its change does. A Git repository's tree is the commit opts.Ref names (HEAD by
 // default) read from Git objects, as the reconcilers read it, never the
 // worktree (which .gitattributes and filters may rewrite); a directory that
-// is not a repository is read as it stands. Tree
-// findings come first, sorted by file, then commit findings oldest first.
+// is not a repository is read as it stands. In a repository, a rendered
+// object of a peering the spec does not hold, other than what a revocation
+// renders, is judged by the spec of the commit that wrote it
+// (PeeringNotInSpec; see notInSpec). Tree findings come first, sorted by
+// file, then commit findings oldest first, then PeeringNotInSpec.
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {

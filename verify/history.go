@@ -54,6 +54,13 @@ import (
 // what that cluster may write (OwnershipViolation). Unsigned commits are no
 // finding by themselves.
 //
+// Without opts.Base, every applied branch the repository holds
+// (gitpeer/applied/<id>, as a branch or a remote-tracking ref) is judged
+// against the history walked: its head a seal of its cluster (InvalidSeal)
+// holding every change the cluster's key signed to its tree since the
+// seal's parent that the checked commit still holds (StaleSeal); those
+// findings name the ref and its head (see applied).
+//
 // Findings name the path (none for a commit's signature) and the full commit
 // hash, oldest commit first. dir may be a checkout or a bare repository. A
 // commit whose parents are missing (a shallow clone) is not judged; it only

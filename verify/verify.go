@@ -12,7 +12,8 @@
 //   - History judges every commit reachable from HEAD, merges included: each
 //     change to a writer's directory vouched for by that writer's manifest at
 //     that commit, key continuity of every cluster.yaml, SSH commit
-//     signatures;
+//     signatures, and each applied branch the clone holds against it
+//     (StaleSeal, InvalidSeal);
 //   - Check runs all of it on a checkout, and guard.ScanHistory on request.
 //
 // Findings name the file, the field, a reason code (Reason*), a message and,
