@@ -67,6 +67,15 @@ type Options struct {
 	// BaseSpec is the spec at Base (see grants), when the caller has read
 	// it already (bounded, as the CLI reads specs); nil: Check reads it.
 	BaseSpec *schema.Spec
+	// ParseSpec parses a spec Check reads from a commit of the history
+	// (see PeeringNotInSpec); nil means schema.Parse. The CLI bounds it
+	// as it bounds the spec it checks.
+	ParseSpec func(file string, data []byte) (*schema.Spec, error)
+	// OnApplied, when set, is told which applied branches (refs of
+	// gitpeer/applied/<id>, local or remote-tracking) the commit checks
+	// found and judged, once, before they are judged; never without any,
+	// nor with Base.
+	OnApplied func(refs []string)
 }
 
 func (o Options) now() time.Time {
@@ -90,13 +99,16 @@ var ErrNotRepository = errors.New("not a Git repository")
 // symbolic links). Findings are sorted by file; nil means every check
 // holds.
 func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
-	return checkTree(tree, spec, opts, guard.NewCache(), nil, nil)
+	findings, _ := checkTree(tree, spec, opts, guard.NewCache(), nil, nil)
+	return findings
 }
 
 // checkTree is CheckTree with the guard's answers kept in cache, for the
 // history scan that follows to reuse, the manifests that verified looked up
-// in verified (nil: none), on what scope covers (nil: the whole tree).
-func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, verified *manifest.Cache, scope *treeScope) []Finding {
+// in verified (nil: none), on what scope covers (nil: the whole tree). It
+// also returns the rendered files that are objects of a peering the spec
+// does not hold, for the history to judge (see unheldObject).
+func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, verified *manifest.Cache, scope *treeScope) ([]Finding, []unheldObject) {
 	v := newVerifier(tree, spec, opts.now())
 	v.baseSpec = opts.BaseSpec
 	v.guard = cache
@@ -107,7 +119,7 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, 
 	v.manifests(opts.RequireManifests)
 	v.builds()
 	v.checkoutFiles()
-	return v.sorted()
+	return v.sorted(), v.unheld
 }
 
 // Check runs every check on the repository at dir: CheckTree and, when dir
@@ -119,8 +131,11 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, 
 // its change does. A Git repository's tree is the commit opts.Ref names (HEAD by
 // default) read from Git objects, as the reconcilers read it, never the
 // worktree (which .gitattributes and filters may rewrite); a directory that
-// is not a repository is read as it stands. Tree
-// findings come first, sorted by file, then commit findings oldest first.
+// is not a repository is read as it stands. In a repository, a rendered
+// object of a peering the spec does not hold, other than what a revocation
+// renders, is judged by the spec of the commit that wrote it
+// (PeeringNotInSpec; see notInSpec). Tree findings come first, sorted by
+// file, then commit findings oldest first, then PeeringNotInSpec.
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
@@ -142,6 +157,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	// while the tree is checked.
 	type result struct {
 		findings []Finding
+		h        *history
 		err      error
 	}
 	commits := make(chan result, 1)
@@ -160,8 +176,8 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		// move meanwhile.
 		tree, opts.Ref = newBlobCachedTree(ct.TreeFS), ct.Commit
 		go func() {
-			f, err := historyWith(dir, opts, verified)
-			commits <- result{f, err}
+			f, h, err := historyWith(dir, opts, verified, true)
+			commits <- result{f, h, err}
 		}()
 	}
 	// The tree's files are inspected for private material once: the
@@ -186,7 +202,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 			opts.OnScope(report)
 		}
 	}
-	findings := checkTree(tree, spec, opts, cache, verified, scope)
+	findings, unheld := checkTree(tree, spec, opts, cache, verified, scope)
 	if !repo {
 		return findings, nil
 	}
@@ -195,6 +211,13 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 		return nil, r.err
 	}
 	findings = append(findings, r.findings...)
+	if len(unheld) > 0 {
+		f, err := notInSpec(dir, tree, spec, opts, unheld, r.h.rendered)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, f...)
+	}
 	if opts.History {
 		leaks, err := guard.ScanHistoryCached(dir, cache)
 		if err != nil {

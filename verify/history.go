@@ -54,36 +54,46 @@ import (
 // what that cluster may write (OwnershipViolation). Unsigned commits are no
 // finding by themselves.
 //
+// Without opts.Base, every applied branch the repository holds
+// (gitpeer/applied/<id>, as a branch or a remote-tracking ref) is judged
+// against the history walked: its head a seal of its cluster (InvalidSeal)
+// holding every change the cluster's key signed to its tree since the
+// seal's parent that the checked commit still holds (StaleSeal); those
+// findings name the ref and its head (see applied).
+//
 // Findings name the path (none for a commit's signature) and the full commit
 // hash, oldest commit first. dir may be a checkout or a bare repository. A
 // commit whose parents are missing (a shallow clone) is not judged; it only
 // tells what was known.
 func History(dir string, opts Options) ([]Finding, error) {
-	return historyWith(dir, opts, nil)
+	findings, _, err := historyWith(dir, opts, nil, false)
+	return findings, err
 }
 
 // historyWith is History with its verified manifests looked up in, and kept
 // in, verified (nil: none): Check shares one with the tree's manifest
-// checks, which verify the tip's manifests History verified already.
-func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding, error) {
+// checks, which verify the tip's manifests History verified already. With
+// rendered, the history it returns lists which commit wrote each rendered
+// file (history.rendered); nil when HEAD has no commit.
+func historyWith(dir string, opts Options, verified *manifest.Cache, rendered bool) ([]Finding, *history, error) {
 	repo, done, err := gitrepo.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer done()
 	head, err := repo.Head()
 	if opts.Ref != "" {
 		var h *plumbing.Hash
 		if h, err = repo.ResolveRevision(plumbing.Revision(opts.Ref)); err != nil {
-			return nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, opts.Ref, err)
+			return nil, nil, fmt.Errorf("%s: revision %q does not resolve: %w", dir, opts.Ref, err)
 		}
 		head = plumbing.NewHashReference(plumbing.HEAD, *h)
 	}
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return nil, nil // no commit yet
+		return nil, nil, nil // no commit yet
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: HEAD: %w", dir, err)
+		return nil, nil, fmt.Errorf("%s: HEAD: %w", dir, err)
 	}
 	h := &history{
 		repo:      repo,
@@ -94,23 +104,26 @@ func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding,
 		manifests: map[manifestKey]*manifestAt{},
 		verified:  verified,
 	}
+	if rendered {
+		h.rendered = map[pathBlob]plumbing.Hash{}
+	}
 	order, err := h.walk(head.Hash())
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	excluded := map[plumbing.Hash]bool{}
 	if opts.Base != "" {
 		base, err := repo.ResolveRevision(plumbing.Revision(opts.Base))
 		if err != nil {
-			return nil, fmt.Errorf("%s: --base %s: %w (fetch it first, e.g. git fetch origin %s, and give origin/%s)", dir, opts.Base, err, opts.Base, opts.Base)
+			return nil, nil, fmt.Errorf("%s: --base %s: %w (fetch it first, e.g. git fetch origin %s, and give origin/%s)", dir, opts.Base, err, opts.Base, opts.Base)
 		}
 		if excluded, err = h.ancestors(*base); err != nil {
-			return nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
+			return nil, nil, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
 		}
 	}
 	if opts.Base != "" {
 		if h.sequenced, err = h.judgedManifestDirs(order, excluded); err != nil {
-			return nil, fmt.Errorf("%s: %w", dir, err)
+			return nil, nil, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
 	children := map[plumbing.Hash]int{}
@@ -118,6 +131,11 @@ func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding,
 		for _, p := range n.parents {
 			children[p.Hash]++
 		}
+	}
+	if opts.Base == "" {
+		// The applied branches are judged against the branch checked,
+		// not against a pull request's (see applied).
+		h.signed = map[pathBlob][]*object.Commit{}
 	}
 	states := map[plumbing.Hash]*known{}
 	for _, n := range order {
@@ -127,7 +145,7 @@ func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding,
 		}
 		st, err := h.commit(n, parentStates, !excluded[n.c.Hash] && !n.boundary)
 		if err != nil {
-			return nil, fmt.Errorf("%s: commit %s: %w", dir, n.c.Hash, err)
+			return nil, nil, fmt.Errorf("%s: commit %s: %w", dir, n.c.Hash, err)
 		}
 		states[n.c.Hash] = st
 		for _, p := range n.parents {
@@ -136,7 +154,12 @@ func historyWith(dir string, opts Options, verified *manifest.Cache) ([]Finding,
 			}
 		}
 	}
-	return h.findings, nil
+	if h.signed != nil && len(order) > 0 {
+		if err := h.applied(order, states[order[len(order)-1].c.Hash]); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	return h.findings, h, nil
 }
 
 // history is one run of History, with its caches: blobs, cluster.yaml and
@@ -155,11 +178,20 @@ type history struct {
 	sequenced map[string]bool
 	// changes are the own changes of judged commits judgedManifestDirs
 	// listed, until commit takes them.
-	changes map[plumbing.Hash][]change
+	changes map[plumbing.Hash]changeSet
 	// verified, when set, holds the manifests that parsed and verified,
 	// shared with the tree's checks of Check (nil: History's own cache
 	// alone).
 	verified *manifest.Cache
+	// signed, when set (without Base), lists for each own change a
+	// cluster's key signed to its own tree (outside the inbox: what its
+	// seal holds) the commits that made it, in walk order (see applied).
+	signed map[pathBlob][]*object.Commit
+	// rendered, when set, is for each file written under clusters/*/liqo/
+	// by a judged commit (against its first parent: what a merge brings
+	// onto the branch counts), and its content, the last such commit in
+	// walk order (see Check's PeeringNotInSpec).
+	rendered map[pathBlob]plumbing.Hash
 }
 
 type infoKey struct {
@@ -296,12 +328,23 @@ type change struct {
 
 // nodeChanges is ownChanges of n's commit against its parents'.
 func (h *history) nodeChanges(n *node) ([]change, error) {
+	own, _, err := h.nodeChangeSet(n)
+	return own, err
+}
+
+// nodeChangeSet is ownChanges of n's commit against its parents', and
+// what else it changed against its first parent (see ownChanges).
+func (h *history) nodeChangeSet(n *node) (own, merged []change, err error) {
 	if c, ok := h.changes[n.c.Hash]; ok {
 		delete(h.changes, n.c.Hash)
-		return c, nil
+		return c.own, c.merged, nil
 	}
 	return h.ownChanges(n.c.TreeHash, treesOf(n.parents), h.diff)
 }
+
+// changeSet is a commit's own changes and what else it changed against
+// its first parent (see ownChanges).
+type changeSet struct{ own, merged []change }
 
 // learnedChanges is nodeChanges of a commit that is not judged while
 // h.sequenced is set, restricted to the only changes commit reads of it:
@@ -345,7 +388,8 @@ func (h *history) learnedChanges(n *node) ([]change, error) {
 	diff := func(a, b plumbing.Hash, out map[string]change) error {
 		return h.diffPruned(a, b, keep, out)
 	}
-	return h.ownChanges(n.c.TreeHash, treesOf(n.parents), diff)
+	own, _, err := h.ownChanges(n.c.TreeHash, treesOf(n.parents), diff)
+	return own, err
 }
 
 // treesOf is the tree hashes of commits.
@@ -360,21 +404,23 @@ func treesOf(commits []*object.Commit) []plumbing.Hash {
 // ownChanges lists the paths whose content in tree differs from each of
 // the parents' trees (every file when there are none), sorted; trees are
 // given by hash, and diff records what differs between two of them (see
-// history.diff).
-func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash, diff func(a, b plumbing.Hash, out map[string]change) error) ([]change, error) {
+// history.diff). merged, for a merge, lists the other paths whose content
+// differs from the first parent's, sorted: what the merge brought onto the
+// first parent's line from another (nil when there is one parent or none).
+func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash, diff func(a, b plumbing.Hash, out map[string]change) error) (own, merged []change, err error) {
 	if len(parents) == 0 {
 		all := map[string]change{}
 		if err := diff(plumbing.ZeroHash, tree, all); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sortedChanges(all, nil, 0), nil
+		return sortedChanges(all, nil, 0), nil, nil
 	}
 	counts := map[string]int{}
 	var first map[string]change
 	for i, pt := range parents {
 		seen := map[string]change{}
 		if err := diff(pt, tree, seen); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if i == 0 {
 			first = seen
@@ -383,7 +429,16 @@ func (h *history) ownChanges(tree plumbing.Hash, parents []plumbing.Hash, diff f
 			counts[p]++
 		}
 	}
-	return sortedChanges(first, counts, len(parents)), nil
+	if len(parents) > 1 {
+		rest := map[string]change{}
+		for p, c := range first {
+			if counts[p] != len(parents) {
+				rest[p] = c
+			}
+		}
+		merged = sortedChanges(rest, nil, 0)
+	}
+	return sortedChanges(first, counts, len(parents)), merged, nil
 }
 
 // sortedChanges returns the changes whose path every one of n parents saw
@@ -459,14 +514,23 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	if err != nil {
 		return nil, err
 	}
-	var changes []change
+	var changes, merged []change
 	if !judge && h.sequenced != nil {
 		changes, err = h.learnedChanges(n)
 	} else {
-		changes, err = h.nodeChanges(n)
+		changes, merged, err = h.nodeChangeSet(n)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if judge && h.rendered != nil {
+		for _, list := range [][]change{changes, merged} {
+			for _, ch := range list {
+				if !ch.to.IsZero() && renderedPath(ch.path) {
+					h.rendered[pathBlob{ch.path, ch.to}] = n.c.Hash
+				}
+			}
+		}
 	}
 	st, err := h.merge(tree, parentStates)
 	if err != nil {
@@ -485,10 +549,16 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 		}
 		return st
 	}
+	own := layout.ClusterPath(principal) + "/"
+	ownInbox := layout.ClusterPath(principal, layout.InboxDir) + "/"
 	for _, ch := range changes {
 		writer, dir, inArea := manifest.Scope(ch.path)
 		if judge && principal != "" && !layout.Writable(principal, ch.path) {
 			h.add(n.c, ch.path, ReasonOwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
+		}
+		if principal != "" && h.signed != nil && strings.HasPrefix(ch.path, own) && !strings.HasPrefix(ch.path, ownInbox) {
+			k := pathBlob{ch.path, ch.to}
+			h.signed[k] = append(h.signed[k], n.c)
 		}
 		if !inArea {
 			continue
@@ -890,6 +960,13 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 			Message: fmt.Sprintf("the commit's %s signature names %s's key but does not verify: %v", name, claimed, err), Commit: c.Hash.String()})
 		return "", nil
 	}
+}
+
+// renderedPath reports whether p is a file gitpeer renders, under
+// clusters/<id>/liqo/<peer>/.
+func renderedPath(p string) bool {
+	parts := strings.Split(p, "/")
+	return len(parts) == 5 && parts[0] == layout.ClustersDir && parts[2] == layout.LiqoDir
 }
 
 // signatureName names a signature format in findings.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/admission"
@@ -16,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/liqo"
 	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 // rendered checks every file under clusters/<id>/liqo/: what Flux applies to
@@ -37,20 +39,34 @@ func (v *verifier) rendered() {
 	// Each cluster on its own, in parallel; what each accepted is kept
 	// when all are done (forks do not write v.accepted).
 	accepted := make([][][]byte, len(ids))
-	v.parallel(len(ids), func(sub *verifier, i int) { accepted[i] = sub.renderedOf(ids[i]) })
+	unheld := make([][]unheldObject, len(ids))
+	v.parallel(len(ids), func(sub *verifier, i int) { accepted[i], unheld[i] = sub.renderedOf(ids[i]) })
 	for i, id := range ids {
 		if accepted[i] != nil {
 			v.accepted[id] = append(v.accepted[id], accepted[i]...)
 		}
+		v.unheld = append(v.unheld, unheld[i]...)
 	}
 }
 
+// unheldObject is a rendered file that is an object of a peering the spec
+// does not hold, other than what a revocation renders for it: a peering
+// removed from the spec leaves it until the reconcilers' next passes, so
+// it is accepted when the commit that wrote it had the peering in its spec
+// (Check asks the history which commit that is; see PeeringNotInSpec).
+type unheldObject struct {
+	file string
+	blob plumbing.Hash // of the file's content
+	pair schema.Pair   // the peering it is an object of
+}
+
 // renderedOf checks the files under clusters/<self>/liqo/ and returns those
-// that are exactly what gitpeer renders, in the order read.
-func (v *verifier) renderedOf(self string) (accepted [][]byte) {
+// that are exactly what gitpeer renders, in the order read, and of them
+// those that are an object of a peering the spec does not hold.
+func (v *verifier) renderedOf(self string) (accepted [][]byte, unheld []unheldObject) {
 	peers, err := fs.ReadDir(v.tree, layout.ClusterPath(self, layout.LiqoDir))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, p := range peers {
 		dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
@@ -71,14 +87,17 @@ func (v *verifier) renderedOf(self string) (accepted [][]byte) {
 				v.add(file, "", ReasonUnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
 				continue
 			}
-			if !match {
+			if match == nil {
 				v.add(file, "", ReasonRenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
 				continue
 			}
 			accepted = append(accepted, data)
+			if match.unheld != nil {
+				unheld = append(unheld, unheldObject{file: file, blob: plumbing.ComputeHash(plumbing.BlobObject, data), pair: *match.unheld})
+			}
 		}
 	}
-	return accepted
+	return accepted, unheld
 }
 
 // form is an object gitpeer may render, encoded when first compared: most
@@ -90,12 +109,15 @@ type form struct {
 	done bool
 	data []byte
 	ok   bool // obj encodes
+	// unheld, when set, is the peering the spec does not hold whose
+	// object this is, other than in the form a revocation renders.
+	unheld *schema.Pair
 }
 
 // matchesAny reports whether any of forms encodes (the file is one gitpeer
-// renders: known) and whether one encodes to exactly data. The answers are
-// those of encoding every form first.
-func (v *verifier) matchesAny(data []byte, forms []*form) (known, match bool) {
+// renders: known) and which one encodes to exactly data (nil: none). The
+// answers are those of encoding every form first.
+func (v *verifier) matchesAny(data []byte, forms []*form) (known bool, match *form) {
 	for _, f := range forms {
 		if !f.done {
 			var err error
@@ -107,10 +129,10 @@ func (v *verifier) matchesAny(data []byte, forms []*form) (known, match bool) {
 		}
 		known = true
 		if bytes.Equal(data, f.data) {
-			return true, true
+			return true, f
 		}
 	}
-	return known, false
+	return known, nil
 }
 
 // expected lists, by file name, the objects a rendered file of self for
@@ -119,20 +141,39 @@ func (v *verifier) matchesAny(data []byte, forms []*form) (known, match bool) {
 // drained by the spec, its slices admitted or none while it drains).
 func (v *verifier) expected(self, peer string) map[string][]*form {
 	out := map[string][]*form{}
-	add := func(objs []render.Object) {
+	// addAs adds objs as objects of the peering unheld, nil for one the
+	// spec holds or the form a revocation renders; where both list an
+	// object, it is held.
+	addAs := func(unheld *schema.Pair, objs []render.Object) {
 		for _, o := range objs {
 			file := o.File()
-			if !slices.ContainsFunc(out[file], func(f *form) bool { return reflect.DeepEqual(f.obj, o.Object) }) {
-				out[file] = append(out[file], &form{obj: o.Object})
+			i := slices.IndexFunc(out[file], func(f *form) bool { return reflect.DeepEqual(f.obj, o.Object) })
+			switch {
+			case i < 0:
+				out[file] = append(out[file], &form{obj: o.Object, unheld: unheld})
+			case unheld == nil:
+				out[file][i].unheld = nil
 			}
 		}
 	}
+	add := func(objs []render.Object) { addAs(nil, objs) }
 	if peer == render.SharedDir {
 		add(render.Shared())
 		return out
 	}
 	// The tenant namespace serves either side of any peering with peer.
 	add(render.Provider(self, render.Provided{Consumer: peer}))
+
+	// The peerings the spec does not hold: their objects are accepted as
+	// what was rendered before the spec removed them, but only a
+	// revocation's are written after (see unheldObject).
+	var provides, consumes *schema.Pair
+	if !v.hasPeering(peer, self) {
+		provides = &schema.Pair{Consumer: peer, Provider: self}
+	}
+	if !v.hasPeering(self, peer) {
+		consumes = &schema.Pair{Consumer: self, Provider: peer}
+	}
 
 	// self provides to peer, or did until the peering was removed (a drained
 	// Tenant is what the first revocation pass leaves).
@@ -143,7 +184,7 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 				provided.Nonce = n.Value
 			}
 		}
-		add(render.Provider(self, provided))
+		addAs(provides, render.Provider(self, provided))
 		if data, ok := v.readQuiet(layout.InboxPath(self, peer, layout.TenantFile)); ok {
 			if t, err := artifact.DecodeTenant("", data); err == nil {
 				if e, err := artifact.TenantEpoch("", t); err == nil {
@@ -156,12 +197,18 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 		for _, cond := range []authv1beta1.TenantCondition{"", authv1beta1.TenantConditionCordoned, authv1beta1.TenantConditionDrained} {
 			for _, grants := range [][]admission.Grant{v.admitted(self, peer), nil} {
 				provided.Condition, provided.Grants = cond, grants
-				add(render.Provider(self, provided))
+				addAs(provides, render.Provider(self, provided))
 			}
+		}
+		// What a revocation renders (reconcile's drain): the Tenant
+		// drained, no binding, no nonce, an admission policy admitting
+		// nothing.
+		if provided.Tenant != nil {
+			add(render.Provider(self, render.Provided{Consumer: peer, Tenant: provided.Tenant, Epoch: provided.Epoch, Condition: authv1beta1.TenantConditionDrained}))
 		}
 	}
 	if !v.hasPeering(self, peer) && !v.hasPeering(peer, self) {
-		v.leftovers(self, peer, add)
+		v.leftovers(self, peer, addAs)
 	}
 	// self consumes from peer.
 	if v.peers(self, peer) {
@@ -185,7 +232,7 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 			}
 			consumed.Slices = append(consumed.Slices, sl)
 		}
-		add(render.Consumer(self, consumed))
+		addAs(consumes, render.Consumer(self, consumed))
 	}
 	return out
 }
@@ -194,8 +241,13 @@ func (v *verifier) expected(self, peer string) map[string][]*form {
 // reconcilers withdraw it: each Tenant, Identity, ResourceSlice or nonce
 // Secret only in the clean form gitpeer renders (a re-encoding of its own
 // fields, so nothing extra rides along); RBAC and namespaces only in Liqo's
-// exact form, added by the caller.
-func (v *verifier) leftovers(self, peer string, add func([]render.Object)) {
+// exact form, added by the caller. Each is added (addAs) as an object of
+// the peering the spec does not hold, but a drained Tenant and what is
+// rendered with it, which is what a revocation leaves.
+func (v *verifier) leftovers(self, peer string, addAs func(*schema.Pair, []render.Object)) {
+	provides := &schema.Pair{Consumer: peer, Provider: self}
+	consumes := &schema.Pair{Consumer: self, Provider: peer}
+	add := func(objs []render.Object) { addAs(consumes, objs) }
 	dir := layout.PeerDir(self, peer)
 	files, _ := fs.ReadDir(v.tree, dir)
 	for _, f := range files {
@@ -205,7 +257,11 @@ func (v *verifier) leftovers(self, peer string, add func([]render.Object)) {
 		}
 		if t, err := artifact.DecodeTenant("", data); err == nil && t.Name == peer {
 			if e, err := artifact.TenantEpoch("", t); err == nil {
-				add(render.Provider(self, render.Provided{Consumer: peer, Tenant: t, Epoch: e, Condition: t.Spec.TenantCondition}))
+				unheld := provides
+				if t.Spec.TenantCondition == authv1beta1.TenantConditionDrained {
+					unheld = nil // what a revocation renders
+				}
+				addAs(unheld, render.Provider(self, render.Provided{Consumer: peer, Tenant: t, Epoch: e, Condition: t.Spec.TenantCondition}))
 			}
 		}
 		if id, err := artifact.DecodeIdentity("", data); err == nil {
@@ -221,7 +277,7 @@ func (v *verifier) leftovers(self, peer string, add func([]render.Object)) {
 			add(render.Consumer(self, render.Consumed{Provider: peer, Slices: []render.Slice{{Name: rs.Name, Request: clean}}}))
 		}
 		if _, n, err := liqo.DecodeNonceSecret(data); err == nil {
-			add(render.Provider(self, render.Provided{Consumer: peer, Nonce: n}))
+			addAs(provides, render.Provider(self, render.Provided{Consumer: peer, Nonce: n}))
 		}
 	}
 }

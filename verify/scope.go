@@ -420,14 +420,14 @@ func (h *history) judgedManifestDirs(order []*node, excluded map[plumbing.Hash]b
 		if excluded[n.c.Hash] || n.boundary {
 			continue
 		}
-		changes, err := h.nodeChanges(n)
+		changes, merged, err := h.nodeChangeSet(n)
 		if err != nil {
 			return nil, fmt.Errorf("commit %s: %w", n.c.Hash, err)
 		}
 		if h.changes == nil {
-			h.changes = map[plumbing.Hash][]change{}
+			h.changes = map[plumbing.Hash]changeSet{}
 		}
-		h.changes[n.c.Hash] = changes // commit judges them next
+		h.changes[n.c.Hash] = changeSet{changes, merged} // commit judges them next
 		for _, ch := range changes {
 			if _, dir, ok := manifest.Scope(ch.path); ok && ch.path == dir+"/"+manifest.FileName {
 				out[dir] = true

@@ -12,7 +12,8 @@
 //   - History judges every commit reachable from HEAD, merges included: each
 //     change to a writer's directory vouched for by that writer's manifest at
 //     that commit, key continuity of every cluster.yaml, SSH commit
-//     signatures;
+//     signatures, and each applied branch the clone holds against it
+//     (StaleSeal, InvalidSeal);
 //   - Check runs all of it on a checkout, and guard.ScanHistory on request.
 //
 // Findings name the file, the field, a reason code (Reason*), a message and,
@@ -169,6 +170,23 @@ const (
 	// (artifact.InboxArtifact): no reader acts on it, and a GitOps engine
 	// that generated a kustomization from every manifest would apply it.
 	ReasonUnexpectedArtifact = artifact.ReasonUnexpectedArtifact
+	// ReasonPeeringNotInSpec: a file under clusters/<id>/liqo/<peer>/
+	// holds an object of a peering (a binding of the consumer, an active
+	// Tenant, a grant, an Identity) that the spec did not hold at the
+	// commit that wrote it: only what a revocation renders (the drained
+	// Tenant, an admission policy admitting nothing) is written for a
+	// peering the spec no longer holds.
+	ReasonPeeringNotInSpec = "PeeringNotInSpec"
+	// ReasonStaleSeal: a cluster's applied branch points at a seal older
+	// than a change the cluster's own reconciler signed on the branch
+	// checked since the seal's parent: the cluster applies a state its
+	// reconciler has replaced.
+	ReasonStaleSeal = "StaleSeal"
+	// ReasonInvalidSeal: a cluster's applied branch points at something
+	// that is not a seal of that cluster: a commit not signed by its key,
+	// with other than one parent, or whose tree holds more than
+	// clusters/<id>/ less its inbox (a dot-file, a link, another path).
+	ReasonInvalidSeal = "InvalidSeal"
 )
 
 // Tree runs the artifact and layout checks on a checkout tree (spec at its
@@ -270,6 +288,9 @@ type verifier struct {
 	// accepted holds, per cluster, the files under clusters/<id>/liqo/ that
 	// are exactly what gitpeer renders: what its kustomization may build.
 	accepted map[string][][]byte
+	// unheld are the accepted rendered files that are objects of a
+	// peering the spec does not hold (see unheldObject).
+	unheld []unheldObject
 	// baseSpec is the spec at Options.Base, nil without one (see grants).
 	baseSpec *schema.Spec
 	problems []Finding

@@ -54,7 +54,17 @@ reconcilers make, and checks the repo as Flux would apply it:
     key, API server or CA signed by the previous key (KeyChanged), each SSH
     commit signature made with a cluster's key valid (BadCommitSignature),
     and each commit a cluster signed confined to what that cluster may
-    write (OwnershipViolation).
+    write (OwnershipViolation); each file under clusters/<id>/liqo/ of a
+    peering the spec no longer holds written while the spec still held it,
+    or in the form its revocation renders (PeeringNotInSpec otherwise);
+  - each applied branch the clone holds (gitpeer/applied/<id>, as a branch
+    or remote-tracking ref): its head a seal of that cluster, signed by its
+    key, of clusters/<id>/ alone less its inbox (InvalidSeal), and holding
+    every change the cluster's key signed to its tree after the seal's
+    parent that the branch checked still holds (StaleSeal: the branch was
+    moved back to an old seal, or a pass has not pushed its seal yet). Not
+    with --base. A clone of main alone has none: fetch them with
+      git fetch origin '+refs/heads/gitpeer/applied/*:refs/remotes/origin/gitpeer/applied/*'
 
   - files that change what Git hosts, CI checkouts or GitOps engines see,
     anywhere in the tree: a .gitattributes rule that rewrites (ident, text,
@@ -107,6 +117,11 @@ every check holds, 1 when something was found, 2 when verify could not check
 	return cmd
 }
 
+// noAppliedNote is what verify says when the clone holds no applied
+// branch: the applied heads were not checked.
+const noAppliedNote = "note: no applied branch (gitpeer/applied/<id>) in this clone: no applied head was checked; " +
+	"fetch them with git fetch origin '+refs/heads/gitpeer/applied/*:refs/remotes/origin/gitpeer/applied/*'"
+
 // run is verify's body: nil when every check holds, errProblems (exit 1)
 // when it found something, errUsage (exit 2) when it could not check.
 func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
@@ -145,6 +160,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return errUsage(err)
 	}
+	applied := false
 	findings, err := verify.Check(dir, spec, verify.Options{
 		Now:              time.Now(),
 		RequireManifests: o.requireManifests,
@@ -154,9 +170,17 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		Ref:              src.Commit, // the commit the spec was read from
 		Full:             o.full,
 		OnScope:          func(s verify.Scope) { fmt.Fprintln(cmd.ErrOrStderr(), s) },
+		OnApplied:        func([]string) { applied = true },
+		// The specs of older commits are no more trusted than this one.
+		ParseSpec: func(file string, data []byte) (*schema.Spec, error) {
+			return schema.ParseBounded(cmd.Context(), file, data, lim)
+		},
 	})
 	if err != nil {
 		return errUsage(err)
+	}
+	if !applied && o.base == "" && src.Commit != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), noAppliedNote)
 	}
 	if o.base != "" {
 		changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, o.base)

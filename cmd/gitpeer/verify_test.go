@@ -168,3 +168,24 @@ func TestVerifyBaseChecksWhatTheChangeTouchedAndFullTheWholeTree(t *testing.T) {
 		t.Fatalf("verify --base HEAD~1 after a .gitattributes: %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestVerifySaysWhenNoAppliedBranchWasChecked: a clone of main alone (as CI
+// checks out) has no gitpeer/applied/<id>: verify says on stderr that no
+// applied head was checked and how to fetch them, and still exits 0; with
+// the branch fetched (here, a signed commit of alpha's that is no seal) it
+// judges it.
+func TestVerifySaysWhenNoAppliedBranchWasChecked(t *testing.T) {
+	work := signedRepo(t)
+	code, out, stderr := gitpeer(t, "verify", work)
+	if code != 0 || !strings.Contains(stderr, "no applied head was checked") || !strings.Contains(stderr, "+refs/heads/gitpeer/applied/*:refs/remotes/origin/gitpeer/applied/*") {
+		t.Fatalf("verify: %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := gitpeer(t, "verify", "--base", "HEAD", work); code != 0 || strings.Contains(stderr, "applied") {
+		t.Fatalf("verify --base: %d\n%s", code, stderr)
+	}
+	git(t, work, "branch", "gitpeer/applied/alpha", "HEAD")
+	code, out, stderr = gitpeer(t, "verify", work)
+	if code != 1 || !strings.Contains(out, "gitpeer/applied/alpha: head ") || !strings.Contains(out, "(InvalidSeal, commit ") || strings.Contains(stderr, "no applied head") {
+		t.Fatalf("verify with an applied branch that is no seal: %d\n%s%s", code, out, stderr)
+	}
+}
