@@ -2,7 +2,8 @@
 # A step of make e2e: the kubernetes backend's tests that need a real
 # kube-apiserver (GITPEER_TEST_KUBECONFIG: TestRealCluster, as the
 # ServiceAccount of manifests/rbac; TestFluxTrustsRealCluster, as Role
-# gitpeer-flux alone) on a throwaway control plane of their own (IDX 36,
+# gitpeer-flux alone; TestPinSourceRealCluster, as Roles gitpeer-flux and
+# gitpeer-argocd alone) on a throwaway control plane of their own (IDX 36,
 # beside the suites' 31-35), stopped and removed afterwards.
 #   env: GO (go), BIN (the control plane's binaries, as for start-cluster.sh)
 set -euo pipefail

@@ -153,6 +153,7 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 	}
 	files := fencedBlocks(doc, "# overlays/")
 	remote := regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests/deploy\?ref=\S+`)
+	remoteComponent := regexp.MustCompile(`github\.com/gitpeer/gitpeer//manifests/((?:deploy|rbac)/[a-z-]+)\?ref=\S+`)
 	mem := filesys.MakeFsInMemory()
 	copyManifests(t, mem, "rbac", "deploy")
 	var overlays []string
@@ -162,6 +163,7 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 		}
 		// The docs use the base remotely; the test builds this checkout's.
 		content = remote.ReplaceAllString(content, "../../manifests/deploy")
+		content = remoteComponent.ReplaceAllString(content, "../../manifests/$1")
 		if err := mem.WriteFile("/src/overlays/"+name, []byte(content)); err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +195,13 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 			}
 			if img := container(t, dep).Image; img == "gitpeer:dev" || !strings.Contains(img, ":") {
 				t.Errorf("image %q: the overlay does not set one", img)
+			}
+			// The one GitOps source gitpeer may read and pin is the
+			// cluster's own.
+			for _, r := range objs.roles {
+				if r.Name == "gitpeer-flux" && (len(r.Rules) == 0 || !slices.Equal(r.Rules[0].ResourceNames, []string{"gitpeer-" + params["CLUSTER_ID"]})) {
+					t.Errorf("Role gitpeer-flux rules %+v: want its first rule limited to GitRepository gitpeer-%s (manifests/deploy/cluster-id)", r.Rules, params["CLUSTER_ID"])
+				}
 			}
 			if check := documentedOverlays[overlay]; check != nil {
 				check(t, objs)
@@ -1086,4 +1095,55 @@ func dockerignored(patterns []string, file string) string {
 		}
 	}
 	return ""
+}
+
+// TestClusterIDComponentNamesTheSources builds an overlay of
+// manifests/deploy with manifests/rbac/argocd and manifests/deploy/cluster-id
+// (as docs/deploy.md says) for a cluster ID with dashes: both Roles name
+// the cluster's own GitOps source, and the base alone names none.
+func TestClusterIDComponentNamesTheSources(t *testing.T) {
+	mem := filesys.MakeFsInMemory()
+	copyManifests(t, mem, "rbac", "deploy")
+	overlay := `resources: [../../manifests/deploy]
+components:
+  - ../../manifests/rbac/argocd
+  - ../../manifests/deploy/cluster-id
+configMapGenerator:
+  - name: gitpeer-config
+    namespace: gitpeer-system
+    behavior: replace
+    envs: [params.env]
+`
+	for name, content := range map[string]string{"kustomization.yaml": overlay, "params.env": "CLUSTER_ID=eu-west-1\nREPO_URL=ssh://git@example.invalid/p.git\n"} {
+		if err := mem.WriteFile("/src/overlays/argo/"+name, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/src/overlays/argo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"flux-system/gitpeer-flux": "gitrepositories", "argocd/gitpeer-argocd": "applications"}
+	for _, r := range decodeBuild(t, rm).roles {
+		res, ok := want[r.Namespace+"/"+r.Name]
+		if !ok {
+			continue
+		}
+		delete(want, r.Namespace+"/"+r.Name)
+		if len(r.Rules) == 0 || !slices.Equal(r.Rules[0].Resources, []string{res}) || !slices.Equal(r.Rules[0].ResourceNames, []string{"gitpeer-eu-west-1"}) {
+			t.Errorf("Role %s/%s rules %+v: want %s named gitpeer-eu-west-1 first", r.Namespace, r.Name, r.Rules, res)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("the build has no Roles %v", want)
+	}
+	base, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range decodeBuild(t, base).roles {
+		if r.Name == "gitpeer-flux" && !slices.Equal(r.Rules[0].ResourceNames, []string{"gitpeer-CLUSTER_ID"}) {
+			t.Errorf("the base's Role gitpeer-flux names %v, want the placeholder gitpeer-CLUSTER_ID", r.Rules[0].ResourceNames)
+		}
+	}
 }

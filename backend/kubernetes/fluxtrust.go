@@ -78,7 +78,7 @@ func (b *Backend) FluxTrusts(ctx context.Context, want []byte) (bool, string, er
 		// RBAC answers before the resource is looked up: a cluster without
 		// Flux, where the Role gitpeer-flux (in a namespace that does not
 		// exist) was left out, is told by discovery, which needs no Role.
-		if served, derr := b.gitRepositoriesServed(ctx); derr == nil && !served {
+		if served, derr := b.served(ctx, GitRepositoryResource); derr == nil && !served {
 			return true, fmt.Sprintf("no Flux %s: the API server serves no %s (Flux is not installed); the cluster applies its tree with another engine, whose trust gitpeer cannot see", where, GitRepositoryResource.GroupResource()), nil
 		}
 		return false, "", fmt.Errorf("get %s: %w (gitpeer needs get on gitrepositories.source.toolkit.fluxcd.io in %s: Role gitpeer-flux of manifests/rbac)", where, err, FluxNamespace)
@@ -129,10 +129,9 @@ func keysOrNone(keys []string) string {
 	return strings.Join(keys, ", ")
 }
 
-// gitRepositoriesServed reports whether the API server serves
-// GitRepositoryResource, from discovery through Options.Config (an error
-// without it).
-func (b *Backend) gitRepositoriesServed(ctx context.Context) (bool, error) {
+// served reports whether the API server serves gvr, from discovery through
+// Options.Config (an error without it).
+func (b *Backend) served(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
 	if b.opts.Config == nil {
 		return false, errors.New("kubernetes backend: no rest config for discovery")
 	}
@@ -141,7 +140,7 @@ func (b *Backend) gitRepositoriesServed(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	// As ServerResourcesForGroupVersion does, with ctx.
-	raw, err := dc.RESTClient().Get().AbsPath("/apis", GitRepositoryResource.Group, GitRepositoryResource.Version).Do(ctx).Raw()
+	raw, err := dc.RESTClient().Get().AbsPath("/apis", gvr.Group, gvr.Version).Do(ctx).Raw()
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -150,17 +149,18 @@ func (b *Backend) gitRepositoriesServed(ctx context.Context) (bool, error) {
 	}
 	var list metav1.APIResourceList
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return false, fmt.Errorf("discovery of %s: %w", GitRepositoryResource.GroupVersion(), err)
+		return false, fmt.Errorf("discovery of %s: %w", gvr.GroupVersion(), err)
 	}
 	for _, r := range list.APIResources {
-		if r.Name == GitRepositoryResource.Resource {
+		if r.Name == gvr.Resource {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// fluxClient is Options.Dynamic, else a dynamic client of Options.Config.
+// fluxClient is Options.Dynamic, else a dynamic client of Options.Config
+// (for Flux's and Argo CD's objects).
 func (b *Backend) fluxClient() (dynamic.Interface, error) {
 	if b.opts.Dynamic != nil {
 		return b.opts.Dynamic, nil

@@ -204,7 +204,7 @@ func TestFluxTrustsRealCluster(t *testing.T) {
 	if _, err := core.Secrets(FluxNamespace).Get(ctx, FluxVerifySecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Skipf("%s/%s exists (%v): this test needs a throwaway cluster", FluxNamespace, FluxVerifySecretName, err)
 	}
-	m := loadRBAC(t)
+	m := loadRBAC(t).ForCluster(id)
 	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "gitpeer-system"}}
 	role, rb := m.FluxRole, m.FluxRoleBinding
 	role.Name, rb.Name, rb.RoleRef.Name, rb.Subjects = name, name, name, sa

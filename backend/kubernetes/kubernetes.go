@@ -10,6 +10,10 @@
 //	                                       the same keys: the key PromoteNextKey replaced
 //	Secret <liqo>/gitpeer-nonce-secret     secret: 32 random bytes nonces are derived from
 //	ConfigMap <liqo>/liqo-clusterid-configmap  CLUSTER_ID: Liqo's cluster ID (read only)
+//	GitRepository flux-system/gitpeer-<id>    spec.ref.commit: the newest seal (PinSource;
+//	                                       FluxTrusts reads it and its verify Secret)
+//	Application argocd/gitpeer-<id>        spec.source.targetRevision: the newest seal, when
+//	                                       Argo CD applies the tree (PinSource)
 //	Secret <tenant ns>/kubeconfig-controlplane-<provider>
 //	                                       the kubeconfig Liqo's identity controller would write
 //
@@ -127,8 +131,9 @@ type Options struct {
 	// Now is the clock issued certificates are checked against; time.Now if
 	// nil.
 	Now func() time.Time
-	// Dynamic reads Flux's GitRepository for FluxTrusts; a client of
-	// Config if nil (e.g. a fake dynamic client in tests).
+	// Dynamic reads Flux's GitRepository for FluxTrusts and pins it, or
+	// Argo CD's Application, for PinSource; a client of Config if nil
+	// (e.g. a fake dynamic client in tests).
 	Dynamic dynamic.Interface
 }
 

@@ -43,10 +43,12 @@ func TestRBACManifestsShape(t *testing.T) {
 		m.FluxRoleBinding.RoleRef.Name != m.FluxRole.Name || m.FluxRoleBinding.RoleRef.Kind != "Role" || !slices.Equal(m.FluxRoleBinding.Subjects, []rbacv1.Subject{sa}) {
 		t.Errorf("Flux role %s/%s, binding %+v", m.FluxRole.Namespace, m.FluxRole.Name, m.FluxRoleBinding)
 	}
-	// Read only, and of Secrets the verify Secret alone: the Role is in
-	// Flux's namespace, which holds Flux's Git credentials too.
+	// The cluster's own GitRepository alone, read and pinned (patch), and
+	// of Secrets the verify Secret alone, read only: the Role is in Flux's
+	// namespace, which holds Flux's Git credentials and the cluster's own
+	// sources too.
 	fluxRules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"gitrepositories"}, ResourceNames: []string{FluxGitRepositoryPrefix + rbactest.ClusterIDPlaceholder}, Verbs: []string{"get", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{FluxVerifySecretName}, Verbs: []string{"get"}},
 	}
 	if fmt.Sprint(m.FluxRole.Rules) != fmt.Sprint(fluxRules) {
@@ -77,7 +79,7 @@ func TestRBACManifestsShape(t *testing.T) {
 // by some request (signers/approve is checked by the API server on the
 // approval update; the real-cluster test exercises it).
 func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
-	m := loadRBAC(t)
+	m := loadRBAC(t).ForCluster("alpha")
 	ca := testCA(t)
 	cs := newClientset()
 	opts := testOptions(ca)
@@ -86,7 +88,7 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	ctx := context.Background()
 
 	cs.Tracker().Add(fluxSecret(FluxVerifySecretName, map[string]string{"alpha.sshpub": fluxCurrentKey}))
-	dyn := newFluxDynamic(fluxRepo("alpha", FluxVerifySecretName))
+	dyn := newSourceDynamic(pinnedRepo("alpha", ""))
 	opts.Dynamic = dyn
 
 	b, _ := initBackend(t, cs, opts)
@@ -117,6 +119,10 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	// A key rollover: does the cluster's Flux trust the next key yet?
 	if _, _, err := b.FluxTrusts(ctx, []byte(fluxNextKey)); err != nil {
 		t.Fatal(err)
+	}
+	// A seal: the cluster's GitRepository is pinned to it.
+	if where, err := b.PinSource(ctx, sealNew); err != nil || where == "" {
+		t.Fatalf("PinSource: %q, %v", where, err)
 	}
 	for _, tok := range []string{"first", "second"} { // create, then update
 		if err := b.SetToken(ctx, "beta", []byte(tok)); err != nil {
@@ -187,15 +193,16 @@ func TestRBACCoversExactlyWhatTheBackendDoes(t *testing.T) {
 	}
 }
 
-// TestRBACFluxRoleIsExactlyWhatFluxTrustsReads checks the requests of
-// FluxTrusts, in each state of fluxTrustCases, against the Role in
-// flux-system alone (the ClusterRole's secrets rule would allow the Secret
-// too, but may be narrowed to tenant namespaces): every request is allowed
-// by it, and each of its rules is used. TestFluxTrustsRealCluster proves
-// the same Role on a real API server.
-func TestRBACFluxRoleIsExactlyWhatFluxTrustsReads(t *testing.T) {
-	m := loadRBAC(t)
-	used := make([]bool, len(m.FluxRole.Rules))
+// TestRBACFluxRoleIsExactlyWhatTheBackendDoesWithFlux checks the requests
+// of FluxTrusts, in each state of fluxTrustCases, and of PinSource against
+// the Role in flux-system alone (the ClusterRole's secrets rule would allow
+// the Secret too, but may be narrowed to tenant namespaces): every request
+// is allowed by it, and each verb of each of its rules is used.
+// TestFluxTrustsRealCluster and TestPinSourceRealCluster prove the same
+// Role on a real API server.
+func TestRBACFluxRoleIsExactlyWhatTheBackendDoesWithFlux(t *testing.T) {
+	m := loadRBAC(t).ForCluster("alpha")
+	used := map[string]bool{}
 	for _, c := range fluxTrustCases {
 		cs := newClientset()
 		var objs []runtime.Object
@@ -206,27 +213,79 @@ func TestRBACFluxRoleIsExactlyWhatFluxTrustsReads(t *testing.T) {
 			cs.Tracker().Add(c.secret("alpha"))
 		}
 		opts := testOptions(testCA(t))
-		dyn := newFluxDynamic(objs...)
+		dyn := newSourceDynamic(objs...)
 		opts.Dynamic = dyn
 		b, _ := initBackend(t, cs, opts)
 		cs.ClearActions()
 		if _, _, err := b.FluxTrusts(context.Background(), []byte(fluxNextKey)); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
+		if _, err := b.PinSource(context.Background(), sealNew); err != nil {
+			t.Fatalf("%s: PinSource: %v", c.name, err)
+		}
 		for _, req := range rbactest.Requests(slices.Concat(cs.Actions(), dyn.Actions())) {
+			if req.Namespace == ArgoNamespace {
+				continue // Role gitpeer-argocd: TestRBACArgoRoleIsExactlyWhatPinSourceDoes
+			}
 			if !m.AllowsInFlux(req) {
 				t.Errorf("%s: Role %s/%s forbids %s %s %q in namespace %q", c.name, m.FluxRole.Namespace, m.FluxRole.Name, req.Verb, req.Resource, req.Name, req.Namespace)
 			}
 			for i, r := range m.FluxRole.Rules {
-				if (&rbactest.Manifests{FluxRole: rbacv1.Role{ObjectMeta: m.FluxRole.ObjectMeta, Rules: []rbacv1.PolicyRule{r}}}).AllowsInFlux(req) {
-					used[i] = true
+				if rbactest.AllowedBy(rbacv1.Role{ObjectMeta: m.FluxRole.ObjectMeta, Rules: []rbacv1.PolicyRule{r}}, req) {
+					used[fmt.Sprint(i, req.Verb)] = true
 				}
 			}
 		}
 	}
 	for i, r := range m.FluxRole.Rules {
-		if !used[i] {
-			t.Errorf("Role %s/%s grants %+v but FluxTrusts never uses it", m.FluxRole.Namespace, m.FluxRole.Name, r)
+		for _, v := range r.Verbs {
+			if !used[fmt.Sprint(i, v)] {
+				t.Errorf("Role %s/%s grants %s in %+v but the backend never does it", m.FluxRole.Namespace, m.FluxRole.Name, v, r)
+			}
+		}
+	}
+}
+
+// loadArgoRole is the Role of manifests/rbac/argocd for cluster id.
+func loadArgoRole(t *testing.T, id string) rbacv1.Role {
+	t.Helper()
+	r, err := rbactest.LoadRole("../../manifests/rbac/argocd/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rbactest.RoleForCluster(r, id)
+}
+
+// TestRBACArgoRoleIsExactlyWhatPinSourceDoes checks the requests PinSource
+// makes of Argo CD's namespace against the Role gitpeer-argocd of
+// manifests/rbac/argocd alone: each is allowed, each verb used, and the
+// Role names the cluster's Application and nothing else.
+func TestRBACArgoRoleIsExactlyWhatPinSourceDoes(t *testing.T) {
+	role := loadArgoRole(t, "alpha")
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"applications"}, ResourceNames: []string{"gitpeer-alpha"}, Verbs: []string{"get", "patch"}}}
+	if role.Name != "gitpeer-argocd" || role.Namespace != ArgoNamespace || fmt.Sprint(role.Rules) != fmt.Sprint(want) {
+		t.Fatalf("Role %s/%s rules %+v, want gitpeer-argocd in %s with %+v", role.Namespace, role.Name, role.Rules, ArgoNamespace, want)
+	}
+	used := map[string]bool{}
+	for _, objs := range [][]runtime.Object{nil, {argoApp("alpha")}} {
+		dyn := newSourceDynamic(objs...)
+		b := pinBackend(t, dyn)
+		if _, err := b.PinSource(context.Background(), sealNew); err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range rbactest.Requests(dyn.Actions()) {
+			if req.Namespace != ArgoNamespace {
+				continue
+			}
+			if !rbactest.AllowedBy(role, req) {
+				t.Errorf("Role %s/%s forbids %s %s %q", role.Namespace, role.Name, req.Verb, req.Resource, req.Name)
+			}
+			used[req.Verb] = true
+		}
+	}
+	for _, v := range role.Rules[0].Verbs {
+		if !used[v] {
+			t.Errorf("Role gitpeer-argocd grants %s but PinSource never does it", v)
 		}
 	}
 }

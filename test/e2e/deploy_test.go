@@ -576,7 +576,8 @@ func deploymentIn(t *testing.T, build []byte) *appsv1.Deployment {
 }
 
 // writeOverlay writes an overlay of base as docs/deploy.md shows one (the
-// ConfigMap's params.env replaced, an image name), plus a JSON patch that
+// ConfigMap's params.env replaced, the component cluster-id naming the
+// cluster's GitOps source in the Roles, an image name), plus a JSON patch that
 // replaces --interval, --metrics-addr and --health-addr: each replace comes
 // after a test op on the base's value, so that the build fails if the base's
 // args change under it.
@@ -613,6 +614,8 @@ func writeOverlay(t *testing.T, dir, base string, baseArgs []string, clusterID, 
 kind: Kustomization
 resources:
   - %s
+components:
+  - %s/cluster-id
 configMapGenerator:
   - name: gitpeer-config
     namespace: gitpeer-system
@@ -625,7 +628,7 @@ images:
 patches:
   - target: {kind: Deployment, name: gitpeer}
     patch: '%s'
-`, filepath.ToSlash(rel), patch)
+`, filepath.ToSlash(rel), filepath.ToSlash(rel), patch)
 	params := fmt.Sprintf("CLUSTER_ID=%s\nREPO_URL=%s\n", clusterID, repoURL)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -203,6 +203,30 @@ func requestReconcile(ctx context.Context, c *cluster, kind, name string) error 
 	return err
 }
 
+// reconcileNow asks a Flux controller to reconcile an object now, as
+// requestReconcile does, and waits until the controller says it handled
+// that request (status.lastHandledReconcileAt): what the object's status
+// says afterwards is the outcome of a reconciliation after the request.
+func reconcileNow(ctx context.Context, c *cluster, kind, name string) error {
+	token := time.Now().Format(time.RFC3339Nano)
+	if _, err := s.kube(ctx, c, nil, "-n", fluxNamespace, "annotate", "--overwrite", kind, name,
+		"reconcile.fluxcd.io/requestedAt="+token); err != nil {
+		return err
+	}
+	return eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+		if got := fluxField(ctx, c, kind, name, "{.status.lastHandledReconcileAt}"); got != token {
+			return fmt.Errorf("%s %s on %s: last handled request %q, not yet %q", kind, name, c.id, got, token)
+		}
+		return nil
+	})
+}
+
+// fieldsOwnedBy is the fieldsV1 JSON of manager's entries (any
+// operation) in the managedFields of a Flux object in flux-system.
+func fieldsOwnedBy(ctx context.Context, c *cluster, kind, name, manager string) string {
+	return fluxField(ctx, c, kind, name, fmt.Sprintf(`{.metadata.managedFields[?(@.manager=="%s")].fieldsV1}`, manager))
+}
+
 // managers lists the field managers of an object, or an error when it is
 // missing.
 func managers(ctx context.Context, c *cluster, args ...string) ([]string, error) {

@@ -239,6 +239,96 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		return
 	}
 
+	// The seal of beta's that holds alpha's RoleBinding and
+	// ClusterRoleBinding: a writer replays it once the peering is revoked.
+	var sealWithRBAC string
+	if !check(t, "each reconciler pins its cluster's GitRepository to its newest seal (spec.ref.commit, field manager gitpeer), branch and verify kept", func(t *testing.T) {
+		for _, c := range order {
+			repo := "gitpeer-" + c.id
+			err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+				head := remoteHead("gitpeer/applied/" + c.id)
+				if pin := fluxField(ctx, c, "gitrepository", repo, "{.spec.ref.commit}"); pin == "" || pin != head {
+					return fmt.Errorf("%s's GitRepository pinned to %q, applied branch at %s", c.id, pin, head)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for path, want := range map[string]string{"{.spec.ref.branch}": "gitpeer/applied/" + c.id, "{.spec.verify.mode}": "HEAD", "{.spec.verify.secretRef.name}": "gitpeer-signing"} {
+				if got := fluxField(ctx, c, "gitrepository", repo, path); got != want {
+					t.Errorf("%s's GitRepository %s = %q, want %q", c.id, path, got, want)
+				}
+			}
+			if owned := fieldsOwnedBy(ctx, c, "gitrepository", repo, "gitpeer"); owned != `{"f:spec":{"f:ref":{"f:commit":{}}}}` {
+				t.Errorf("field manager gitpeer owns %s of %s's GitRepository, want spec.ref.commit alone", owned, c.id)
+			}
+		}
+		sealWithRBAC = remoteHead("gitpeer/applied/" + providerID)
+	}) {
+		return
+	}
+
+	check(t, "kustomize-controller applying manifests/flux's GitRepository from a fleet repo leaves spec.ref.commit to gitpeer", func(t *testing.T) {
+		// As a cluster's own Flux applies the overlay of docs/gitops.md:
+		// its build, from a Git repo (here liqo.git, under fleet/beta),
+		// by a Kustomization, server-side and forced.
+		overlay := filepath.Join(root, providerID, "overlay")
+		build, err := s.kube(ctx, beta, nil, "kustomize", overlay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(build, "commit:") {
+			t.Fatalf("the build of manifests/flux's overlay sets a commit:\n%s", build)
+		}
+		fleet := filepath.Join(root, "fleet-work")
+		clone(t, host.URL("liqo.git"), fleet)
+		testgit.WriteFiles(t, filepath.Join(fleet, "fleet", providerID), map[string][]byte{
+			"gitpeer.yaml":       []byte(build),
+			"kustomization.yaml": []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [gitpeer.yaml]\n"),
+		})
+		commitAndPush(ctx, t, fleet, "beta's gitpeer objects, as the cluster's fleet repo holds them")
+		if _, err := s.kube(ctx, beta, []byte(fleetKustomization(providerID)), "apply", "--server-side", "--field-manager", fieldManager, "-f", "-"); err != nil {
+			t.Fatal(err)
+		}
+		pin := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.spec.ref.commit}")
+		if err := reconcileNow(ctx, beta, "gitrepository", "liqo"); err != nil {
+			t.Fatal(err)
+		}
+		err = eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+			if err := reconcileNow(ctx, beta, "kustomization", "fleet-"+providerID); err != nil {
+				return err
+			}
+			if st, reason, msg := condition(ctx, beta, "kustomization", "fleet-"+providerID, "Ready"); st != "True" {
+				return fmt.Errorf("Kustomization fleet-%s Ready %s (%s): %s", providerID, st, reason, msg)
+			}
+			if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", fluxManager); !strings.Contains(owned, `"f:branch"`) {
+				return fmt.Errorf("%s does not own spec.ref.branch of GitRepository gitpeer-beta yet: %s", fluxManager, owned)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pin may have moved since (beta's reconciler runs): it is
+		// gitpeer's value, and gitpeer's alone.
+		now := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.spec.ref.commit}")
+		if now == "" || (now != pin && now != remoteHead("gitpeer/applied/"+providerID)) {
+			t.Errorf("spec.ref.commit %q after %s applied the GitRepository, was %s", now, fluxManager, pin)
+		}
+		if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", fluxManager); strings.Contains(owned, `"f:commit"`) {
+			t.Errorf("%s owns spec.ref.commit: %s", fluxManager, owned)
+		}
+		if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", "gitpeer"); owned != `{"f:spec":{"f:ref":{"f:commit":{}}}}` {
+			t.Errorf("field manager gitpeer owns %s, want spec.ref.commit alone", owned)
+		}
+		// The rest of the test applies the overlay itself; the fleet's
+		// objects stay (prune: false).
+		if _, err := s.kube(ctx, beta, nil, "-n", fluxNamespace, "delete", "kustomization", "fleet-"+providerID); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	check(t, "alpha's kubeconfig Secret authenticates to beta as user alpha", func(t *testing.T) {
 		var out string
 		err := eventually(ctx, fluxTimeout, 500*time.Millisecond, func() error {
@@ -468,20 +558,23 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		}
 	})
 
-	check(t, "an unsigned commit pushed to gitpeer/applied/beta fails verification, is not applied, and beta's reconciler reseals", func(t *testing.T) {
+	check(t, "an unsigned commit pushed to gitpeer/applied/beta is not what Flux fetches, is not applied, and beta's reconciler reseals", func(t *testing.T) {
 		// beta's reconciler stops, so that the forged head stays long
 		// enough for Flux to see it.
 		daemons[providerID].stop()
 		good := remoteHead("gitpeer/applied/" + providerID)
-		// Flux first holds that last signed head: the forged one must be
-		// refused in its place, not race a signed head Flux has yet to
-		// fetch (a loaded machine delays Flux's interval).
-		if err := requestReconcile(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
-			t.Fatal(err)
+		// The GitRepository is pinned to that last seal: a commit pushed on
+		// top of it changes nothing Flux checks out (before pinning, Flux
+		// fetched the forged head and refused its signature).
+		if pin := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.spec.ref.commit}"); pin != good {
+			t.Fatalf("beta's GitRepository is pinned to %q, the applied branch is at %s: beta's reconciler stopped between its push and its pin", pin, good)
 		}
 		if err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+			if err := reconcileNow(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
+				return err
+			}
 			if rev := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.status.artifact.revision}"); !strings.HasSuffix(rev, good) {
-				return fmt.Errorf("artifact revision %s, want the last signed head %s", rev, good)
+				return fmt.Errorf("artifact revision %s, want the last seal %s", rev, good)
 			}
 			return nil
 		}); err != nil {
@@ -499,34 +592,21 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		if _, err := s.git(ctx, attacker, "push", "--quiet", "--force", "origin", "HEAD:refs/heads/gitpeer/applied/"+providerID); err != nil {
 			t.Fatal(err)
 		}
-		if err := requestReconcile(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
+		if err := reconcileNow(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
 			t.Fatal(err)
 		}
-		var msg string
-		err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
-			if err := notPlanted(); err != nil {
-				return err
-			}
-			var st, reason string
-			st, reason, msg = condition(ctx, beta, "gitrepository", "gitpeer-beta", "SourceVerified")
-			if st != "False" || reason != "InvalidCommitSignature" || !strings.Contains(msg, forged) {
-				return fmt.Errorf("SourceVerified %s (%s): %s", st, reason, msg)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("beta's GitRepository: SourceVerified False: %s", msg)
 		if rev := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.status.artifact.revision}"); !strings.HasSuffix(rev, good) {
-			t.Errorf("artifact revision %s, want the last signed one %s", rev, good)
+			t.Errorf("artifact revision %s with the forged %s on the branch, want the pinned seal %s", rev, forged, good)
+		}
+		if st, reason, msg := condition(ctx, beta, "gitrepository", "gitpeer-beta", "SourceVerified"); st != "True" || !strings.Contains(msg, good) {
+			t.Errorf("SourceVerified %s (%s): %s; want the pinned seal %s verified", st, reason, msg, good)
 		}
 		if err := notPlanted(); err != nil {
 			t.Fatal(err)
 		}
 
 		startDaemon(t, beta)
-		err = eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
+		err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
 			if err := notPlanted(); err != nil {
 				return err
 			}
@@ -612,6 +692,51 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		})
 	})
 
+	// Issue 28, case 1: the seal a writer replays is validly signed by
+	// beta, and spec.verify checks only that. The pin is what keeps it out,
+	// with beta's reconciler down too (nothing then moves the branch
+	// back).
+	check(t, "a writer points gitpeer/applied/beta back at an older seal holding alpha's RBAC: with beta's reconciler down, Flux keeps the newest seal and the RBAC stays revoked", func(t *testing.T) {
+		daemons[providerID].stop()
+		newest := remoteHead("gitpeer/applied/" + providerID)
+		if pin := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.spec.ref.commit}"); pin != newest {
+			t.Fatalf("beta's GitRepository is pinned to %q, the applied branch is at %s", pin, newest)
+		}
+		if _, err := s.git(ctx, attacker, "fetch", "--quiet", "origin"); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{roleBinding, clusterRoleBinding} {
+			if out, _ := s.git(ctx, attacker, "grep", "-l", "name: "+name, sealWithRBAC, "--", "clusters/"+providerID); strings.TrimSpace(out) == "" {
+				t.Fatalf("the older seal %s holds no %s", sealWithRBAC, name)
+			}
+		}
+		if _, err := s.git(ctx, attacker, "push", "--quiet", "--force", "origin", sealWithRBAC+":refs/heads/gitpeer/applied/"+providerID); err != nil {
+			t.Fatal(err)
+		}
+		// Two fetches, each after the replay, each applied.
+		for range 2 {
+			if err := reconcileNow(ctx, beta, "gitrepository", "gitpeer-beta"); err != nil {
+				t.Fatal(err)
+			}
+			if rev := fluxField(ctx, beta, "gitrepository", "gitpeer-beta", "{.status.artifact.revision}"); !strings.HasSuffix(rev, newest) {
+				t.Fatalf("FLUX FETCHED %s with the branch replayed to %s, want the newest seal %s", rev, sealWithRBAC, newest)
+			}
+			st, reason, msg := condition(ctx, beta, "gitrepository", "gitpeer-beta", "FetchFailed")
+			t.Logf("beta's GitRepository: FetchFailed %s (%s): %s", st, reason, msg)
+			if err := reconcileNow(ctx, beta, "kustomization", "gitpeer-beta"); err != nil {
+				t.Fatal(err)
+			}
+			if rev := fluxField(ctx, beta, "kustomization", "gitpeer-beta", "{.status.lastAppliedRevision}"); !strings.HasSuffix(rev, newest) {
+				t.Errorf("beta's Kustomization last applied %s, want the newest seal %s", rev, newest)
+			}
+			for _, r := range [][]string{{"rolebinding", roleBinding, "-n", providerTenantNS}, {"clusterrolebinding", clusterRoleBinding}} {
+				if ok, err := exists(ctx, beta, r...); err != nil || ok {
+					t.Fatalf("%v on beta after the replay (%v): the revoked consumer's RBAC is back", r, err)
+				}
+			}
+		}
+	})
+
 	check(t, "the planted ConfigMap never appeared on beta", func(t *testing.T) {
 		if err := notPlanted(); err != nil {
 			t.Fatal(err)
@@ -673,6 +798,25 @@ spec:
       kind: CustomResourceDefinition
       name: resourceslices.authentication.liqo.io
 `, url, secret)
+}
+
+// fleetKustomization is a Kustomization fleet-<id> applying ./fleet/<id>
+// of liqo.git (GitRepository liqo): as a cluster's Flux applies the
+// gitpeer objects its fleet repo holds.
+func fleetKustomization(id string) string {
+	return fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: fleet-%s
+  namespace: flux-system
+spec:
+  interval: 10m
+  sourceRef:
+    kind: GitRepository
+    name: liqo
+  path: ./fleet/%s
+  prune: false
+`, id, id)
 }
 
 // signingKey is cluster id's key from `gitpeer allowed-signers` output, as

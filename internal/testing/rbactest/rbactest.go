@@ -8,8 +8,10 @@ package rbactest
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -82,6 +84,57 @@ func Load(dir string) (*Manifests, error) {
 	return &m, nil
 }
 
+// ClusterIDPlaceholder is what manifests/rbac's Roles name the cluster's
+// GitOps source objects with (gitpeer-CLUSTER_ID) until
+// manifests/deploy/cluster-id replaces it with the cluster ID.
+const ClusterIDPlaceholder = "CLUSTER_ID"
+
+// ForCluster is m with the cluster ID placeholder of the Roles'
+// resourceNames replaced by id, as manifests/deploy/cluster-id does.
+func (m *Manifests) ForCluster(id string) *Manifests {
+	out := *m
+	out.Role = RoleForCluster(m.Role, id)
+	out.FluxRole = RoleForCluster(m.FluxRole, id)
+	return &out
+}
+
+// RoleForCluster is r with ClusterIDPlaceholder in its resourceNames
+// replaced by id.
+func RoleForCluster(r rbacv1.Role, id string) rbacv1.Role {
+	r = *r.DeepCopy()
+	for i := range r.Rules {
+		for j, n := range r.Rules[i].ResourceNames {
+			r.Rules[i].ResourceNames[j] = strings.ReplaceAll(n, ClusterIDPlaceholder, id)
+		}
+	}
+	return r
+}
+
+// LoadRole decodes the first document of file, a Role (such as
+// manifests/rbac/argocd/role.yaml, of a component that builds only within
+// an overlay), strictly.
+func LoadRole(file string) (rbacv1.Role, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return rbacv1.Role{}, err
+	}
+	doc, _, _ := strings.Cut(string(data), "\n---\n")
+	var r rbacv1.Role
+	if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+		return rbacv1.Role{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if r.Kind != "Role" {
+		return rbacv1.Role{}, fmt.Errorf("%s: first document is a %s, not a Role", file, r.Kind)
+	}
+	return r, nil
+}
+
+// AllowedBy reports whether the rules of role permit req, in its
+// namespace.
+func AllowedBy(role rbacv1.Role, req Request) bool {
+	return req.Namespace == role.Namespace && allows(role.Rules, req)
+}
+
 // Rule is one (API group, resource, verb) a rule grants; Resource may be
 // "resource/subresource".
 type Rule struct{ Group, Resource, Verb string }
@@ -125,9 +178,7 @@ func (m *Manifests) Allows(req Request) bool {
 
 // AllowsInFlux reports whether the Role in Flux's namespace alone permits
 // req.
-func (m *Manifests) AllowsInFlux(req Request) bool {
-	return req.Namespace == m.FluxRole.Namespace && allows(m.FluxRole.Rules, req)
-}
+func (m *Manifests) AllowsInFlux(req Request) bool { return AllowedBy(m.FluxRole, req) }
 
 func allows(rules []rbacv1.PolicyRule, req Request) bool {
 	for _, r := range rules {
