@@ -762,26 +762,52 @@ func (b *Backend) StoreKubeconfig(ctx context.Context, identity *authv1beta1.Ide
 	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		nsObj := liqo.Namespace(provider)
-		nsObj.Name = ns
-		if err := b.ensureNamespace(ctx, nsObj); err != nil {
+		err := b.createKubeconfig(ctx, provider, ns, name, where, labels, annotations, data)
+		if err == nil {
+			return where, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
 			return "", err
 		}
-		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{liqo.KubeconfigSecretKey: data},
+		// Liqo's identity controller, which writes the same Secret from
+		// the Identity Flux applied, created it since the Get: take it
+		// as it is now.
+		if cur, err = secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("get %s: %w", where, err)
 		}
-		if len(annotations) == 0 {
-			s.Annotations = nil
-		}
-		if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			return "", fmt.Errorf("create %s: %w", where, err)
-		}
-		return where, nil
 	case err != nil:
 		return "", fmt.Errorf("get %s: %w", where, err)
 	}
+	return b.updateKubeconfig(ctx, cur, where, labels, annotations, data)
+}
+
+// createKubeconfig creates the kubeconfig Secret name in ns (and ns, as
+// Liqo labels a tenant namespace, when it is missing). An error that the
+// Secret exists wraps the API server's AlreadyExists.
+func (b *Backend) createKubeconfig(ctx context.Context, provider, ns, name, where string, labels, annotations map[string]string, data []byte) error {
+	nsObj := liqo.Namespace(provider)
+	nsObj.Name = ns
+	if err := b.ensureNamespace(ctx, nsObj); err != nil {
+		return err
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{liqo.KubeconfigSecretKey: data},
+	}
+	if len(annotations) == 0 {
+		s.Annotations = nil
+	}
+	if _, err := b.core.Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s: %w", where, err)
+	}
+	return nil
+}
+
+// updateKubeconfig brings the existing kubeconfig Secret cur to data,
+// labels and annotations, unless Liqo's identity controller keeps it.
+func (b *Backend) updateKubeconfig(ctx context.Context, cur *corev1.Secret, where string, labels, annotations map[string]string, data []byte) (string, error) {
+	secrets := b.core.Secrets(cur.Namespace)
 	if liqoControlled(cur) {
 		return where + " (kept by Liqo's identity controller)", nil
 	}

@@ -14,6 +14,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	certv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -840,5 +841,42 @@ func TestKeysGoneBesidePinsIsDamagedNotANewIdentity(t *testing.T) {
 	}
 	if n := len(writes(cs, "secrets")); n != before {
 		t.Fatalf("%d Secret writes after the pins: a new identity was made", n-before)
+	}
+}
+
+// TestStoreKubeconfigLosesTheRaceToLiqo: Liqo's identity controller writes
+// the same Secret from the Identity Flux applied. When it creates the
+// Secret between the backend's Get and its Create, the backend takes the
+// Secret as it now is (Liqo's, kept) instead of failing the pass.
+func TestStoreKubeconfigLosesTheRaceToLiqo(t *testing.T) {
+	ca := testCA(t)
+	cs := newClientset()
+	b, _ := initBackend(t, cs, testOptions(ca))
+	id := testIdentity(t, ca, b)
+	isController := true
+	liqos := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "kubeconfig-controlplane-beta", Namespace: "liqo-tenant-beta",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: authv1beta1.GroupVersion.String(), Kind: authv1beta1.IdentityKind, Name: id.Name, UID: "u", Controller: &isController}},
+	}, Data: map[string][]byte{"kubeconfig": []byte("liqo's")}}
+	raced := false
+	cs.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if raced || a.GetNamespace() != "liqo-tenant-beta" {
+			return false, nil, nil
+		}
+		raced = true
+		if err := cs.Tracker().Add(liqos); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), liqos.Name)
+	})
+	where, err := b.StoreKubeconfig(context.Background(), id)
+	if err != nil {
+		t.Fatalf("StoreKubeconfig after Liqo created the Secret: %v", err)
+	}
+	if !raced || !strings.Contains(where, "kept by Liqo's identity controller") {
+		t.Fatalf("where = %q (raced %t), want Liqo's Secret kept", where, raced)
+	}
+	if s := getSecret(t, cs, "liqo-tenant-beta", "kubeconfig-controlplane-beta"); string(s.Data["kubeconfig"]) != "liqo's" {
+		t.Fatalf("Liqo's Secret was overwritten: %q", s.Data["kubeconfig"])
 	}
 }

@@ -402,12 +402,23 @@ func commitAndPush(ctx context.Context, t *testing.T, work, msg string) {
 	for _, args := range [][]string{
 		{"add", "--all"},
 		{"commit", "--quiet", "--message", msg},
-		{"push", "--quiet", "origin", "HEAD:main"},
 	} {
 		if _, err := s.git(ctx, work, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Reconcilers running as daemons push to main too: a push that loses
+	// the race is rebased and pushed again, as a person would.
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if _, err = s.git(ctx, work, "push", "--quiet", "origin", "HEAD:main"); err == nil {
+			return
+		}
+		if _, rerr := s.git(ctx, work, "pull", "--quiet", "--rebase", "origin", "main"); rerr != nil {
+			t.Fatalf("%v; then: %v", err, rerr)
+		}
+	}
+	t.Fatal(err)
 }
 
 // consumerKubeconfig writes the kubeconfig alpha's backend stored in the

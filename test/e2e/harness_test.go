@@ -548,9 +548,18 @@ func eventually(ctx context.Context, timeout, interval time.Duration, cond func(
 // peering, alpha → beta, Ready.
 func (s *suite) wantOneReady(ctx context.Context, t *testing.T, dir string) {
 	t.Helper()
+	if err := s.oneReady(ctx, dir); err != nil {
+		t.Error(err)
+	}
+}
+
+// oneReady is nil when gitpeer status of the checkout dir reports one
+// peering, alpha → beta, Ready (its slices granted), else says what it
+// reports.
+func (s *suite) oneReady(ctx context.Context, dir string) error {
 	out, err := s.gitpeerCmd(ctx, "status", dir, "-o", "json")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var list struct {
 		Items []struct {
@@ -559,9 +568,10 @@ func (s *suite) wantOneReady(ctx context.Context, t *testing.T, dir string) {
 		}
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("gitpeer status -o json: %v\n%s", err, out)
+		return fmt.Errorf("gitpeer status -o json: %v\n%s", err, out)
 	}
 	if peerings := list.Items; len(peerings) != 1 || !peerings[0].Ready || peerings[0].Step != "Ready" {
-		t.Errorf("the repo's status: want alpha → beta Ready, got:\n%s", out)
+		return fmt.Errorf("the repo's status: want alpha → beta Ready, got:\n%s", out)
 	}
+	return nil
 }

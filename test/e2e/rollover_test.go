@@ -145,7 +145,9 @@ func rollOverKey(ctx context.Context, t *testing.T, c, provider *cluster, work s
 		if fp, _ := handshake.Fingerprint(pub); fp != newFP {
 			return fmt.Errorf("the provider's Tenant carries %s", fp)
 		}
-		return nil
+		// And the consumer took the provider's answers for the new key:
+		// its slices are granted again, the peering Ready.
+		return s.oneReady(ctx, work)
 	})
 	if err != nil {
 		t.Fatalf("the rollover did not complete: %v\nviolations so far: %v", err, violations)
