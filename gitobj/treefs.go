@@ -8,6 +8,7 @@
 package gitobj
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -77,10 +78,13 @@ func CheckEntryName(name string) error {
 }
 
 // treeDir is a decoded tree with its entries by name; never changed once
-// made.
+// made. A tree refused for its number of entries (checkEntries) is kept
+// undecoded, with what was found of it: entries is then nil and tooMany
+// set.
 type treeDir struct {
 	entries []object.TreeEntry
 	byName  map[string]int
+	tooMany *layout.TooManyEntriesError
 }
 
 // NewTreeFS is the tree of commit in s (the empty tree when commit is
@@ -100,18 +104,35 @@ func TreeFSOf(s storer.EncodedObjectStorer, root plumbing.Hash, cache *TreeCache
 	return &TreeFS{s: s, root: root, dirs: map[string]*treeDir{}, decoded: cache}
 }
 
-// dir decodes (once) the tree of directory p, whose object is h.
+// dir decodes (once) the tree of directory p, whose object is h. A tree
+// above p's entry cap (layout.EntryLimit) is refused with a
+// *layout.TooManyEntriesError before any of its entries is decoded, and
+// the refusal is remembered as the tree would be.
 func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 	if d, ok := t.dirs[p]; ok {
-		return d, nil
+		return d.refused(p)
 	}
 	if d, ok := t.decoded.Get(h); ok {
-		t.dirs[p] = d
-		return d, nil
+		// The same tree may stand where the cap is higher: a refusal
+		// stands only if it still holds there.
+		if d.tooMany == nil || d.tooMany.Limit >= layout.EntryLimit(p) {
+			t.dirs[p] = d
+			return d.refused(p)
+		}
 	}
 	d := &treeDir{byName: map[string]int{}}
 	if !h.IsZero() {
-		tree, err := object.GetTree(t.s, h)
+		o, tooMany, err := checkEntries(t.s, p, h)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s of %s: %w", h, p, err)
+		}
+		if tooMany != nil {
+			d := &treeDir{tooMany: tooMany}
+			t.dirs[p] = d
+			t.decoded.Put(h, d)
+			return d.refused(p)
+		}
+		tree, err := object.DecodeTree(t.s, o)
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +155,80 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 		t.decoded.Put(h, d)
 	}
 	return d, nil
+}
+
+// refused is d, or its refusal as directory p's error.
+func (d *treeDir) refused(p string) (*treeDir, error) {
+	if d.tooMany == nil {
+		return d, nil
+	}
+	e := *d.tooMany
+	e.Dir = p
+	return nil, &e
+}
+
+// minTreeEntryBytes is the smallest entry of a tree object: a 5-digit
+// mode (a directory's), a space, a one-byte name, a NUL and a hash.
+const minTreeEntryBytes = 5 + 1 + 1 + 1 + 20
+
+// checkEntries reads tree object h of directory p as far as its entry cap
+// (layout.EntryLimit) allows: a tree object larger than layout.
+// TreeSizeLimit is refused from the size its header gives, before it is
+// read; one that may hold more entries than the cap has its entries
+// counted in its raw bytes, without decoding them. It returns the object
+// to decode, or the refusal.
+func checkEntries(s storer.EncodedObjectStorer, p string, h plumbing.Hash) (plumbing.EncodedObject, *layout.TooManyEntriesError, error) {
+	limit := layout.EntryLimit(p)
+	size, err := s.EncodedObjectSize(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size > layout.TreeSizeLimit(p) {
+		return nil, &layout.TooManyEntriesError{Dir: p, Size: size, Limit: limit}, nil
+	}
+	o, err := s.EncodedObject(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	if size <= int64(limit)*minTreeEntryBytes {
+		return o, nil, nil // cannot hold more than limit entries
+	}
+	n, err := countEntries(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > limit {
+		return nil, &layout.TooManyEntriesError{Dir: p, Entries: n, Size: size, Limit: limit}, nil
+	}
+	return o, nil, nil
+}
+
+// countEntries counts the entries of tree object o ("<mode> <name>\0"
+// and a 20-byte hash each) from its raw bytes.
+func countEntries(o plumbing.EncodedObject) (int, error) {
+	r, err := o.Reader()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	br := bufio.NewReader(r)
+	n := 0
+	for {
+		_, err := br.ReadSlice(0)
+		for errors.Is(err, bufio.ErrBufferFull) { // a name longer than the buffer
+			_, err = br.ReadSlice(0)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if _, err := br.Discard(20); err != nil {
+			return n, fmt.Errorf("truncated tree entry: %w", err)
+		}
+		n++
+	}
 }
 
 // lookup finds name's entry (nil for "."), refusing a path through a
@@ -279,6 +374,10 @@ func (t *TreeFS) readDir(name string) (*treeDir, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, err := t.dir(name, h)
+	var tooMany *layout.TooManyEntriesError
+	if errors.As(err, &tooMany) {
+		return nil, err // it names the directory
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
 	}

@@ -27,12 +27,21 @@ const (
 	// ReasonFileTooLarge: the file is larger than the cap of its kind
 	// (layout.SizeLimit), so it was not read, signed or not.
 	ReasonFileTooLarge = "FileTooLarge"
+	// ReasonTooManyEntries: a directory holds more entries than the cap of
+	// its kind (layout.EntryLimit), so nothing in it was read, signed or
+	// not.
+	ReasonTooManyEntries = "TooManyEntries"
 )
 
 // ErrTooLarge means a file was not read because it is larger than its cap;
 // layout.ErrTooLarge is this error, so that a View over a capped tree
 // (layout.Capped) names such a file FileTooLarge.
 var ErrTooLarge = errors.New("file too large")
+
+// ErrTooManyEntries means a directory was not read because it holds more
+// entries than its cap; layout.ErrTooManyEntries is this error, so that a
+// View over a capped tree names such a directory TooManyEntries.
+var ErrTooManyEntries = errors.New("too many entries")
 
 // Scope returns who writes the repo path p and the directory whose manifest
 // covers it: clusters/<to>/inbox/<from>/… is <from>'s, covered by
@@ -122,6 +131,10 @@ func (v *View) state(writer, dir string) *dirState {
 	data, err := fs.ReadFile(v.base, file)
 	if errors.Is(err, fs.ErrNotExist) {
 		st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: missing", file)
+		return st
+	}
+	if errors.Is(err, ErrTooManyEntries) {
+		st.reason, st.detail = ReasonTooManyEntries, err.Error()
 		return st
 	}
 	if err != nil {
@@ -306,7 +319,9 @@ func (v *View) Verified(writer, dir string) (*Manifest, bool) {
 }
 
 // Audit lists every file under dir (a writer's directory) that the view
-// does not vouch for, sorted by path. A missing dir has nothing to report.
+// does not vouch for, sorted by path; a directory refused whole for its
+// number of entries is listed once, as itself (ReasonTooManyEntries). A
+// missing dir has nothing to report.
 // The walk runs once per view and directory (the base does not change):
 // callers must not modify the list.
 func (v *View) Audit(writer, dir string) []Ignored {
@@ -334,6 +349,11 @@ func (v *View) IgnoredReason(writer, dir, file string) (string, bool) {
 func (v *View) audit(writer, dir string, st *dirState) []Ignored {
 	var out []Ignored
 	_ = fs.WalkDir(v.base, dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, ErrTooManyEntries) {
+			// Named once, as a whole: none of its entries is listed.
+			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonTooManyEntries, Detail: err.Error()})
+			return nil
+		}
 		if err != nil {
 			return nil
 		}

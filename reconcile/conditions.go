@@ -19,6 +19,10 @@ type peeringObject struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
 	status *layout.PeeringStatus
+	// prevStep is the step the previous status.yaml gave the peering
+	// (StepPending when none): a peering nothing is read of this pass
+	// stays where it was.
+	prevStep layout.Step
 }
 
 func (p *peeringObject) GetConditions() []metav1.Condition  { return p.status.Conditions }

@@ -3,11 +3,15 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"path"
 	"strings"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // ReasonPeeringFailed: this cluster's part of the pass for one peering
@@ -16,14 +20,42 @@ import (
 // it was; the other peerings went on. The message says what failed.
 const ReasonPeeringFailed = "PeeringFailed"
 
-// confine runs step, one peering's part of the pass with peer, so that its
-// failure stays with that peering: the files step wrote for peer (its
+// ReasonTooManyEntries: a folder of one peering (this cluster's inbox
+// folder of the peer, or its own folder in the peer's inbox) holds more
+// entries than its cap (layout.EntryLimit), so nothing of the peering is
+// read or written until it is back under it. The message names the
+// folder, its count (or its tree object's size) and the cap. What was
+// signed for the peer before is kept; the other peerings go on.
+const ReasonTooManyEntries = manifest.ReasonTooManyEntries
+
+// refusedFolder is the first folder of the peering with peer that is
+// refused for its number of entries (layout.ErrTooManyEntries), as its
+// error, or nil: this cluster's inbox folder of peer, which it reads, and
+// its own folder in peer's inbox, which it writes. Probing a name in each
+// decodes nothing more than reading it would, and a refused tree is
+// refused from its size or count before any entry is decoded.
+func (p *pass) refusedFolder(peer string) error {
+	for _, dir := range []string{layout.ClusterPath(p.self, layout.InboxDir, peer), layout.ClusterPath(peer, layout.InboxDir, p.self)} {
+		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); errors.Is(err, layout.ErrTooManyEntries) {
+			var tooMany *layout.TooManyEntriesError
+			if errors.As(err, &tooMany) {
+				return tooMany
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// confine runs run, one peering's part of the pass with peer, so that its
+// failure stays with that peering: the files run wrote for peer (its
 // rendered objects and this cluster's folder in peer's inbox) are put back
-// as they were before step, what this cluster signed there earlier is
-// carried, step's Identities and Certificates are dropped, and st is
-// Stalled PeeringFailed. Only a cancelled or expired ctx, which ends the
+// as they were before run, what this cluster signed there earlier is
+// carried, run's Identities and Certificates are dropped, and st is
+// Stalled PeeringFailed (TooManyEntries, without running run, when a
+// folder of the peering is too large to read: refusedFolder). Only a cancelled or expired ctx, which ends the
 // whole pass, is returned.
-func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, step func() error) error {
+func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, run func() error) error {
 	dirs := []string{layout.PeerDir(p.self, peer) + "/", layout.ClusterPath(peer, layout.InboxDir, p.self) + "/"}
 	ours := func(f string) bool { return strings.HasPrefix(f, dirs[0]) || strings.HasPrefix(f, dirs[1]) }
 	before := map[string][]byte{}
@@ -33,8 +65,15 @@ func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, step
 		}
 	}
 	identities, certificates, slices := len(p.out.Identities), len(p.out.Certificates), len(st.status.Slices)
-	err := step()
-	if err == nil {
+	reason := ReasonPeeringFailed
+	// A folder of the peering too large to read is not read at all (run
+	// would find its artifacts missing and act on that): run is skipped,
+	// and st is Stalled TooManyEntries.
+	err := p.refusedFolder(peer)
+	if err != nil {
+		reason = ReasonTooManyEntries
+		err = fmt.Errorf("%w: nothing of this peering is read or written until it is back under its cap (revert the commit that added them)", err)
+	} else if err = run(); err == nil {
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -53,9 +92,13 @@ func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, step
 	if cerr := p.carry(strings.TrimSuffix(dirs[0], "/"), strings.TrimSuffix(dirs[1], "/")); cerr != nil {
 		return fmt.Errorf("%v; and keeping what was signed for %s: %w", err, peer, cerr)
 	}
-	// What this pass wrote before step, for the other role of a two-way
+	// What this pass wrote before run, for the other role of a two-way
 	// peering, wins over the earlier state carry brought back.
 	maps.Copy(p.out.Files, kept)
-	stall(st, st.status.Step, ReasonPeeringFailed, "%v; kept what was signed for %s before, the other peerings went on", err, peer)
+	step := st.status.Step
+	if reason == ReasonTooManyEntries {
+		step = st.prevStep // nothing was read to move it
+	}
+	stall(st, step, reason, "%v; kept what was signed for %s before, the other peerings went on", err, peer)
 	return nil
 }

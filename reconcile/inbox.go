@@ -66,6 +66,8 @@ func (p *pass) unexpected(peer string) []string {
 		switch {
 		case err != nil && f == dir && errors.Is(err, fs.ErrNotExist):
 			return fs.SkipDir
+		case errors.Is(err, layout.ErrTooManyEntries):
+			return fs.SkipDir // the peering is Stalled TooManyEntries
 		case err != nil:
 			out = append(out, f)
 			return nil

@@ -60,7 +60,17 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		}
 		plan.Writes[f] = data
 	}
+	var refused []string
 	visit := func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, layout.ErrTooManyEntries) && p != layout.ClusterPath(self) && !strings.HasPrefix(p, layout.ClusterPath(self)+"/") {
+			// A folder of ours in another cluster's inbox that is too
+			// large to list: its peering wrote nothing (confine), and
+			// what is in it is left as it stands. One in this cluster's
+			// own tree fails the pass: what it applies is not left to
+			// a folder it cannot read.
+			refused = append(refused, p)
+			return fs.SkipDir
+		}
 		if err != nil {
 			return err
 		}
@@ -104,11 +114,21 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 			if err := fs.WalkDir(tree, folder, visit); err != nil {
 				return nil, err
 			}
+		case errors.Is(err, layout.ErrTooManyEntries):
+			// Another cluster's inbox too large to read: the peering is
+			// Stalled (confine) and nothing of ours in it is touched.
 		case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
 			// Nothing of ours: a file or a link at the folder's path is
 			// not a path we write (layout.Writable), only what is under it.
 		default:
 			return nil, err
+		}
+	}
+	for f := range plan.Writes {
+		for _, dir := range refused {
+			if strings.HasPrefix(f, dir+"/") {
+				return nil, fmt.Errorf("internal: pass wants to write %s into %s, which is too large to read", f, dir)
+			}
 		}
 	}
 	sort.Strings(plan.Deletes)

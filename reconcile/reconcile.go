@@ -333,10 +333,14 @@ func (p *pass) hasPeering(consumer, provider string) bool {
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {
 	st := &layout.PeeringStatus{Consumer: pr.Consumer, Provider: pr.Provider, Role: role, Step: layout.StepPending}
+	o := &peeringObject{status: st, prevStep: layout.StepPending}
 	if old := prev.Find(pr.Consumer, pr.Provider); old != nil {
 		st.Conditions = append(st.Conditions, old.Conditions...)
+		if old.Role == role && old.Step != "" {
+			o.prevStep = old.Step
+		}
 	}
-	return &peeringObject{status: st}
+	return o
 }
 
 func (p *pass) put(file string, obj any) error {

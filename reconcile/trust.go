@@ -346,6 +346,9 @@ func (p *pass) carry(dirs ...string) error {
 			if errors.Is(err, fs.ErrNotExist) && f == dir {
 				return fs.SkipDir
 			}
+			if errors.Is(err, layout.ErrTooManyEntries) {
+				return fs.SkipDir // not read, so left as it stands (Diff)
+			}
 			if err != nil || d.IsDir() {
 				return err
 			}
