@@ -32,10 +32,22 @@ var ErrDuplicateReconciler = errors.New("a second reconciler of this cluster is 
 // on its side (a timeout) may still have landed, and is then a commit it
 // does not know. A second reconciler writes again at its next pass, so a
 // second unknown commit, in the same pass or a later one, is the evidence.
+//
+// Only commits signed with the key count, and of those only the ones this
+// Runner did not create: not its pushes, nor its proposals, nor its seals.
+// A seal's parent is the shared branch's tip it vouches for, and a
+// proposal's the tip it was made on, so any writer of the repo, holding no
+// key, can fast-forward the shared branch onto them: that is this
+// Runner's own work reappearing, never a second writer. A restarted
+// process remembers none of its predecessor's, and needs not: it counts
+// nothing before its own first push, and a seal or proposal made before
+// that push has a parent older than it, so it can reach the shared branch
+// only by a merge (off the first-parent line SignedBySelf walks) or by
+// rewriting history (which shows nothing).
 type selfWrites struct {
 	mu      sync.Mutex
 	ours    map[string]bool // commits this Runner pushed
-	props   map[string]bool // commits this Runner proposed on a review branch
+	props   map[string]bool // commits this Runner proposed on a review branch, or sealed
 	seen    string          // the tip last checked, once ours is not empty
 	unknown []string        // commits by the key it did not push, short hashes
 	dup     error           // sticky: set once a second writer is seen
@@ -112,6 +124,13 @@ func (s *selfWrites) proposed(commit string) {
 	}
 	s.props[commit] = true
 }
+
+// sealed records a seal commit this Runner pushed to its applied branch:
+// its parent is the shared branch's tip, so a writer can fast-forward the
+// shared branch onto it, and it is then this Runner's commit, not a second
+// writer's. Like a proposal, it moves neither the tip last checked nor
+// the first push.
+func (s *selfWrites) sealed(commit string) { s.proposed(commit) }
 
 // pushed records a commit this Runner pushed, which the branch then
 // points at.

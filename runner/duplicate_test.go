@@ -140,6 +140,28 @@ func TestProposalsMergedAsTheyAreAreOwnCommits(t *testing.T) {
 	}
 }
 
+// TestSealsFastForwardedOntoMainAreOwnCommits: a seal's parent is main's
+// tip, so a writer holding no key can fast-forward main onto it. Seals the
+// Runner made are its own, however many land on main; two commits it
+// neither pushed, proposed nor sealed are still a second reconciler's.
+func TestSealsFastForwardedOntoMainAreOwnCommits(t *testing.T) {
+	var s selfWrites
+	s.pushed("c1")
+	s.sealed("s1")
+	if err := s.check("t1", "main", "alpha", func(string, string) ([]string, bool) { return []string{"s1"}, true }); err != nil {
+		t.Fatalf("its own seal on main: %v", err)
+	}
+	s.pushed("c2")
+	s.sealed("s2")
+	if err := s.check("t2", "main", "alpha", func(string, string) ([]string, bool) { return []string{"s2", "c2"}, true }); err != nil {
+		t.Fatalf("its second seal on main: %v", err)
+	}
+	err := s.check("t3", "main", "alpha", func(string, string) ([]string, bool) { return []string{"x1", "x2"}, true })
+	if !errors.Is(err, ErrDuplicateReconciler) {
+		t.Fatalf("two commits it did not make: %v, want ErrDuplicateReconciler", err)
+	}
+}
+
 // specChanger returns a human's spec change in the clone root/work of
 // newRunner's repo: alpha peers with one more provider, peer, so that
 // each pass of alpha has something to write.

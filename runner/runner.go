@@ -168,6 +168,9 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	// commit is this Runner's.
 	r.self.pushed(gres.Commit)
 	r.self.proposed(gres.Proposed)
+	if gres.Sealed {
+		r.self.sealed(gres.Applied)
+	}
 	if err != nil {
 		return &Result{Result: gres}, fmt.Errorf("cluster %s: %w", r.Backend.ClusterID(), err)
 	}

@@ -108,6 +108,9 @@ const (
 	// ReasonManifestRolledBack: a commit replaced a manifest with one of a
 	// lower sequence: an old signed state replayed.
 	ReasonManifestRolledBack = manifest.ReasonManifestRolledBack
+	// ReasonTooManyEntries: a folder holds more entries than its cap
+	// (layout.EntryLimit), so no reader reads anything in it.
+	ReasonTooManyEntries = manifest.ReasonTooManyEntries
 	// ReasonOwnershipViolation: a manifest signed for one writer sits in
 	// another's directory, or a commit signed by a cluster's key changed a
 	// path that cluster may not write.

@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/verify"
 )
 
 // Caps count entries as well as bytes (docs/trust.md, "Peer isolation and
@@ -181,7 +182,7 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	if got := w.lsTree("main", layout.PeerDir("beta", "alpha")); got != rendered {
 		t.Fatalf("beta's objects for alpha changed: %s, were %s", got, rendered)
 	}
-	mustFind(t, w.verify(), folder, reconcile.ReasonTooManyEntries, "")
+	mustFind(t, w.verify(), folder, verify.ReasonTooManyEntries, "")
 
 	// Just above the cap, the count is named.
 	w.revertTo(settledAt)
