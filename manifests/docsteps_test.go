@@ -1,9 +1,11 @@
 package manifests
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -129,8 +131,15 @@ func TestFluxStepsOfTheDocs(t *testing.T) {
 				return string(out)
 			}
 			run(tmp, "git", "init", "-q", checkout)
-			printed := run(checkout, bin, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443",
+			initCmd := exec.Command(bin, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443",
 				"--state-dir", filepath.Join(tmp, "state"), "--repo", ".")
+			initCmd.Dir = checkout
+			var initOut, initErr bytes.Buffer
+			initCmd.Stdout, initCmd.Stderr = &initOut, &initErr
+			if err := initCmd.Run(); err != nil {
+				t.Fatalf("gitpeer init: %v\n%s", err, initErr.String())
+			}
+			printed := initOut.String()
 			run(checkout, "git", "add", "clusters/alpha")
 			run(checkout, "git", "-c", "user.name=admin", "-c", "user.email=admin@example.org", "commit", "-q", "-m", "clusters/alpha: join")
 			var initKey string
@@ -174,6 +183,33 @@ func TestFluxStepsOfTheDocs(t *testing.T) {
 			}
 			if f := strings.Fields(initKey); len(f) < 2 || strings.TrimSpace(string(got)) != f[0]+" "+f[1] {
 				t.Errorf("%s's commands wrote %q, gitpeer init printed the key %q", doc, got, initKey)
+			}
+			// The fingerprint the docs compare: ssh-keygen -lf of the file
+			// is the one gitpeer init printed.
+			const label = "commit-signing key fingerprint"
+			initFP := regexp.MustCompile(label + ` \(as ssh-keygen -lf prints it\): (SHA256:\S+)\n`).FindStringSubmatch(initErr.String())
+			if initFP == nil {
+				t.Fatalf("gitpeer init printed no %s:\n%s", label, initErr.String())
+			}
+			var compared bool
+			for _, line := range shLines(text) {
+				if !strings.HasPrefix(line, "ssh-keygen -lf flux/alpha/alpha.sshpub") {
+					continue
+				}
+				if !strings.Contains(text, `"`+label+`"`) {
+					t.Errorf("%s: %q does not say which line of gitpeer init's output to compare with (%q)", doc, line, label)
+				}
+				compared = true
+				if _, err := exec.LookPath("ssh-keygen"); err != nil {
+					t.Logf("ssh-keygen is not installed (OpenSSH's client): the fingerprint is not compared")
+					continue
+				}
+				if f := strings.Fields(run(tmp, "sh", "-c", line)); len(f) < 2 || f[1] != initFP[1] {
+					t.Errorf("%s: %s prints %q, gitpeer init printed %s", doc, line, f, initFP[1])
+				}
+			}
+			if !compared {
+				t.Errorf("%s shows no ssh-keygen -lf flux/alpha/alpha.sshpub to compare the fingerprint", doc)
 			}
 			if st := run(checkout, "git", "status", "--porcelain", "--untracked-files=all"); st != "" {
 				t.Errorf("after %s's commands the checkout holds files a git add -A would commit:\n%s", doc, st)

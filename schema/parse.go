@@ -46,6 +46,10 @@ const packageName = "peering"
 // the bound keeps a stray huge file from costing the evaluator minutes.
 const maxSpecSize = 1 << 20
 
+// MaxSpecSize is the largest spec Parse accepts, in bytes: a reader of a
+// spec file or stream needs read no more than one byte beyond it.
+const MaxSpecSize = maxSpecSize
+
 // maxClusterIDLength is Liqo's limit: the tenant namespace
 // "liqo-tenant-<id>" must fit the 63 characters of a DNS-1123 label.
 const maxClusterIDLength = 63 - len("liqo-tenant-")

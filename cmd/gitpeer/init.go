@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/gitauth"
@@ -106,6 +107,11 @@ func (o *initOptions) run(cmd *cobra.Command) error {
 			cluster, info.APIServer, o.apiServer, o.apiServer)
 	}
 	fmt.Fprintf(stderr, "public key fingerprint: %s\n", info.Fingerprint)
+	sshFP, err := sshFingerprint(b.Signer().Public())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s %s\n", sshFingerprintLabel, sshFP)
 	flux, verifyKey, err := fluxSource(cluster, b.Signer(), format, o.fluxURL(stderr), o.gitSecret)
 	if err != nil {
 		return err
@@ -198,6 +204,10 @@ func (o *initOptions) fluxURL(stderr io.Writer) string {
 // ID and fingerprint; it returns the armored OpenPGP key to publish, nil
 // for SSH.
 func printSigningKey(stderr io.Writer, cluster string, key crypto.Signer, format commitsig.Format, verifyKey string) ([]byte, error) {
+	// The key is printed as a line of its own: "wrote …" follows it.
+	if !strings.HasSuffix(verifyKey, "\n") {
+		verifyKey += "\n"
+	}
 	if format != commitsig.FormatOpenPGP {
 		fmt.Fprintf(stderr, "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.sshpub):\n%s", cluster, verifyKey)
 		return nil, nil
@@ -213,6 +223,23 @@ func printSigningKey(stderr io.Writer, cluster string, key crypto.Signer, format
 	fmt.Fprintf(stderr, "OpenPGP commit-signing key: key ID %s (Argo CD: SIGNING_KEY_ID=%s), fingerprint %s\n", keyID, keyID, fp)
 	fmt.Fprintf(stderr, "commit-signing key (Flux GitRepository.spec.verify, Secret key %s.asc; argocd gpg add):\n%s", cluster, verifyKey)
 	return pgpKey, nil
+}
+
+// sshFingerprintLabel starts init's line with the cluster key's SSH
+// fingerprint: the docs tell an admin to compare it with what
+// ssh-keygen -lf prints for the commit-signing key.
+const sshFingerprintLabel = "commit-signing key fingerprint (as ssh-keygen -lf prints it):"
+
+// sshFingerprint is pub's fingerprint as OpenSSH prints it ("SHA256:"
+// and the unpadded base64 of the SHA-256 of its wire form), which is not
+// gitpeer's "sha256:<hex>" of the PKIX DER that cluster.yaml and the spec
+// carry.
+func sshFingerprint(pub crypto.PublicKey) (string, error) {
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	return ssh.FingerprintSHA256(k), nil
 }
 
 // checkWorkTree refuses an init --repo that is not the root of a Git

@@ -60,7 +60,16 @@ func main() {
 
 // run executes the CLI with args, returning the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWithInput(ctx, args, nil, stdout, stderr)
+}
+
+// runWithInput is run with stdin as the commands' standard input (nil:
+// the process's).
+func runWithInput(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {

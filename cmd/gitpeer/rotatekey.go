@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/handshake"
@@ -12,8 +13,9 @@ import (
 
 // stageKey is rotate-key: it stages a next key in cluster's backend
 // (backend.KeyRoller.StageKey), which the reconciler announces and then
-// promotes (runner, "rollover"). With repo, the cluster.yaml published
-// there must carry the backend's current key: a rotation staged in another
+// promotes (runner, "rollover"). With repo (a checkout or a bare
+// repository, read at HEAD as readers read it, or a plain directory), the
+// cluster.yaml published there must carry the backend's current key: a rotation staged in another
 // cluster's backend (a wrong --context or --state-dir) would roll that
 // cluster's key instead.
 func stageKey(ctx context.Context, bf *backendFlags, cluster, repo, apiServer string, log io.Writer) error {
@@ -27,8 +29,18 @@ func stageKey(ctx context.Context, bf *backendFlags, cluster, repo, apiServer st
 	}
 	var published *layout.ClusterInfo
 	if repo != "" {
-		var err error
-		if published, err = layout.ReadClusterInfo(layout.NewTree(repo), cluster); err != nil {
+		if strings.Contains(repo, "://") || scpLike(repo) {
+			return fmt.Errorf("--repo %s is a URL: pass a clone or a bare repository of the peering repo (git clone %s peering)", repo, repo)
+		}
+		// Read as every reader reads a repo: a checkout or a bare
+		// repository at HEAD from Git objects, a plain directory as it
+		// stands.
+		src, err := openLocal(repo, "", "--repo")
+		if err != nil {
+			return fmt.Errorf("--repo: %w", err)
+		}
+		defer src.Close()
+		if published, err = layout.ReadClusterInfo(src.Tree, cluster); err != nil {
 			init := "gitpeer init --state-dir DIR"
 			if bf.kind == backendKubernetes {
 				init = "gitpeer init --backend kubernetes"
@@ -73,6 +85,7 @@ func stageKey(ctx context.Context, bf *backendFlags, cluster, repo, apiServer st
 	}
 	fmt.Fprintf(log, "The reconciler announces it to the cluster's Flux (clusters/%s/flux/), switches to it once Flux trusts it "+
 		"(kubernetes backend) or --key-rollover-wait after announcing it (file backend), and publishes cluster.yaml with a rotation "+
-		"statement signed by %s: there is nothing to commit. Its output and status say where the rollover stands.\n", cluster, current)
+		"statement signed by %s: there is nothing to commit. Each pass of gitpeer reconcile prints where the rollover stands (\"key rollover …\"), "+
+		"as does the daemon's /status and status file (keyRollover).\n", cluster, current)
 	return nil
 }

@@ -28,8 +28,8 @@ Git repository (a checkout's root, a linked worktree or a bare
 repository), the tree of the commit --ref names (default HEAD) is read
 from Git objects, never the worktree, so .gitattributes (ident, eol, text,
 filters), a smudge filter or an uncommitted edit change nothing of what is
-read: commit an edit (locally) to check it; a note on stderr says when
-the worktree's spec is not the one read. Any other directory (an
+read (gitpeer validate FILE checks an edit as on disk); a note on stderr
+says when the worktree's spec is not the one read. Any other directory (an
 exported tree, a folder inside a checkout) is read as it stands: no
 attribute applies there, --ref does not either, and it is not what a
 reconciler reads.`
@@ -241,8 +241,8 @@ func noteWorktree(cmd *cobra.Command, src *repoSource, file string, committed []
 	if err != nil || bytes.Equal(onDisk, committed) {
 		return
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s in the worktree is not the one committed at %s (%s), which is what was read: an uncommitted edit (commit it to check it), or a .gitattributes rule rewriting it (gitpeer verify names it)\n",
-		file, src.Rev, shortCommit(src.Commit))
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s in the worktree is not the one committed at %s (%s), which is what was read: an uncommitted edit (gitpeer validate %s checks it as on disk), or a .gitattributes rule rewriting it (gitpeer verify names it)\n",
+		file, src.Rev, shortCommit(src.Commit), file)
 }
 
 // isCheckout reports whether dir is a checkout's root: it holds .git (a

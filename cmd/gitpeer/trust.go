@@ -214,11 +214,17 @@ the cluster's reconciler rolls the key over in steps, as DNSSEC and TUF do.
 
 The key replaced is kept (cluster.key.previous; Secret
 gitpeer-previous-authentication-keys) to sign the statement again if needed.
-With --repo, rotate-key first checks that the checkout's cluster.yaml
-publishes this backend's key (a wrong --context or --state-dir is refused).
-Running it again while a key is staged changes nothing. The reconciler's
-output, its status and 'gitpeer status' say where the rollover stands
-(docs/deploy.md, "Rotating the cluster key").`,
+With --repo (a checkout or a bare repository, read at HEAD from Git objects
+as every reader reads it), rotate-key first checks that the cluster.yaml
+published there carries this backend's key (a wrong --context or
+--state-dir is refused). Running it again while a key is staged changes
+nothing. Each pass of 'gitpeer reconcile' prints where the rollover stands
+("key rollover to sha256:…: announced …, signing with the current key
+until …"), as do the daemon's /status and its status file (keyRollover);
+'gitpeer status' reads the repo alone, where a staged key does not appear
+(after the switch, a provider's status.yaml says KeyRotationInProgress
+until the new key's Tenant verifies) (docs/deploy.md, "Rotating the
+cluster key").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return stageKey(cmd.Context(), &cf.backend, cf.cluster, repo, apiServer, cmd.ErrOrStderr())
@@ -226,7 +232,7 @@ output, its status and 'gitpeer status' say where the rollover stands
 	}
 	cf.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&repo, "repo", "", "a checkout of the peering repo, to check that this backend's key is the one published (optional)")
+	f.StringVar(&repo, "repo", "", "a checkout or bare repository of the peering repo (read at HEAD), to check that this backend's key is the one published (optional)")
 	f.StringVar(&apiServer, "api-server", "", "a new https URL for this cluster's API server, published with the new key (default: unchanged)")
 	return cmd
 }

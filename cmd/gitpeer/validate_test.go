@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -209,5 +212,137 @@ func TestValidateBaseNeedsARepository(t *testing.T) {
 	code, out, stderr = gitpeer(t, "validate", "--base", "no-such-ref", work)
 	if code == 0 || !strings.Contains(stderr, "--base no-such-ref: ") {
 		t.Errorf("exit %d:\n%s%s", code, out, stderr)
+	}
+}
+
+// gitpeerWithInput is gitpeer with stdin.
+func gitpeerWithInput(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runWithInput(context.Background(), args, strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// badPeering is the edit an admin is about to commit: a peering with a
+// cluster the spec does not declare.
+const badPeering = `clusters: [{id: "alpha"}, {id: "beta"}]
+peerings: [{consumer: "alpha", provider: "gamma"}]
+`
+
+// TestValidateChecksTheEditAsOnDisk is an admin editing peering.cue in a
+// clone before committing it: validate FILE and validate - read the edit,
+// and validate of the checkout checks both the edit and HEAD, saying
+// which is which and failing if either is invalid. --ref reads the commit
+// alone, as CI does.
+func TestValidateChecksTheEditAsOnDisk(t *testing.T) {
+	_, _, work := peeringRepo(t, spec)
+	head := strings.TrimSpace(git(t, work, "rev-parse", "--short=12", "HEAD"))
+	t.Chdir(work)
+	write(t, "peering.cue", badPeering)
+	const problem = `peering.cue:2:42: peerings[0].provider: unknown cluster "gamma" (known: alpha, beta)` + "\n"
+
+	code, out, stderr := gitpeer(t, "validate", "peering.cue")
+	if code != 1 || out != problem {
+		t.Errorf("validate peering.cue: exit %d, want 1 and\n%s\ngot:\n%s%s", code, problem, out, stderr)
+	}
+
+	code, out, stderr = gitpeer(t, "validate")
+	want := problem + "peering.cue (worktree, not committed): 1 problem(s)\n" +
+		"peering.cue at HEAD (" + head + "): valid (2 clusters, 1 peerings)\n"
+	if code != 1 || out != want || !strings.Contains(stderr, "note: peering.cue in the worktree is not the one committed at HEAD ("+head+"): an uncommitted edit") {
+		t.Errorf("validate in the checkout: exit %d, want 1 and\n%s\ngot:\n%s%s", code, want, out, stderr)
+	}
+
+	// CI names its revision: the commit alone is read, the edit noted.
+	code, out, stderr = gitpeer(t, "validate", "--ref", "HEAD")
+	if code != 0 || out != "peering.cue at HEAD ("+head+"): valid (2 clusters, 1 peerings)\n" || !strings.Contains(stderr, "gitpeer validate peering.cue checks it as on disk") {
+		t.Errorf("validate --ref HEAD: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// The staged spec, through stdin, as the pre-commit hook reads it.
+	code, out, stderr = gitpeerWithInput(t, badPeering, "validate", "-")
+	if code != 1 || out != problem+"peering.cue (stdin): 1 problem(s)\n" {
+		t.Errorf("validate -: exit %d\n%s%s", code, out, stderr)
+	}
+	yamlSpec := "clusters:\n- id: alpha\n- id: beta\npeerings:\n- {consumer: alpha, provider: beta}\n"
+	code, out, stderr = gitpeerWithInput(t, yamlSpec, "validate", "--stdin-name", "peering.yaml", "-")
+	if code != 0 || out != "peering.yaml (stdin): valid (2 clusters, 1 peerings)\n" {
+		t.Errorf("validate --stdin-name peering.yaml -: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// Several files: each checked, any invalid one fails.
+	write(t, "other.cue", spec)
+	code, out, stderr = gitpeer(t, "validate", "other.cue", "peering.cue")
+	if code != 1 || out != "other.cue: valid (2 clusters, 1 peerings)\n"+problem+"peering.cue: 1 problem(s)\n" {
+		t.Errorf("validate other.cue peering.cue: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// An edit that fixes HEAD's problem still names both, and passes.
+	write(t, "peering.cue", "clusters: [{id: \"alpha\"}, {id: \"beta\"}]\npeerings: []\n")
+	code, out, stderr = gitpeer(t, "validate")
+	want = "peering.cue (worktree, not committed): valid (2 clusters, 0 peerings)\n" +
+		"peering.cue at HEAD (" + head + "): valid (2 clusters, 1 peerings)\n"
+	if code != 0 || out != want {
+		t.Errorf("a valid edit: exit %d, want 0 and\n%s\ngot:\n%s%s", code, want, out, stderr)
+	}
+}
+
+// TestPreCommitExampleRefusesAnInvalidSpec installs examples/ci/pre-commit
+// as its header says, with gitpeer on PATH, in a new peering repo: the
+// first commit of an invalid spec is refused with the problem, the fixed
+// spec commits, and so does a commit that leaves the spec alone.
+func TestPreCommitExampleRefusesAnInvalidSpec(t *testing.T) {
+	hook, err := os.ReadFile(filepath.Join("..", "..", "examples", "ci", "pre-commit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join("..", "..", "examples", "ci", "pre-commit"))
+	if err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("examples/ci/pre-commit is not executable: %v %v", fi.Mode(), err)
+	}
+	// gitpeer on PATH: this test binary, which runs main() (TestMain).
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	write(t, filepath.Join(bin, "gitpeer"), "#!/bin/sh\n"+runMainEnv+"=1 exec "+exe+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(bin, "gitpeer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	work := t.TempDir()
+	git(t, work, "init", "-q", "--initial-branch=main")
+	write(t, filepath.Join(work, ".git", "hooks", "pre-commit"), string(hook))
+	if err := os.Chmod(filepath.Join(work, ".git", "hooks", "pre-commit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg string) (string, error) {
+		cmd := exec.Command("git", "commit", "-qm", msg)
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	write(t, filepath.Join(work, "peering.cue"), badPeering)
+	git(t, work, "add", "peering.cue")
+	// The worktree holds a fix that is not staged: the staged spec is
+	// what the commit would hold, so it is the one checked.
+	write(t, filepath.Join(work, "peering.cue"), spec)
+	out, err := commit("peer alpha with gamma")
+	if err == nil || !strings.Contains(out, `peering.cue:2:42: peerings[0].provider: unknown cluster "gamma" (known: alpha, beta)`) {
+		t.Fatalf("the hook let an invalid spec be committed (%v):\n%s", err, out)
+	}
+	if _, err := exec.Command("git", "-C", work, "rev-parse", "--verify", "-q", "HEAD").Output(); err == nil {
+		t.Fatal("a commit was made")
+	}
+	git(t, work, "add", "peering.cue")
+	if out, err := commit("peer alpha with beta"); err != nil {
+		t.Fatalf("the hook refused a valid spec: %v\n%s", err, out)
+	}
+	write(t, filepath.Join(work, "README.md"), "peering repo\n")
+	git(t, work, "add", "README.md")
+	if out, err := commit("readme"); err != nil {
+		t.Fatalf("the hook refused a commit that leaves the spec alone: %v\n%s", err, out)
 	}
 }
