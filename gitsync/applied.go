@@ -91,7 +91,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 		held string
 		err  error
 	)
-	if r.seal.decided {
+	if r.seal.files != nil {
 		tree, held, err = r.sealTree(r.seal.files, tip)
 	} else {
 		tree, held, err = r.appliedTree(tip)
@@ -238,14 +238,12 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 		return nil
 	}
 	seal := plumbing.NewHash(last)
+	r.seal.fs = r.sealFS(seal)
 	base := plumbing.ZeroHash
 	cur, err := r.repo.Reference(r.appliedTracking(), true)
 	switch {
 	case err == nil:
 		if cur.Hash() == seal {
-			if r.signedByUs(seal) {
-				r.seal.fs, _ = gitobj.NewTreeFS(r.repo.Storer, seal, r.decoded)
-			}
 			return nil
 		}
 		if _, err := gitobj.TreeHash(r.repo.Storer, cur.Hash()); err == nil {
@@ -254,11 +252,7 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 	case !errors.Is(err, plumbing.ErrReferenceNotFound):
 		return fmt.Errorf("restore %s: %w", r.appliedRef(), err)
 	}
-	if _, err := gitobj.TreeHash(r.repo.Storer, seal); err != nil || !r.signedByUs(seal) {
-		return nil
-	}
-	if r.seal.fs, err = gitobj.NewTreeFS(r.repo.Storer, seal, r.decoded); err != nil {
-		r.seal.fs = nil
+	if r.seal.fs == nil {
 		return nil
 	}
 	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, seal, true); err != nil {
@@ -273,6 +267,19 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 		r.seal.replaced = "(none)"
 	}
 	return nil
+}
+
+// sealFS is the tree of seal when this clone holds the commit and the
+// cluster's current key signed it; nil otherwise.
+func (r *Repo) sealFS(seal plumbing.Hash) *TreeFS {
+	if !r.signedByUs(seal) {
+		return nil
+	}
+	t, err := gitobj.NewTreeFS(r.repo.Storer, seal, r.decoded)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // Sealed is the tree of the newest seal Options.Seals recorded, while a

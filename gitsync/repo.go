@@ -249,11 +249,11 @@ type Repo struct {
 	}
 	// seal is what the Sync under way knows of its seal: whether the
 	// applied branch was restored yet, and the files its pass sealed
-	// (Change.Seal, of the last run of the pass).
+	// (Change.Seal, of the last run of the pass; nil: the tip's scope
+	// through AppliedFilter).
 	seal struct {
 		restored bool
 		files    map[string][]byte
-		decided  bool
 		replaced string // the head restoreApplied replaced
 		last     string // the newest seal Options.Seals holds
 		fs       *TreeFS

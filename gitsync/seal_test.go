@@ -29,6 +29,19 @@ func (m *memSeals) RecordSeal(_ context.Context, commit string) error {
 	return nil
 }
 
+// openSealed opens alpha's clone of bare with its seals kept in memory.
+func openSealed(t *testing.T, bare string) (*Repo, *memSeals) {
+	t.Helper()
+	seals := &memSeals{t: t, bare: bare}
+	opts := appliedOptions(t, bare)
+	opts.Seals = seals
+	alpha, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alpha, seals
+}
+
 // sealing is a tree pass that commits clusters/alpha/cluster.yaml with
 // content and seals exactly seal; err, when set, fails it instead.
 func sealing(content string, seal map[string]string, err error) TreePassFunc {
@@ -54,13 +67,7 @@ func sealing(content string, seal map[string]string, err error) TreePassFunc {
 // pass fails.
 func TestASyncPutsTheNewestSealBackBeforeItsPass(t *testing.T) {
 	bare := newBare(t)
-	seals := &memSeals{t: t, bare: bare}
-	opts := appliedOptions(t, bare)
-	opts.Seals = seals
-	alpha, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alpha, seals := openSealed(t, bare)
 	ctx := context.Background()
 	sync := func(pass TreePassFunc) (Result, error) { return alpha.SyncTree(ctx, pass) }
 
@@ -102,13 +109,7 @@ func TestASyncPutsTheNewestSealBackBeforeItsPass(t *testing.T) {
 // record would not be restored by the next pass, so it is not pushed.
 func TestASealThatCannotBeRecordedIsNotPushed(t *testing.T) {
 	bare := newBare(t)
-	seals := &memSeals{t: t, bare: bare}
-	opts := appliedOptions(t, bare)
-	opts.Seals = seals
-	alpha, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alpha, seals := openSealed(t, bare)
 	first, err := alpha.SyncTree(context.Background(), sealing("v1\n", map[string]string{"clusters/alpha/a.yaml": "a\n"}, nil))
 	if err != nil {
 		t.Fatal(err)

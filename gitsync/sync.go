@@ -176,7 +176,7 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.trustWorktree, r.deferMoves = trustWorktree, trustWorktree
-	r.seal.restored, r.seal.files, r.seal.decided, r.seal.replaced, r.seal.last, r.seal.fs = false, nil, false, "", "", nil
+	r.seal.restored, r.seal.files, r.seal.replaced, r.seal.last, r.seal.fs = false, nil, "", "", nil
 	defer func() {
 		if r.deferMoves {
 			r.deferMoves = false
@@ -522,7 +522,7 @@ func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*
 	if ch == nil {
 		ch = &Change{}
 	}
-	r.seal.files, r.seal.decided = ch.Seal, ch.Seal != nil
+	r.seal.files = ch.Seal
 	p, err := planChange(ch, tree, short(tip))
 	if err != nil {
 		return nil, nil, err

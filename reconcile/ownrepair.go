@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 
 	"github.com/gitpeer/gitpeer/backend"
 	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
 )
 
 // A cluster's own cluster.yaml is what it publishes of itself: its ID, key,
@@ -31,17 +29,11 @@ func (p *pass) mayRepairOwnInfo(ctx context.Context, damaged error) bool {
 	if damaged == nil && p.ownInfoIsOwn(ctx) {
 		return false
 	}
-	dir := layout.ClusterPath(p.self)
-	if p.pins.Own[dir] > 0 {
+	if p.pins.Own[layout.ClusterPath(p.self)] > 0 {
 		return true
 	}
-	file := path.Join(dir, manifest.FileName)
-	mdata, err := layout.ReadFileLimit(p.raw, file, manifest.MaxSize)
-	if err != nil {
-		return false
-	}
-	m, err := manifest.Parse(file, mdata)
-	return err == nil && m.Verify(p.in.Backend.Signer().Public(), p.self, dir) == nil
+	_, err := p.signedManifest(p.self, p.in.Backend.Signer().Public())
+	return err == nil
 }
 
 // ownInfoIsOwn reports whether the repo's clusters/<self>/cluster.yaml is

@@ -184,16 +184,9 @@ func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 	if err != nil {
 		return err
 	}
-	mdata, err := layout.ReadFileLimit(p.raw, file, manifest.MaxSize)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	m, err := manifest.Parse(file, mdata)
+	m, err := p.signedManifest(peer, key)
 	if err != nil {
 		return err
-	}
-	if err := m.Verify(key, peer, dir); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	if seen := p.MinSequence(peer, dir); m.Sequence < seen {
 		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, manifest.ReasonManifestRolledBack)
@@ -202,6 +195,26 @@ func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, manifest.ReasonUnsignedChange)
 	}
 	return nil
+}
+
+// signedManifest reads clusters/<peer>/manifest.yaml from the repo as it
+// is (capped at manifest.MaxSize) and verifies it with key; errors name the
+// file.
+func (p *pass) signedManifest(peer string, key crypto.PublicKey) (*manifest.Manifest, error) {
+	dir := layout.ClusterPath(peer)
+	file := path.Join(dir, manifest.FileName)
+	data, err := layout.ReadFileLimit(p.raw, file, manifest.MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	m, err := manifest.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Verify(key, peer, dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return m, nil
 }
 
 // changes names the pinned facts ci differs in ("" when none, or when

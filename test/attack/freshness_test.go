@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/runner"
 )
 
 // A signature proves who made a seal, never when (docs/trust.md, "A cluster
@@ -50,6 +51,21 @@ func (w *world) merge(id string) string {
 	a.git("-c", "user.name=maintainer", "-c", "user.email=maintainer@example.com", "merge", "-q", "--no-ff", "--no-edit", "origin/"+branch)
 	a.push()
 	return w.ref("main")
+}
+
+// roundsUntil runs rounds of passes, providers first, until done (called
+// after every pass with the cluster and its result) holds, for at most six
+// rounds; it fails the test naming what never happened.
+func (w *world) roundsUntil(what string, done func(id string, res *runner.Result) bool) {
+	w.t.Helper()
+	for round := 0; round < 6; round++ {
+		for _, id := range w.ids {
+			if done(id, w.pass(id)) {
+				return
+			}
+		}
+	}
+	w.t.Fatalf("after six rounds: never %s", what)
 }
 
 // applies reports whether cluster id's applied branch holds path.
@@ -167,19 +183,14 @@ func TestACopiedProposalIsNotSealed(t *testing.T) {
 	w := fresh(t, twoSpec)
 	w.reviewing("beta")
 	var proposal string
-	for round := 0; round < 6 && proposal == ""; round++ {
-		for _, id := range w.ids {
-			w.pass(id)
-		}
+	w.roundsUntil("beta proposes alpha's bindings", func(id string, _ *runner.Result) bool {
 		if p := w.ref(reviewBranch("beta")); p != "" {
 			if _, ok := w.showAt(p, betaRoleBinding); ok {
 				proposal = p
 			}
 		}
-	}
-	if proposal == "" {
-		t.Fatal("beta never proposed alpha's bindings")
-	}
+		return proposal != ""
+	})
 	w.forbid("beta", betaRoleBinding, "")
 	w.forbid("beta", betaCRB, "")
 	w.forbid("beta", "clusters/beta/liqo/alpha/tenant-alpha.yaml", "")
@@ -212,21 +223,15 @@ func TestAProposedIdentityIsNotActedOn(t *testing.T) {
 	w := fresh(t, twoSpec)
 	w.reviewing("alpha")
 	path := w.clusters["alpha"].b.KubeconfigPath("beta")
-	var awaiting bool
-	for round := 0; round < 6 && !awaiting; round++ {
-		for _, id := range w.ids {
-			res := w.pass(id)
-			if id == "alpha" && len(res.AwaitingMerge) > 0 {
-				if res.AwaitingMerge[0] != "beta" || res.Proposed == "" {
-					t.Fatalf("alpha's pass: awaiting %v, proposed %q", res.AwaitingMerge, res.Proposed)
-				}
-				awaiting = true
-			}
+	w.roundsUntil("alpha proposes beta's Identity", func(id string, res *runner.Result) bool {
+		if id != "alpha" || len(res.AwaitingMerge) == 0 {
+			return false
 		}
-	}
-	if !awaiting {
-		t.Fatal("alpha never proposed beta's Identity")
-	}
+		if res.AwaitingMerge[0] != "beta" || res.Proposed == "" {
+			t.Fatalf("alpha's pass: awaiting %v, proposed %q", res.AwaitingMerge, res.Proposed)
+		}
+		return true
+	})
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("alpha stored a kubeconfig for an Identity nobody merged: %v", err)
 	}

@@ -124,7 +124,6 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 			identity := w.mustShow(identityFile)
 			tenant := w.mustShow(acceptedTenant)
 			kubeconfig := w.kubeconfig("alpha", "beta")
-			applied := w.ref(layout.AppliedBranch("alpha"))
 			published := w.mustShow(alphaCluster)
 			before := w.signedAll()
 
@@ -167,14 +166,7 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 
 			// alpha's reconciler never signs a cluster.yaml with another
 			// key: it publishes its own again, from its backend.
-			res := w.pass("alpha")
-			if got := w.mustShow(alphaCluster); !bytes.Equal(got, published) {
-				t.Fatalf("after alpha's pass its cluster.yaml is\n%s\nnot the one it published\n%s", got, published)
-			}
-			assertContains(t, "alpha's commit", res.Message, "republish alpha's cluster.yaml over an edit it did not sign")
-			if got, _ := w.showAt(w.ref(layout.AppliedBranch("alpha")), alphaCluster); !bytes.Equal(got, published) {
-				t.Fatalf("alpha's applied branch (was %s) holds the cluster.yaml\n%s", applied, got)
-			}
+			w.mustRepublish("alpha", published)
 			if string(w.kubeconfig("alpha", "beta")) != string(kubeconfig) {
 				t.Fatal("alpha's kubeconfig changed")
 			}
@@ -249,7 +241,6 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			rendered := w.mustShow(renderedIdentiy)
 			identity := w.mustShow(identityFile)
 			kubeconfig := w.kubeconfig("alpha", "beta")
-			applied := w.ref(layout.AppliedBranch("beta"))
 			published := w.mustShow(betaCluster)
 			before := w.signedAll()
 			attack := w.attack("mallory <mallory@example.com>", "beta: new endpoint", func(a *writer) { tc.change(t, w, a) })
@@ -271,14 +262,7 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			// beta never vouches for the edit: it publishes its own
 			// cluster.yaml again from its backend and signs its
 			// directories over the attack.
-			res := w.pass("beta")
-			if got := w.mustShow(betaCluster); !bytes.Equal(got, published) {
-				t.Fatalf("after beta's pass its cluster.yaml is\n%s\nnot the one it published\n%s", got, published)
-			}
-			assertContains(t, "beta's commit", res.Message, "republish beta's cluster.yaml over an edit it did not sign")
-			if got, _ := w.showAt(w.ref(layout.AppliedBranch("beta")), betaCluster); !bytes.Equal(got, published) {
-				t.Fatalf("beta's applied branch (was %s) holds the cluster.yaml\n%s", applied, got)
-			}
+			w.mustRepublish("beta", published)
 			if tc.name != "key, CA and API server, with everything re-signed" {
 				// Only the file was edited: beta's outbox still holds what it
 				// signed, and nothing is signed anew.
@@ -295,6 +279,22 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mustRepublish runs a pass of cluster id, which must publish its own
+// cluster.yaml again (published, what it published before an edit it did
+// not sign), name that step in its commit, and seal it.
+func (w *world) mustRepublish(id string, published []byte) {
+	w.t.Helper()
+	file := layout.ClusterPath(id, layout.ClusterFile)
+	res := w.pass(id)
+	if got := w.mustShow(file); !bytes.Equal(got, published) {
+		w.t.Fatalf("after %s's pass its cluster.yaml is\n%s\nnot the one it published\n%s", id, got, published)
+	}
+	assertContains(w.t, id+"'s commit", res.Message, "republish "+id+"'s cluster.yaml over an edit it did not sign")
+	if got, _ := w.showAt(w.ref(layout.AppliedBranch(id)), file); !bytes.Equal(got, published) {
+		w.t.Fatalf("%s's applied branch holds the cluster.yaml\n%s", id, got)
 	}
 }
 
