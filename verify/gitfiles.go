@@ -39,6 +39,26 @@ const (
 	// follows it where gitpeer's readers refuse to, so they would read
 	// different content.
 	ReasonSymbolicLink = "SymbolicLink"
+	// ReasonUncheckoutablePath: a path some checkout cannot hold (see
+	// checkoutPath): longer than MaxCheckoutPath bytes, a name longer than
+	// MaxCheckoutName bytes, or a name Git refuses to check out on Windows
+	// (a device name such as aux or con, a trailing dot or space, one of
+	// <>:"|?*). Git stops such a checkout with an error ("file name too
+	// long", "invalid path"), so CI, a reviewer and a GitOps engine that
+	// checks out with the git CLI cannot read the commit at all;
+	// gitpeer's readers read Git objects and are not stopped.
+	ReasonUncheckoutablePath = "UncheckoutablePath"
+)
+
+// Bounds of what a checkout holds (ReasonUncheckoutablePath): a name of
+// at most MaxCheckoutName bytes (NAME_MAX of Linux, macOS and NTFS), a
+// path from the repo's root of at most MaxCheckoutPath bytes (PATH_MAX of
+// macOS, the least of the Unix systems, counting the checkout's own
+// directory would only lower it). A path 512 directories deep is past it,
+// so this bounds depth too.
+const (
+	MaxCheckoutName = 255
+	MaxCheckoutPath = 1024
 )
 
 // maxAttributesFile is the largest .gitattributes verify reads (1 MiB);
@@ -47,7 +67,7 @@ const maxAttributesFile = 1 << 20
 
 // checkoutFiles walks the whole tree for the files of the Reason*
 // constants above (SymbolicLink, Submodule, SourceIgnore,
-// AttributesRewrite). Names are compared case-insensitively, as a checkout
+// AttributesRewrite, UncheckoutablePath). Names are compared case-insensitively, as a checkout
 // on a case-insensitive file system (macOS, Windows) reads them.
 func (v *verifier) checkoutFiles() {
 	var attributes []string
@@ -61,6 +81,13 @@ func (v *verifier) checkoutFiles() {
 				return fs.SkipDir
 			}
 			return nil // scoped: unchanged since Base
+		}
+		if why := uncheckoutable(p, d.Name()); why != "" {
+			v.add(p, "", ReasonUncheckoutablePath, "%s: Git cannot check it out (CI, a reviewer or a GitOps engine that checks out with the git CLI fails on the whole commit); gitpeer's readers read Git objects and are not stopped; rename or remove it", why)
+			if d.IsDir() {
+				return fs.SkipDir // one finding for what lies below
+			}
+			return nil
 		}
 		name := strings.ToLower(d.Name())
 		dir := path.Dir(p)
@@ -143,6 +170,46 @@ func (v *verifier) checkoutFiles() {
 				r.pattern, strings.Join(rewrites, ", "), hits[0], more)
 		}
 	}
+}
+
+// uncheckoutable says why the tree entry p (named name) cannot be checked
+// out on some system, "" when it can: too long a path or name, or a name
+// Git for Windows refuses (core.protectNTFS, on by default): a reserved
+// device name with or without an extension, a name ending in a dot or a
+// space, or one holding a character NTFS does not allow.
+func uncheckoutable(p, name string) string {
+	switch {
+	case len(p) > MaxCheckoutPath:
+		return fmt.Sprintf("the path is %d bytes long, over the %d a checkout holds (%d directories deep)", len(p), MaxCheckoutPath, strings.Count(p, "/"))
+	case len(name) > MaxCheckoutName:
+		return fmt.Sprintf("the name is %d bytes long, over the %d a file system holds", len(name), MaxCheckoutName)
+	case strings.HasSuffix(name, ".") || strings.HasSuffix(name, " "):
+		return "the name ends in a dot or a space, which Windows drops"
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || strings.ContainsRune(`<>:"|?*`, r) }):
+		return fmt.Sprintf("the name %q holds a character Windows refuses", name)
+	case windowsDevice(name):
+		return fmt.Sprintf("the name %q is a Windows device name", name)
+	}
+	return ""
+}
+
+// windowsDevice reports whether name is reserved on Windows: a device name
+// (aux, con, conin$, conout$, nul, prn, com1-9, lpt1-9), in any case,
+// alone or followed by spaces, an extension or a stream (".", ":").
+func windowsDevice(name string) bool {
+	stem := strings.ToLower(name)
+	if i := strings.IndexAny(stem, ".:"); i >= 0 {
+		stem = stem[:i]
+	}
+	stem = strings.TrimRight(stem, " ")
+	switch stem {
+	case "aux", "con", "conin$", "conout$", "nul", "prn":
+		return true
+	}
+	if len(stem) == 4 && (strings.HasPrefix(stem, "com") || strings.HasPrefix(stem, "lpt")) {
+		return stem[3] >= '1' && stem[3] <= '9'
+	}
+	return false
 }
 
 // underPeering reports whether a file in directory dir is read by a GitOps

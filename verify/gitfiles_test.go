@@ -29,7 +29,7 @@ func TestFilesThatChangeWhatACheckoutSees(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files fstest.MapFS
-		want  []want // nil: no finding of the four reasons
+		want  []want // nil: no finding of these reasons
 	}{
 		{"a filter and eol on every cluster's files", fstest.MapFS{".gitattributes": {Data: []byte("# hi\n\nclusters/** filter=evil eol=crlf\n")}},
 			[]want{{".gitattributes", "line 3", verify.ReasonAttributesRewrite}}},
@@ -60,6 +60,16 @@ func TestFilesThatChangeWhatACheckoutSees(t *testing.T) {
 			[]want{{".gitmodules", "", verify.ReasonSubmodule}, {"vendor/x", "", verify.ReasonSubmodule}}},
 		{"links", fstest.MapFS{"README.md": {Data: []byte("../etc/passwd"), Mode: fs.ModeSymlink}, "clusters/alpha/liqo": {Data: []byte("../beta"), Mode: fs.ModeSymlink}},
 			[]want{{"README.md", "", verify.ReasonSymbolicLink}, {"clusters/alpha/liqo", "", verify.ReasonSymbolicLink}}},
+		{"a path 600 directories deep, named once", fstest.MapFS{"docs/" + strings.Repeat("a/", 600) + "x.yaml": {Data: []byte("x")}},
+			[]want{{"docs/" + strings.Repeat("a/", 510) + "a", "", verify.ReasonUncheckoutablePath}}},
+		{"a 300-byte name", fstest.MapFS{"docs/" + strings.Repeat("n", 300): {Data: []byte("x")}},
+			[]want{{"docs/" + strings.Repeat("n", 300), "", verify.ReasonUncheckoutablePath}}},
+		{"names Windows refuses", fstest.MapFS{"docs/AUX.yaml": {Data: []byte("x")}, "docs/com1": {Data: []byte("x")}, "notes./x": {Data: []byte("x")},
+			"clusters/alpha/a b ": {Data: []byte("x")}, "docs/what?": {Data: []byte("x")}},
+			[]want{{"docs/AUX.yaml", "", verify.ReasonUncheckoutablePath}, {"docs/com1", "", verify.ReasonUncheckoutablePath}, {"notes.", "", verify.ReasonUncheckoutablePath},
+				{"clusters/alpha/a b ", "", verify.ReasonUncheckoutablePath}, {"docs/what?", "", verify.ReasonUncheckoutablePath}}},
+		{"names Windows takes", fstest.MapFS{"docs/auxiliary.yaml": {Data: []byte("x")}, "docs/com10": {Data: []byte("x")}, "docs/.hidden": {Data: []byte("x")},
+			"docs/" + strings.Repeat("n", 255): {Data: []byte("x")}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -68,7 +78,7 @@ func TestFilesThatChangeWhatACheckoutSees(t *testing.T) {
 			var got []verify.Finding
 			for _, f := range findings {
 				switch f.Reason {
-				case verify.ReasonAttributesRewrite, verify.ReasonSourceIgnore, verify.ReasonSubmodule, verify.ReasonSymbolicLink:
+				case verify.ReasonAttributesRewrite, verify.ReasonSourceIgnore, verify.ReasonSubmodule, verify.ReasonSymbolicLink, verify.ReasonUncheckoutablePath:
 					got = append(got, f)
 				}
 			}
