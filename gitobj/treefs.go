@@ -42,8 +42,11 @@ type TreeFS struct {
 	s    storer.EncodedObjectStorer
 	root plumbing.Hash // zero: the empty tree of a branch without commits
 
-	mu   sync.Mutex
-	dirs map[string]*treeDir // decoded trees by directory path ("." the root)
+	mu sync.Mutex
+	// dirs are the trees this TreeFS decoded, by hash: a path's key would
+	// cost its length to hash at every level of every lookup, cubic in
+	// the depth of a walk (a path 2,100 directories deep took minutes).
+	dirs map[plumbing.Hash]*treeDir
 	// decoded, shared by the TreeFS of one clone (or memory tree), keeps
 	// decoded trees by hash across passes: a tree is immutable, and most
 	// of those a pass reads (every cluster's inbox, looking for its own
@@ -97,16 +100,17 @@ func NewTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash, cache *TreeCa
 // TreeFSOf is the tree whose hash is root in s (zero: the empty tree),
 // sharing decoded trees through cache (nil: none).
 func TreeFSOf(s storer.EncodedObjectStorer, root plumbing.Hash, cache *TreeCache) *TreeFS {
-	return &TreeFS{s: s, root: root, dirs: map[string]*treeDir{}, decoded: cache}
+	return &TreeFS{s: s, root: root, dirs: map[plumbing.Hash]*treeDir{}, decoded: cache}
 }
 
-// dir decodes (once) the tree of directory p, whose object is h.
+// dir decodes (once) the tree of directory p, whose object is h; p only
+// names it in errors.
 func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
-	if d, ok := t.dirs[p]; ok {
+	if d, ok := t.dirs[h]; ok {
 		return d, nil
 	}
 	if d, ok := t.decoded.Get(h); ok {
-		t.dirs[p] = d
+		t.dirs[h] = d
 		return d, nil
 	}
 	d := &treeDir{byName: map[string]int{}}
@@ -129,7 +133,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 			d.byName[e.Name] = i
 		}
 	}
-	t.dirs[p] = d
+	t.dirs[h] = d
 	if !h.IsZero() {
 		t.decoded.Put(h, d)
 	}
@@ -163,9 +167,11 @@ func (t *TreeFS) Entry(name string) (*object.TreeEntry, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur, curHash := ".", t.root
+	// cur is name[:at], the directory being read: a slice, not a join, so
+	// that a lookup costs its depth, not its depth squared.
+	cur, curHash, at := ".", t.root, 0
 	for {
-		elem, rest, more := strings.Cut(name, "/")
+		elem, _, more := strings.Cut(name[at:], "/")
 		d, err := t.dir(cur, curHash)
 		if err != nil {
 			return nil, err
@@ -185,7 +191,9 @@ func (t *TreeFS) Entry(name string) (*object.TreeEntry, error) {
 		default:
 			return nil, syscall.ENOTDIR
 		}
-		cur, curHash, name = path.Join(cur, elem), e.Hash, rest
+		at += len(elem)
+		cur, curHash = name[:at], e.Hash
+		at++ // the slash
 	}
 }
 
