@@ -379,18 +379,28 @@ func (w *world) checkApplied(self string, passed bool) error {
 }
 
 // appliedFiles lists the entries (mode, hash, path) of every file under
-// clusters/<id>/ in commit c, less the inbox when noInbox.
+// clusters/<id>/ in commit c, less the inbox when noInbox. It walks that
+// directory alone: the rest of main's tree is any writer's, as deep as
+// they like.
 func appliedFiles(c *object.Commit, id string, noInbox bool) string {
-	tree, err := c.Tree()
+	root, err := c.Tree()
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	tree, err := root.Tree(layout.ClusterPath(id))
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return ""
+	}
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
 	var b strings.Builder
 	err = tree.Files().ForEach(func(f *object.File) error {
-		if !strings.HasPrefix(f.Name, layout.ClusterPath(id)+"/") || (noInbox && strings.HasPrefix(f.Name, layout.ClusterPath(id, layout.InboxDir)+"/")) {
+		name := layout.ClusterPath(id) + "/" + f.Name
+		if noInbox && strings.HasPrefix(name, layout.ClusterPath(id, layout.InboxDir)+"/") {
 			return nil
 		}
-		fmt.Fprintf(&b, "%s %s %s\n", f.Mode, f.Hash, f.Name)
+		fmt.Fprintf(&b, "%s %s %s\n", f.Mode, f.Hash, name)
 		return nil
 	})
 	if err != nil {
