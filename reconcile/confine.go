@@ -22,8 +22,12 @@ const ReasonPeeringFailed = "PeeringFailed"
 // as they were before step, what this cluster signed there earlier is
 // carried, step's Identities and Certificates are dropped, and st is
 // Stalled PeeringFailed. Only a cancelled or expired ctx, which ends the
-// whole pass, is returned.
+// whole pass, is returned: also before step, so that a pass of a thousand
+// peerings stops at the next one once SIGTERM ends ctx.
 func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, step func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("peering with %s: %w", peer, err)
+	}
 	dirs := []string{layout.PeerDir(p.self, peer) + "/", layout.ClusterPath(peer, layout.InboxDir, p.self) + "/"}
 	ours := func(f string) bool { return strings.HasPrefix(f, dirs[0]) || strings.HasPrefix(f, dirs[1]) }
 	before := map[string][]byte{}
