@@ -24,6 +24,6 @@
 // skipped with "KNOWN: …" and the reason, after every check that holds.
 //
 // One file per family: keys, ownership, planted, tamper, replay, corrupt,
-// bomb, hostile, secrets. The package has no code of its own: it is tests
+// bomb, hostile, secrets, uncheckoutable (paths no checkout can hold). The package has no code of its own: it is tests
 // only, run with `go test ./attack/`.
 package attack
