@@ -49,7 +49,7 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 	o.Now = func() time.Time {
 		if moving.Load() {
 			generation++
-			if _, err := other.Sync(ctx, func(context.Context, string) (*gitsync.Change, error) {
+			if _, err := other.SyncTree(ctx, func(context.Context, *gitsync.TreeFS) (*gitsync.Change, error) {
 				return &gitsync.Change{Writes: map[string][]byte{"clusters/beta/status.yaml": fmt.Appendf(nil, "generation: %d\n", generation)}, Message: "beta pass"}, nil
 			}); err != nil {
 				t.Error(err)
@@ -62,7 +62,7 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := func(ctx context.Context) (*runner.Result, error) {
-		res, err := alpha.Sync(ctx, func(context.Context, string) (*gitsync.Change, error) {
+		res, err := alpha.SyncTree(ctx, func(context.Context, *gitsync.TreeFS) (*gitsync.Change, error) {
 			return &gitsync.Change{Writes: map[string][]byte{"clusters/alpha/status.yaml": []byte("ready\n")}, Message: "alpha pass"}, nil
 		})
 		return &runner.Result{Result: res}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/backend/file"
 	"github.com/gitpeer/gitpeer/commitsig"
 	"github.com/gitpeer/gitpeer/examples"
+	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/layout"
 	"github.com/gitpeer/gitpeer/manifest"
@@ -191,8 +192,14 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 		return nil, err
 	}
 
-	tree := layout.NewTree(checkout)
-	if rep.Peerings, err = peerstatus.Collect(tree, spec); err != nil {
+	// The clone has no worktree: read the tip it fetched or pushed last.
+	tree, err := gitobj.OpenCommitTree(checkout, "")
+	if err != nil {
+		return nil, err
+	}
+	rep.Peerings, err = peerstatus.Collect(tree, spec)
+	tree.Close()
+	if err != nil {
 		return nil, err
 	}
 	rep.now = opts.Now

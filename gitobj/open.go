@@ -72,11 +72,10 @@ func OpenCommitTree(dir, rev string) (*CommitTree, error) {
 	return &CommitTree{TreeFS: t, Commit: h.String(), Rev: rev, done: done}, nil
 }
 
-// MaxOpenPacks is how many pack files a clone (and OpenCommitTree) keeps
-// open between reads. By default go-git opens (and resolves the path of) a
-// pack for every object it reads from it: most of the cost of a pass that
-// reads a few hundred objects. gitsync's housekeeping keeps a clone under
-// 50 packs.
+// MaxOpenPacks is how many pack files OpenCommitTree keeps open between
+// reads. By default go-git opens (and resolves the path of) a pack for
+// every object it reads from it. gitsync's clone does that (see its
+// plainOpen), and its housekeeping keeps it under 50 packs.
 const MaxOpenPacks = 64
 
 // openShared opens the repository at dir with up to MaxOpenPacks pack

@@ -43,8 +43,11 @@ type TreeFS struct {
 	s    storer.EncodedObjectStorer
 	root plumbing.Hash // zero: the empty tree of a branch without commits
 
-	mu   sync.Mutex
-	dirs map[string]*treeDir // decoded trees by directory path ("." the root)
+	mu sync.Mutex
+	// dirs are the trees this TreeFS decoded, by hash: a path's key would
+	// cost its length to hash at every level of every lookup, cubic in
+	// the depth of a walk (a path 2,100 directories deep took minutes).
+	dirs map[plumbing.Hash]*treeDir
 	// decoded, shared by the TreeFS of one clone (or memory tree), keeps
 	// decoded trees by hash across passes: a tree is immutable, and most
 	// of those a pass reads (every cluster's inbox, looking for its own
@@ -101,7 +104,7 @@ func NewTreeFS(s storer.EncodedObjectStorer, commit plumbing.Hash, cache *TreeCa
 // TreeFSOf is the tree whose hash is root in s (zero: the empty tree),
 // sharing decoded trees through cache (nil: none).
 func TreeFSOf(s storer.EncodedObjectStorer, root plumbing.Hash, cache *TreeCache) *TreeFS {
-	return &TreeFS{s: s, root: root, dirs: map[string]*treeDir{}, decoded: cache}
+	return &TreeFS{s: s, root: root, dirs: map[plumbing.Hash]*treeDir{}, decoded: cache}
 }
 
 // dir decodes (once) the tree of directory p, whose object is h. A tree
@@ -109,16 +112,12 @@ func TreeFSOf(s storer.EncodedObjectStorer, root plumbing.Hash, cache *TreeCache
 // *layout.TooManyEntriesError before any of its entries is decoded, and
 // the refusal is remembered as the tree would be.
 func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
-	if d, ok := t.dirs[p]; ok {
+	if d, ok := t.dirs[h]; ok && d.holdsAt(p) {
 		return d.refused(p)
 	}
-	if d, ok := t.decoded.Get(h); ok {
-		// The same tree may stand where the cap is higher: a refusal
-		// stands only if it still holds there.
-		if d.tooMany == nil || d.tooMany.Limit >= layout.EntryLimit(p) {
-			t.dirs[p] = d
-			return d.refused(p)
-		}
+	if d, ok := t.decoded.Get(h); ok && d.holdsAt(p) {
+		t.dirs[h] = d
+		return d.refused(p)
 	}
 	d := &treeDir{byName: map[string]int{}}
 	if !h.IsZero() {
@@ -128,7 +127,7 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 		}
 		if tooMany != nil {
 			d := &treeDir{tooMany: tooMany}
-			t.dirs[p] = d
+			t.dirs[h] = d
 			t.decoded.Put(h, d)
 			return d.refused(p)
 		}
@@ -150,11 +149,21 @@ func (t *TreeFS) dir(p string, h plumbing.Hash) (*treeDir, error) {
 			d.byName[e.Name] = i
 		}
 	}
-	t.dirs[p] = d
+	t.dirs[h] = d
 	if !h.IsZero() {
 		t.decoded.Put(h, d)
 	}
 	return d, nil
+}
+
+// holdsAt says whether d, decoded or refused under some directory's cap,
+// stands as it is at directory p: the same tree may stand at paths whose
+// caps (layout.EntryLimit) differ, and is then checked again there.
+func (d *treeDir) holdsAt(p string) bool {
+	if d.tooMany != nil {
+		return d.tooMany.Limit >= layout.EntryLimit(p)
+	}
+	return len(d.entries) <= layout.EntryLimit(p)
 }
 
 // refused is d, or its refusal as directory p's error.
@@ -258,9 +267,11 @@ func (t *TreeFS) Entry(name string) (*object.TreeEntry, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cur, curHash := ".", t.root
+	// cur is name[:at], the directory being read: a slice, not a join, so
+	// that a lookup costs its depth, not its depth squared.
+	cur, curHash, at := ".", t.root, 0
 	for {
-		elem, rest, more := strings.Cut(name, "/")
+		elem, _, more := strings.Cut(name[at:], "/")
 		d, err := t.dir(cur, curHash)
 		if err != nil {
 			return nil, err
@@ -280,7 +291,9 @@ func (t *TreeFS) Entry(name string) (*object.TreeEntry, error) {
 		default:
 			return nil, syscall.ENOTDIR
 		}
-		cur, curHash, name = path.Join(cur, elem), e.Hash, rest
+		at += len(elem)
+		cur, curHash = name[:at], e.Hash
+		at++ // the slash
 	}
 }
 

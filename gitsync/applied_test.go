@@ -54,8 +54,8 @@ func openApplied(t *testing.T, bare string) *Repo {
 }
 
 // alphaPass writes clusters/alpha/cluster.yaml with *content.
-func alphaPass(content *string) PassFunc {
-	return func(context.Context, string) (*Change, error) {
+func alphaPass(content *string) TreePassFunc {
+	return func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{
 			Writes:  map[string][]byte{"clusters/alpha/cluster.yaml": []byte(*content)},
 			Message: "alpha: publish\n\nGitpeer-Cluster: alpha\n",
@@ -163,7 +163,7 @@ func TestAppliedFollowsAReappliedCommit(t *testing.T) {
 	// Beta lands first while alpha computes: its own directory, and its
 	// nonce in alpha's inbox (inside clusters/alpha, but beta's to write).
 	var betas string
-	res, err := alpha.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+	res, err := alpha.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 		betas = mustSync(t, beta, writes("beta: send nonce to alpha", map[string]string{
 			"clusters/beta/cluster.yaml":           "clusterID: beta\n",
 			"clusters/alpha/inbox/beta/nonce.yaml": "nonce: n\n",
@@ -346,7 +346,7 @@ func TestAppliedUpdateFailureFailsSync(t *testing.T) {
 	}
 	alpha := openApplied(t, bare)
 	content := "clusterID: alpha\n"
-	res, err := alpha.Sync(context.Background(), alphaPass(&content))
+	res, err := alpha.SyncTree(context.Background(), alphaPass(&content))
 	if err == nil || !strings.Contains(err.Error(), appliedRef) {
 		t.Fatalf("Sync = %v, want an error naming %s", err, appliedRef)
 	}
@@ -668,8 +668,8 @@ func TestAPassBeatenByItsOwnClustersCommitRecomputes(t *testing.T) {
 			}
 			var late string
 			var seen []string
-			res, err := alpha.Sync(context.Background(), func(_ context.Context, root string) (*Change, error) {
-				data, _ := os.ReadFile(filepath.Join(root, "clusters/alpha/status.yaml"))
+			res, err := alpha.SyncTree(context.Background(), func(_ context.Context, tip *TreeFS) (*Change, error) {
+				data, _ := fs.ReadFile(tip, "clusters/alpha/status.yaml")
 				seen = append(seen, string(data))
 				if late == "" {
 					late = mustSync(t, predecessor, writes("alpha: status\n\nGitpeer-Cluster: alpha\n",

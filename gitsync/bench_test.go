@@ -28,7 +28,7 @@ func BenchmarkSync(b *testing.B) {
 	r := benchRepo(b, 200)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		res, err := r.Sync(context.Background(), writes("status", map[string]string{
+		res, err := r.SyncTree(context.Background(), writes("status", map[string]string{
 			"clusters/cl-00/status.yaml": fmt.Sprintf("generation: %d\n", i),
 		}))
 		if err != nil || res.Commit == "" {
@@ -48,7 +48,7 @@ func BenchmarkSyncNoChange(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := r.Sync(context.Background(), writes("noop", same))
+		res, err := r.SyncTree(context.Background(), writes("noop", same))
 		if err != nil || res.Commit != "" {
 			b.Fatalf("Sync = %+v, %v", res, err)
 		}

@@ -49,11 +49,11 @@ func TestAMissingBranchIsAnErrorWhenItMustExist(t *testing.T) {
 	}
 	head := r.Head()
 	runGit(t, bare, "branch", "-m", "main", "trunk")
-	if _, err := r.Sync(ctx, writes("lost", map[string]string{"x": "y"})); !errors.As(err, &nf) || nf.Branch != "main" {
+	if _, err := r.SyncTree(ctx, writes("lost", map[string]string{"x": "y"})); !errors.As(err, &nf) || nf.Branch != "main" {
 		t.Fatalf("Sync after main was renamed = %v, want a *BranchNotFoundError for main", err)
 	}
-	if r.Head() != head || !exists(r.Dir(), "peering.cue") {
-		t.Errorf("the failed Sync changed the clone: head %s (was %s), peering.cue there: %v", r.Head(), head, exists(r.Dir(), "peering.cue"))
+	if r.Head() != head || !atHead(r.Dir(), "peering.cue") {
+		t.Errorf("the failed Sync changed the clone: head %s (was %s), peering.cue there: %v", r.Head(), head, atHead(r.Dir(), "peering.cue"))
 	}
 	assertClean(t, r.Dir())
 	if got := runGit(t, bare, "branch", "--list", "main"); got != "" {

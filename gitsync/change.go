@@ -4,28 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/layout"
 )
 
-// plan is a validated Change reduced to what differs from the tip's tree
-// (which the index equals after the reset).
+// plan is a validated Change reduced to what differs from the tip's tree.
 type plan struct {
 	writes  map[string][]byte // only the writes that change something
-	deletes []string          // files (tree entries an index lists) to remove
+	deletes []string          // files (tree entries, not directories) to remove
 	files   []string          // all changed paths, sorted
 	message string
 }
@@ -66,8 +61,8 @@ func validateChange(ch *Change) error {
 			return fmt.Errorf("%w: %s is both written and deleted", ErrInvalidChange, name)
 		}
 	}
-	// The guard runs on every write, identical or not, before anything
-	// touches the worktree: a refusal must leave nothing behind.
+	// The guard runs on every write, identical or not, before any object
+	// is written: a refusal must leave nothing behind.
 	for _, name := range written {
 		if err := ch.Guard.Check(name, ch.Writes[name]); err != nil {
 			return fmt.Errorf("refuse change: %w", err)
@@ -86,10 +81,9 @@ func writtenPaths(ch *Change) []string {
 	return written
 }
 
-// diffTree is the plan of a validated ch against tip's tree, which the
-// index equals after a reset: the directories it deletes expanded to their
-// files (every entry an index would list), identical writes dropped. It
-// reads only the trees on the change's paths.
+// diffTree is the plan of a validated ch against tip's tree: the
+// directories it deletes expanded to their files, identical writes
+// dropped. It reads only the trees on the change's paths.
 func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
 	tree, err := gitobj.NewTreeFS(r.repo.Storer, tip, r.decoded)
 	if err != nil {
@@ -101,8 +95,8 @@ func (r *Repo) diffTree(ch *Change, tip plumbing.Hash) (*plan, error) {
 // planOn is diffTree on tree, named at in errors.
 func planOn(tree *TreeFS, ch *Change, at string) (*plan, error) {
 	p := &plan{writes: map[string][]byte{}, message: ch.Message}
-	// entry is name's entry, nil when the tree has no such path (nor could
-	// an index: it is missing, or under a file or a link).
+	// entry is name's entry, nil when the tree has no such path (it is
+	// missing, or under a file or a link).
 	entry := func(name string) (*object.TreeEntry, error) {
 		e, err := tree.Entry(name)
 		switch {
@@ -157,7 +151,8 @@ func planOn(tree *TreeFS, ch *Change, at string) (*plan, error) {
 }
 
 // checkPath accepts only clean, relative, slash-separated paths without
-// control characters that stay in the worktree and out of any .git directory.
+// control characters that stay in the repo and out of any .git directory:
+// what Git's fsck accepts in a tree.
 func checkPath(name string) error {
 	switch {
 	case name == "" || name == ".":
@@ -174,81 +169,6 @@ func checkPath(name string) error {
 		}
 	}
 	return nil
-}
-
-// apply writes the plan into the worktree and stages exactly those paths.
-// Deletions go first so that a file can replace a deleted directory.
-func (r *Repo) apply(p *plan) error {
-	for _, name := range p.deletes {
-		if err := r.noSymlinkParents(name); err != nil {
-			return err
-		}
-		if _, err := r.wt.Remove(name); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
-			return fmt.Errorf("delete %s: %w", name, err)
-		}
-		r.removeEmptyParents(name)
-	}
-	names := make([]string, 0, len(p.writes))
-	for name := range p.writes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := r.noSymlinkParents(name); err != nil {
-			return err
-		}
-		full := filepath.Join(r.dir, filepath.FromSlash(name))
-		if fi, err := os.Lstat(full); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			// Replace the link itself; writing through it could land
-			// anywhere on the host.
-			if err := os.Remove(full); err != nil {
-				return fmt.Errorf("write %s: %w", name, err)
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := os.WriteFile(full, p.writes[name], 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		// SkipStatus: a full status per path is O(files²) in go-git.
-		if err := r.wt.AddWithOptions(&git.AddOptions{Path: name, SkipStatus: true}); err != nil {
-			return fmt.Errorf("stage %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// noSymlinkParents refuses paths below a symlink: the tree is written by
-// other clusters, and a committed link must not redirect our writes or
-// deletions outside the worktree.
-func (r *Repo) noSymlinkParents(name string) error {
-	parts := strings.Split(name, "/")
-	cur := r.dir
-	for _, part := range parts[:len(parts)-1] {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%w: %s: parent %s is a symlink", ErrInvalidChange, name, strings.TrimPrefix(cur, r.dir+string(filepath.Separator)))
-		}
-	}
-	return nil
-}
-
-// removeEmptyParents removes the directories above name that are now empty,
-// as git does: Git has no empty directories, so none should linger.
-func (r *Repo) removeEmptyParents(name string) {
-	for d := path.Dir(name); d != "."; d = path.Dir(d) {
-		if os.Remove(filepath.Join(r.dir, filepath.FromSlash(d))) != nil {
-			return // not empty (or gone): parents are not empty either
-		}
-	}
 }
 
 // maxRemoteLines bounds how much of what a host says during a push is kept

@@ -60,8 +60,8 @@ func openRepo(t testing.TB, url, name string) *Repo {
 }
 
 // writes is a pass that always wants the same files.
-func writes(msg string, files map[string]string) PassFunc {
-	return func(context.Context, string) (*Change, error) {
+func writes(msg string, files map[string]string) TreePassFunc {
+	return func(context.Context, *TreeFS) (*Change, error) {
 		ch := &Change{Writes: map[string][]byte{}, Message: msg}
 		for k, v := range files {
 			ch.Writes[k] = []byte(v)
@@ -70,11 +70,11 @@ func writes(msg string, files map[string]string) PassFunc {
 	}
 }
 
-func mustSync(t testing.TB, r *Repo, pass PassFunc) Result {
+func mustSync(t testing.TB, r *Repo, pass TreePassFunc) Result {
 	t.Helper()
-	res, err := r.Sync(context.Background(), pass)
+	res, err := r.SyncTree(context.Background(), pass)
 	if err != nil {
-		t.Fatalf("Sync: %v", err)
+		t.Fatalf("SyncTree: %v", err)
 	}
 	return res
 }
@@ -85,15 +85,40 @@ func fsck(t testing.TB, bare string) {
 	runGit(t, bare, "fsck", "--strict", "--no-progress")
 }
 
-// assertClean fails unless the clone matches its HEAD exactly, as git sees it.
+// assertClean fails unless the clone in dir is one without a worktree, as
+// git sees it: dir holds .git alone, with no index, git takes it as bare,
+// and HEAD is a local branch.
 func assertClean(t testing.TB, dir string) {
 	t.Helper()
-	if st := runGit(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Errorf("worktree of %s is not clean:\n%s", dir, st)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != ".git" {
+			t.Errorf("the clone %s holds %s beside .git: a worktree", dir, e.Name())
+		}
+	}
+	if exists(filepath.Join(dir, ".git"), "index") {
+		t.Errorf("the clone %s has an index", dir)
+	}
+	if bare := runGit(t, dir, "rev-parse", "--is-bare-repository"); bare != "true" {
+		t.Errorf("git takes %s for a repository with a worktree (--is-bare-repository: %s)", dir, bare)
+	}
+	if head := runGit(t, dir, "symbolic-ref", "HEAD"); !strings.HasPrefix(head, "refs/heads/") {
+		t.Errorf("HEAD of %s is %s, want a branch", dir, head)
 	}
 }
 
+// exists reports whether the file name is there in directory dir.
 func exists(dir, name string) bool {
 	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name)))
+	return err == nil
+}
+
+// atHead reports whether the commit HEAD of the clone in dir holds the
+// path name: what a pass of the clone committed there.
+func atHead(dir, name string) bool {
+	_, err := testgit.Command(dir, "cat-file", "-e", "HEAD:"+name).CombinedOutput()
 	return err == nil
 }

@@ -18,7 +18,7 @@ var processStart = time.Now()
 // lockPoll is how often a waiting LockCheckout tries again.
 const lockPoll = 100 * time.Millisecond
 
-// CheckoutLock is an exclusive lock on a working clone among the processes
+// CheckoutLock is an exclusive lock on a clone among the processes
 // of one machine, held from LockCheckout until Unlock or the end of the
 // process (the kernel releases it then, so a crash leaves no stale lock).
 type CheckoutLock struct {
@@ -29,7 +29,7 @@ type CheckoutLock struct {
 // LockedError is returned by LockCheckout when another process holds the
 // lock and wait is false.
 type LockedError struct {
-	// Dir is the working clone.
+	// Dir is the clone.
 	Dir string
 	// PID and Started are what the holder wrote into the lock file: its
 	// process ID and start time (zero when it had not written them yet).
@@ -44,7 +44,7 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("checkout %s is in use by process %d (started %s)", e.Dir, e.PID, e.Started.Format(time.RFC3339))
 }
 
-// LockPath is the lock file of the working clone dir: dir's path with
+// LockPath is the lock file of the clone dir: dir's path with
 // ".lock" appended, next to the clone rather than in it (the clone's
 // content belongs to Git, and the lock must outlive re-cloning).
 func LockPath(dir string) (string, error) {
@@ -55,7 +55,7 @@ func LockPath(dir string) (string, error) {
 	return abs + ".lock", nil
 }
 
-// LockCheckout takes the lock of the working clone dir (LockPath; the file
+// LockCheckout takes the lock of the clone dir (LockPath; the file
 // and its directory are created as needed, and never removed) and writes
 // this process's ID and start time into it. When another process holds it,
 // LockCheckout returns a *LockedError naming that process, or with wait

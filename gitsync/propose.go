@@ -80,7 +80,7 @@ func (r *Repo) pushTracking() plumbing.ReferenceName {
 // branch tip T, which is never pushed to; the push branch becomes T plus
 // the pass's commit, or is deleted when the pass changes nothing. It
 // returns T.
-func (r *Repo) propose(ctx context.Context, pass passFunc) (Result, plumbing.Hash, error) {
+func (r *Repo) propose(ctx context.Context, pass TreePassFunc) (Result, plumbing.Hash, error) {
 	res := Result{PushBranch: r.opts.PushBranch}
 	started := r.opts.Clock.Now()
 	for {

@@ -180,7 +180,7 @@ func TestProposeRefusesAHumanCommit(t *testing.T) {
 	for _, change := range []string{"clusterID: alpha\nlabels: {zone: b}\n", content} {
 		change := change
 		before := objects(t, bare)
-		_, err := alpha.Sync(context.Background(), alphaPass(&change))
+		_, err := alpha.SyncTree(context.Background(), alphaPass(&change))
 		want := "branch gitpeer/alpha has commit " + theirs[:12] + " by Human <human@example.com> that gitpeer did not make; merge or delete it, then re-run"
 		if !errors.Is(err, ErrForeignCommit) || err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Sync over a human commit: %v, want ErrForeignCommit saying %q", err, want)
@@ -231,8 +231,8 @@ func TestProposePassSeesItsPendingProposal(t *testing.T) {
 	seedMain(t, bare)
 	alpha := openProposing(t, bare)
 	var seen []string
-	answer := func(date string, seq int) PassFunc {
-		return func(context.Context, string) (*Change, error) {
+	answer := func(date string, seq int) TreePassFunc {
+		return func(context.Context, *TreeFS) (*Change, error) {
 			got := "none"
 			if p := alpha.Pending(); p != nil {
 				data, err := fs.ReadFile(p, "clusters/beta/inbox/alpha/answer.yaml")

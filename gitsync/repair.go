@@ -1,9 +1,7 @@
 package gitsync
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,21 +11,21 @@ import (
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
 )
 
 // go-git rewrites some files of a clone in place (truncate, then write):
-// HEAD, .git/config, the index and loose refs. A process killed in the
+// HEAD, .git/config and loose refs. A process killed in the
 // middle of such a write (SIGKILL, the OOM killer, a node going away) leaves
 // the file empty or cut short, and every later Open or Sync of the clone
 // would fail on it ("ref file is empty", "reset to …: EOF") until someone
 // deleted the clone by hand. Each of those files can be rebuilt from the
 // remote, since Dir belongs to the Repo: repairClone, run before the clone
 // is opened, drops the ones that do not parse, and the Open and Sync that
-// follow rebuild them (setOrigin writes origin, refresh fetches the refs,
-// rewrites HEAD and the branch and resets the index to the tip).
+// follow rebuild them (setOrigin writes origin, refresh fetches the refs
+// and rewrites HEAD and the branch). The clone has no index (an older
+// version's is removed by Open, whole or torn).
 //
 // A fetched pack's index is written in place too, before the pack is
 // renamed next to it, and go-git keeps an index that exists when the same
@@ -69,15 +67,6 @@ func repairClone(dir, branch string) error {
 	if err := dropIf(filepath.Join(gitDir, "config"), func(data []byte) bool {
 		_, err := config.ReadConfig(bytes.NewReader(data))
 		return err != nil
-	}); err != nil {
-		return err
-	}
-	indexPath := filepath.Join(gitDir, "index")
-	if err := dropIf(indexPath, func(data []byte) bool {
-		if recordedIndex(gitDir, indexPath, data) {
-			return false
-		}
-		return index.NewDecoder(bufio.NewReader(bytes.NewReader(data))).Decode(&index.Index{}) != nil
 	}); err != nil {
 		return err
 	}
@@ -139,26 +128,6 @@ func tornPackIndex(dir string) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// recordedIndex reports whether data, the index file at indexPath, is the
-// index the clone's snapshot recorded (same size and modification time),
-// whole (its trailing SHA-1 is that of the rest, as Git checks it). Such an
-// index was written in full before the snapshot, so decoding it to see
-// whether a crash cut it short (50 ms at 14,600 entries, on every process's
-// Open) can be skipped. A torn rewrite changes the stat or breaks the
-// checksum, and is then decoded and dropped as before.
-func recordedIndex(gitDir, indexPath string, data []byte) bool {
-	ix, ok := snapshotIndex(cacheFile(gitDir, "snapshot"))
-	if !ok || int64(len(data)) != ix.size || len(data) < sha1.Size {
-		return false
-	}
-	fi, err := os.Stat(indexPath)
-	if err != nil || fi.Size() != ix.size || fi.ModTime().UnixNano() != ix.mtime {
-		return false
-	}
-	sum := sha1.Sum(data[:len(data)-sha1.Size])
-	return bytes.Equal(sum[:], data[len(data)-sha1.Size:])
 }
 
 // dropIf removes the file p when torn(its content) says so; a missing file

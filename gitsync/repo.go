@@ -1,12 +1,13 @@
-// Package gitsync is the reconciler's Git side: it keeps a working clone of
-// the peering repo, runs one pass of the reconciler on the remote tip, and
-// turns the pass's change into at most one commit pushed to the shared
-// branch.
+// Package gitsync is the reconciler's Git side: it keeps a clone of the
+// peering repo without a worktree, runs one pass of the reconciler on the
+// remote tip read from Git objects, and turns the pass's change into at
+// most one commit pushed to the shared branch.
 //
 // The surface is deliberately narrow, like fluxcd/pkg/git: Open (clone or
-// reuse), Sync (fetch, reset, pass, guard, commit, push), SyncTree (the
-// same with a pass that reads the tip from Git objects, TreeFS) and a file
-// watcher.
+// reuse), SyncTree (fetch, pass on the tip's TreeFS, guard, commit, push)
+// and a watcher of a user's working tree. A pass reads and writes Git
+// objects and refs only: nothing is ever checked out, so no path of the
+// tip (however long, deep or named) can stall it.
 // Its policy (never merge, never force the shared branch; the guard
 // first; the applied branch; review branches; a clone that belongs to the
 // Repo) is docs/design.md, "Publishing a pass".
@@ -31,6 +32,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	format "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	utilclock "k8s.io/utils/clock"
@@ -60,25 +62,21 @@ type Options struct {
 	// URL with credentials in it is refused (gitauth.CheckURL): they go in
 	// Credentials.
 	URL string
-	// Dir is the working clone, created on first use and reused after; an
-	// existing clone whose origin is another URL is re-pointed at URL. Dir
-	// belongs to the Repo: untracked files in it are deleted on every Sync.
-	// Take LockCheckout on it to keep other processes out.
+	// Dir is the clone, created on first use and reused after: a Git
+	// repository without a worktree, its Git directory Dir/.git
+	// (core.bare set), read with git -C Dir log or show. An existing clone
+	// whose origin is another URL is re-pointed at URL. Dir belongs to the
+	// Repo: anything in it besides .git (the worktree of a clone an older
+	// version made) is deleted by Open. Take LockCheckout on it to keep
+	// other processes out.
 	Dir string
 	// Branch is the shared branch passes commit to; default "main".
 	Branch string
-	// BranchMustExist makes Open and Sync fail with a *BranchNotFoundError
-	// when the remote has no Branch (a mistyped branch name, or a branch
-	// deleted there), before the checkout is touched, instead of starting
-	// Branch with a root commit as Seed does.
+	// BranchMustExist makes Open and SyncTree fail with a
+	// *BranchNotFoundError when the remote has no Branch (a mistyped branch
+	// name, or a branch deleted there), before any ref of the clone is
+	// moved, instead of starting Branch with a root commit as Seed does.
 	BranchMustExist bool
-	// CheckoutAfterPass makes Open leave an intact worktree where the last
-	// process left it, and each SyncTree bring it to the branch tip once,
-	// after its pass, rather than once before the pass and again for its
-	// commit: a SyncTree pass reads Git objects, not the worktree. For a
-	// process that opens the clone to run SyncTree (reconcile); a caller
-	// that reads the checkout's files after Open leaves it false.
-	CheckoutAfterPass bool
 	// Author is the commit author and committer.
 	Author Signature
 	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
@@ -214,33 +212,19 @@ type Credentials interface {
 // Signature is the identity commits are made with.
 type Signature struct{ Name, Email string }
 
-// Repo is a working clone of one branch of a remote. Its methods are safe for
-// concurrent use; Syncs of one Repo run one at a time.
+// Repo is a clone, without a worktree, of one branch of a remote. Its
+// methods are safe for concurrent use; Syncs of one Repo run one at a time.
 type Repo struct {
 	opts Options
 	dir  string
 	repo *git.Repository
-	wt   *git.Worktree
 
 	mu sync.Mutex // serialises Sync
 
 	housekeeping    Housekeeping // of the last successful Sync
 	housekeepingErr error
-	// snap is what the worktree holds as this Repo last left it; nil:
-	// unknown, the next reset is a full one (checkout.go).
-	snap *snapshot
-	// moves counts the resets done incrementally, scans the stat scans of
-	// the whole worktree (tests read them).
-	moves, scans int
-	// fullResets counts go-git hard resets (the slow path of reset).
-	fullResets int
 	// decoded is the trees passes decoded, by hash (TreeFS).
 	decoded *gitobj.TreeCache
-	// index is the clone's index as last decoded or written (index.go);
-	// indexDecodes and indexWrites count the file's decodes and writes
-	// (tests read them).
-	index                     indexCache
-	indexDecodes, indexWrites int
 	// applied is the last applied tree made, for the scope tree it came
 	// from (appliedTree).
 	applied struct {
@@ -261,17 +245,6 @@ type Repo struct {
 	// former are the keys Rekey replaced: commits they signed are still
 	// this cluster's own (signedBySelf).
 	former []crypto.PublicKey
-	// trustWorktree is set during a SyncTree: a reset with a snapshot
-	// moves from it without a stat scan of the worktree.
-	trustWorktree bool
-	// deferMoves is set during a SyncTree and, with CheckoutAfterPass,
-	// Open: a reset of an intact clone moves nothing; the branch, index
-	// and worktree stay at the snapshot's commit until the pass's commit
-	// or settle moves them.
-	deferMoves bool
-	// target is the commit the clone's branch is to be at once settled:
-	// the last reset's tip, or the commit made since.
-	target plumbing.Hash
 
 	// auth and caBundle are those of the current Open or Sync (see
 	// Options.Credentials).
@@ -282,19 +255,21 @@ type Repo struct {
 	head   string
 
 	// pending is the tree of this cluster's own proposal on the push
-	// branch while a pass of Sync runs with Options.PushBranch (Pending);
-	// nil otherwise.
+	// branch while a pass of SyncTree runs with Options.PushBranch
+	// (Pending); nil otherwise.
 	pending *TreeFS
 }
 
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then
-// fetches and hard-resets it to the remote branch tip. An empty remote (no
-// commits yet), or one without the branch, is fine: the first Sync creates
-// the branch, with no parent; with Options.BranchMustExist it is a
-// *BranchNotFoundError instead. A clone whose HEAD, config, index or loose
-// refs a crash cut short is repaired first (see repairClone). Open fails
-// when an option is invalid, when Dir holds something other than a clone of
-// URL, or when the remote cannot be read.
+// fetches and points the local branch at the remote branch tip. Nothing is
+// checked out: the clone has no worktree, and the worktree of a clone an
+// older version made is removed (see openOrInit). An empty remote (no
+// commits yet), or one without the branch, is fine: the first SyncTree
+// creates the branch, with no parent; with Options.BranchMustExist it is a
+// *BranchNotFoundError instead. A clone whose HEAD, config or loose refs a
+// crash cut short is repaired first (see repairClone). Open fails when an
+// option is invalid, when Dir holds something other than a clone of URL,
+// or when the remote cannot be read.
 func Open(ctx context.Context, opts Options) (*Repo, error) {
 	opts, err := withDefaults(opts)
 	if err != nil {
@@ -308,30 +283,23 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", dir, err)
-	}
-	r := &Repo{opts: opts, dir: dir, repo: repo, wt: wt, decoded: gitobj.NewTreeCache()}
+	r := &Repo{opts: opts, dir: dir, repo: repo, decoded: gitobj.NewTreeCache()}
 	if err := r.loadCredentials(); err != nil {
 		return nil, err
 	}
-	r.loadSnapshot() // a hint from the last process; refresh checks it
-	r.deferMoves = opts.CheckoutAfterPass
-	_, err = r.refresh(ctx)
-	r.deferMoves = false
-	if err != nil {
+	if _, err = r.refresh(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// Dir returns the absolute path of the working clone.
+// Dir returns the absolute path of the clone (its Git directory is
+// Dir/.git).
 func (r *Repo) Dir() string { return r.dir }
 
 // CacheFile is the path of .git/gitpeer-<name> in the clone: where what
 // belongs to the clone but never to a commit is kept between processes
-// (the worktree snapshot, the evaluated spec), removed with the clone.
+// (the evaluated spec), removed with the clone.
 // Whoever can write there can already change what a pass reads (the
 // clone's objects and refs), so such a file adds nothing to trust; each
 // is still only a hint its reader checks for shape and staleness.
@@ -473,7 +441,7 @@ func (r *Repo) explain(err error) error {
 	return r.opts.Credentials.Explain(err)
 }
 
-// normalizeURL makes a local path absolute, since the working clone's
+// normalizeURL makes a local path absolute, since the clone's
 // process may run from another directory than the one that configured it.
 // It refuses a URL with credentials in it (gitauth.CheckURL): the URL is
 // stored in the clone's .git/config and shown in messages.
@@ -502,6 +470,13 @@ func normalizeURL(u string) (string, error) {
 // remote's branch whatever the old one held, since Dir belongs to the Repo.
 // Fetching is left to refresh, which handles an empty remote the same way on
 // first use and later.
+//
+// The clone is Dir/.git with core.bare set, and nothing beside it. A clone
+// an older version made (with a worktree, its index and worktree snapshot
+// in .git) is converted in place: its objects and refs are kept, its
+// worktree, index and snapshot removed (dropWorktree). Each step is
+// idempotent and Open repeats them all, so a process killed midway leaves
+// a clone the next Open finishes converting.
 func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	if err := repairClone(dir, opts.Branch); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
@@ -509,6 +484,9 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	repo, err := plainOpen(dir)
 	switch {
 	case err == nil:
+		if err := dropWorktree(dir); err != nil {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
 		if err := setOrigin(repo, opts); err != nil {
 			return nil, fmt.Errorf("open %s: %w", dir, err)
 		}
@@ -523,7 +501,8 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	if len(entries) > 0 {
 		return nil, fmt.Errorf("open %s: directory is not empty and not a git clone", dir)
 	}
-	repo, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+	repo, err = git.PlainInitWithOptions(filepath.Join(dir, git.GitDirName), &git.PlainInitOptions{
+		Bare:        true,
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(opts.Branch)},
 	})
 	if err != nil {
@@ -535,27 +514,57 @@ func openOrInit(dir string, opts Options) (*git.Repository, error) {
 	return plainOpen(dir)
 }
 
-// plainOpen is git.PlainOpen of the clone in dir (its .git a directory, as
-// openOrInit makes it) with up to gitobj.MaxOpenPacks pack files kept open
-// (housekeeping keeps a clone under maxPacks).
+// plainOpen opens the clone in dir (its Git directory dir/.git, as
+// openOrInit makes it) without a worktree.
+//
+// Pack files are opened per read, not kept open: go-git's Packfile keeps
+// its scanner's state between reads, and EncodedObjectSize
+// (GetSizeByOffset) on a kept pack can start from a header another read
+// left pending, misreading the object ("zlib reset error: invalid
+// header"; seen on a blob restored from an older commit). A checkout
+// masked it: the reset read every blob into the object cache first.
 func plainOpen(dir string) (*git.Repository, error) {
-	wt := osfs.New(dir)
-	dot, err := wt.Chroot(git.GitDirName)
-	if err != nil {
-		return nil, err
-	}
 	if fi, err := os.Stat(filepath.Join(dir, git.GitDirName)); err != nil || !fi.IsDir() {
 		return nil, git.ErrRepositoryNotExists
 	}
-	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: gitobj.MaxOpenPacks})
-	return git.Open(s, wt)
+	dot := osfs.New(filepath.Join(dir, git.GitDirName))
+	s := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{})
+	return git.Open(s, nil)
+}
+
+// dropWorktree removes from the clone in dir what only a worktree needs:
+// every entry of dir but .git (an older version's checkout), and the index
+// and worktree snapshot in .git. os.RemoveAll removes a path however deep
+// or long, relative to its parent's descriptor, so a checkout that a tip
+// no checkout can hold left half-written goes too.
+func dropWorktree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("drop the worktree: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() == git.GitDirName {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("drop the worktree: %w", err)
+		}
+	}
+	gitDir := filepath.Join(dir, git.GitDirName)
+	for _, p := range []string{filepath.Join(gitDir, "index"), cacheFile(gitDir, "snapshot")} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("drop the worktree: %w", err)
+		}
+	}
+	return nil
 }
 
 // setOrigin makes origin's URL opts.URL and its fetch refspec opts.Branch's,
-// creating the remote if missing. It drops any other URL (or one with
-// credentials that an older version stored there), and the refspec of a
-// branch used before (a mistyped --branch must not stay in the clone's
-// config; fetches name their refspecs anyway).
+// creating the remote if missing, and sets core.bare: the clone has no
+// worktree, and git run in Dir must not take it to have one. It drops any
+// other URL (or one with credentials that an older version stored there),
+// and the refspec of a branch used before (a mistyped --branch must not
+// stay in the clone's config; fetches name their refspecs anyway).
 func setOrigin(repo *git.Repository, opts Options) error {
 	cfg, err := repo.Config()
 	if err != nil {
@@ -563,8 +572,13 @@ func setOrigin(repo *git.Repository, opts Options) error {
 	}
 	spec := trackingSpec(opts.Branch)
 	rc := cfg.Remotes["origin"]
-	if rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == opts.URL && len(rc.Fetch) == 1 && rc.Fetch[0] == spec {
+	if cfg.Core.IsBare && cfg.Core.RepositoryFormatVersion != "" && rc != nil && len(rc.URLs) == 1 && rc.URLs[0] == opts.URL && len(rc.Fetch) == 1 && rc.Fetch[0] == spec {
 		return nil
+	}
+	// git reads core.bare only from a config that states its format.
+	cfg.Core.IsBare = true
+	if cfg.Core.RepositoryFormatVersion == "" {
+		cfg.Core.RepositoryFormatVersion = format.Version_0
 	}
 	if rc == nil {
 		rc = &config.RemoteConfig{Name: "origin"}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"sort"
@@ -16,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
@@ -80,20 +77,13 @@ type Change struct {
 	Seal map[string][]byte
 }
 
-// PassFunc computes the change on a worktree freshly reset to the remote
-// tip. root is the worktree path (read it with os.DirFS(root)). A pass must
-// not write the worktree itself: Sync applies the returned Change. Sync runs
-// it once and re-applies its Change when a push is rejected (see Sync); only
-// a rejected proposal (Options.PushBranch) runs it again, so it must be a
-// function of what it reads.
-type PassFunc func(ctx context.Context, root string) (*Change, error)
-
-// TreePassFunc computes the change on the remote tip read from Git objects
-// (tip), never from the worktree; otherwise it is a PassFunc.
+// TreePassFunc computes the change on the remote tip, read from Git
+// objects (tip). SyncTree runs it once and re-applies its Change when a
+// push is rejected (see SyncTree); a rejected proposal
+// (Options.PushBranch), or commits of this cluster's own key that beat its
+// push, run it again, so it must be a function of what it reads. It should
+// return soon after ctx ends.
 type TreePassFunc func(ctx context.Context, tip *TreeFS) (*Change, error)
-
-// passFunc is what publish and propose run: a PassFunc or a TreePassFunc.
-type passFunc func(ctx context.Context, root string, tip *TreeFS) (*Change, error)
 
 // Result reports what Sync did.
 type Result struct {
@@ -138,52 +128,28 @@ type Result struct {
 	Withdrawn bool
 }
 
-// Sync runs one pass and publishes its change as at most one commit on
+// SyncTree runs one pass and publishes its change as at most one commit on
 // the shared branch (or, with Options.PushBranch, on the review branch),
 // then points the applied branch at the cluster's vouched tree of the tip
 // (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
-// fetch and reset, pass, guard.Check of every written file, commit, push
-// without force; a rejected push re-applies the same change on the new
-// tip after Backoff until it lands or PushTimeout (bounded by MaxPushWait)
-// passes. It returns what was pushed (Result) and errors wrapping
-// ErrForeignWrite (a new tip changed a path the Change owns and no commit
-// of this cluster's key explains it), ErrPushConflict (the retries ran
-// out), ErrForeignCommit (the review branch holds someone's work),
-// guard.ErrSecret, ErrInvalidChange, or the pass's, transport and storage
-// errors. On an error the worktree is left at the last fetched tip and
-// nothing of this Sync is pushed to the shared branch; a failure of the
-// applied branch's update is named with its ref, after the shared push
-// stood.
-func (r *Repo) Sync(ctx context.Context, pass PassFunc) (Result, error) {
-	return r.sync(ctx, func(ctx context.Context, root string, _ *TreeFS) (*Change, error) { return pass(ctx, root) }, false)
-}
-
-// SyncTree is Sync for a pass that reads the tip only through its TreeFS,
-// never the worktree. Since nothing the pass sees comes from the worktree,
-// SyncTree does not check it file by file before each pass (a stat of
-// every file: the one cost of an idle pass that grows with the whole
-// repo): it moves the worktree and index from the commit this Repo last
-// left there to the new tip by their tree difference. The full check and
-// hard reset still run on the Repo's first Sync, after any failure that
-// left the worktree unknown, and on every plain Sync. What the worktree
-// holds otherwise never reaches a commit: commits are built from the tip's
-// tree and the change (gitobj.Writer), not from the worktree.
+// fetch, pass on the tip's tree (TreeFS), guard.Check of every written
+// file, commit, push without force; a rejected push re-applies the same
+// change on the new tip after Backoff until it lands or PushTimeout
+// (bounded by MaxPushWait) passes. Everything is Git objects and refs: the
+// commit's tree is built from the tip's and the change (gitobj.Writer),
+// and nothing is checked out. It returns what was pushed (Result) and
+// errors wrapping ErrForeignWrite (a new tip changed a path the Change
+// owns and no commit of this cluster's key explains it), ErrPushConflict
+// (the retries ran out), ErrForeignCommit (the review branch holds
+// someone's work), guard.ErrSecret, ErrInvalidChange, ctx's error, or the
+// pass's, transport and storage errors. On an error the local branch is
+// left at the last fetched tip and nothing of this SyncTree is pushed to
+// the shared branch; a failure of the applied branch's update is named
+// with its ref, after the shared push stood.
 func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
-	return r.sync(ctx, func(ctx context.Context, _ string, tip *TreeFS) (*Change, error) { return pass(ctx, tip) }, true)
-}
-
-func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.trustWorktree, r.deferMoves = trustWorktree, trustWorktree
 	r.seal.restored, r.seal.files, r.seal.replaced, r.seal.last, r.seal.fs = false, nil, "", "", nil
-	defer func() {
-		if r.deferMoves {
-			r.deferMoves = false
-			r.settle()
-		}
-		r.trustWorktree = false
-	}()
 
 	if err := r.loadCredentials(); err != nil {
 		return Result{}, err
@@ -210,7 +176,7 @@ func (r *Repo) sync(ctx context.Context, pass passFunc, trustWorktree bool) (Res
 // publish is Sync without the applied branch. It also returns the shared
 // branch tip after it: the pushed commit, or the fetched tip when nothing
 // changed (zero while the branch has no commits).
-func (r *Repo) publish(ctx context.Context, pass passFunc) (Result, plumbing.Hash, error) {
+func (r *Repo) publish(ctx context.Context, pass TreePassFunc) (Result, plumbing.Hash, error) {
 	var res Result
 	base, err := r.refresh(ctx)
 	if err != nil {
@@ -500,9 +466,11 @@ func short(h plumbing.Hash) string {
 	return h.String()[:12]
 }
 
-// runPass runs pass on tip (the worktree and index were just reset to it)
-// and plans its change against tip's tree.
-func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*Change, *plan, error) {
+// runPass runs pass on tip's tree and plans its change against it.
+func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash) (*Change, *plan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("pass: %w", err)
+	}
 	// Before the first pass of the Sync, whatever it does: the applied
 	// branch is back on the newest seal (Options.Seals).
 	if !r.seal.restored {
@@ -515,7 +483,7 @@ func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := pass(ctx, r.dir, tree)
+	ch, err := pass(ctx, tree)
 	if err != nil {
 		return nil, nil, fmt.Errorf("pass: %w", err)
 	}
@@ -530,23 +498,10 @@ func (r *Repo) runPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (*
 	return ch, p, nil
 }
 
-// commitPass runs pass on the current tip and commits its change locally.
-// It returns the zero hash when there is nothing to commit.
-func (r *Repo) commitPass(ctx context.Context, pass passFunc, tip plumbing.Hash) (plumbing.Hash, *plan, error) {
-	_, p, err := r.runPass(ctx, pass, tip)
-	if err != nil {
-		return plumbing.ZeroHash, nil, err
-	}
-	h, err := r.commitPlan(p, tip)
-	return h, p, err
-}
-
-// commitPlan commits p on tip, signed with Signer, and leaves the worktree
-// and index at the commit (the local branch too). It returns the zero hash
-// when there is nothing to commit. The commit's tree is built from tip's
-// (gitobj.Writer); the worktree and index follow it by tree difference when
-// this Repo knows the worktree is tip's, else by writing and staging each
-// file.
+// commitPlan commits p on tip, signed with Signer, and points the local
+// branch at the commit. It returns the zero hash when there is nothing to
+// commit. The commit's tree is built from tip's (gitobj.Writer), rewriting
+// only the trees on the changed paths.
 func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, nil
@@ -563,34 +518,6 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 		// The plan compares hashes, so this means the same tree: no change.
 		return plumbing.ZeroHash, nil
 	}
-	to, err := object.GetTree(r.repo.Storer, tree)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", tree, err)
-	}
-	var files map[string]fileStat // the worktree as of wt's tree, if known
-	wt := from
-	if r.snap != nil && !r.snap.unverified && (r.snap.commit == tip || r.deferMoves) {
-		files = r.snap.files
-		if r.snap.commit != tip { // a deferred reset left it there
-			if wt, err = gitobj.Tree(r.repo.Storer, r.snap.commit); err != nil {
-				files = nil
-			}
-		}
-	}
-	r.snap = nil // the worktree changes
-	moved := files != nil && r.moveTree(wt, to, files) == nil
-	if !moved {
-		files = nil
-		// Something in the worktree is in the way (a SyncTree does not
-		// check it before the pass): make it exactly tip, then write.
-		if err := r.reset(tip); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		r.snap = nil // apply changes the worktree
-		if err := r.apply(p); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
 	crashpoint.Reached(crashpoint.FilesWritten)
 	h, err := r.writeCommit(tree, tip, p.message)
 	if err != nil {
@@ -599,17 +526,12 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(r.opts.Branch), h)); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}
-	r.target = h
-	if moved {
-		r.snap = &snapshot{commit: h, files: files}
-		r.saveSnapshot()
-	}
 	crashpoint.Reached(crashpoint.Committed)
 	return h, nil
 }
 
 // signature is the author and committer of every commit this Repo makes,
-// cleaned as go-git's Worktree.Commit cleans it.
+// cleaned as go-git's Worktree.Commit would clean it.
 func (r *Repo) signature() object.Signature {
 	clean := strings.NewReplacer("<", "", ">", "", "\n", "")
 	return object.Signature{
@@ -619,8 +541,8 @@ func (r *Repo) signature() object.Signature {
 	}
 }
 
-// refresh fetches the branch and hard-resets the clone to it. It returns the
-// tip, or the zero hash when the remote has no such branch yet.
+// refresh fetches the branch and points the local branch at it. It returns
+// the tip, or the zero hash when the remote has no such branch yet.
 func (r *Repo) refresh(ctx context.Context) (plumbing.Hash, error) {
 	tip, err := r.fetch(ctx)
 	if err != nil {
@@ -717,10 +639,10 @@ func (r *Repo) fetchSpecs(ctx context.Context, specs []config.RefSpec) error {
 	})
 }
 
-// reset makes the local branch, index and worktree exactly tip (an empty tree
-// when tip is zero), with HEAD on the branch, and removes untracked files.
+// reset points the local branch at tip (removes it when tip is zero), with
+// HEAD on the branch: what git log and git show in the clone read. The
+// clone has no index and no worktree to move.
 func (r *Repo) reset(tip plumbing.Hash) error {
-	r.target = tip
 	branch := plumbing.NewBranchReferenceName(r.opts.Branch)
 	if err := r.repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, branch)); err != nil {
 		return fmt.Errorf("reset: %w", err)
@@ -729,96 +651,19 @@ func (r *Repo) reset(tip plumbing.Hash) error {
 		if err := r.repo.Storer.RemoveReference(branch); err != nil {
 			return fmt.Errorf("reset: %w", err)
 		}
-		if err := r.repo.Storer.SetIndex(&index.Index{Version: 2}); err != nil {
-			return fmt.Errorf("reset: %w", err)
-		}
-	} else {
-		// Cheap when the worktree is as this Repo left it (checkout.go);
-		// anything else falls back to the full reset below.
-		intact := r.trustWorktree && r.snap != nil && !r.snap.unverified || r.intact()
-		if intact && r.deferMoves && r.movable(r.snap.commit, tip) {
-			// The branch, index and worktree stay at r.snap.commit, so
-			// that a process killed before settle leaves a clean clone
-			// whose snapshot still holds.
-			return nil
-		}
-		if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
-			return fmt.Errorf("reset: %w", err)
-		}
-		if intact && r.moveTo(tip) == nil {
-			if !r.snap.persisted {
-				r.saveSnapshot()
-			}
-			return nil
-		}
-		r.snap = nil
-		r.fullResets++
-		if err := r.wt.Reset(&git.ResetOptions{Commit: tip, Mode: git.HardReset}); err != nil {
-			return fmt.Errorf("reset to %s: %w", tip, err)
-		}
+		return nil
 	}
-	if err := r.removeUntracked(); err != nil {
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, tip)); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	r.takeSnapshot(tip)
-	r.saveSnapshot()
 	return nil
 }
 
-// settle brings a clone that deferred resets left at the snapshot's
-// commit (branch, index and worktree) to the commit the Sync ended on, so
-// that a Sync ends with the checkout at the tip. A failure only leaves the
-// snapshot unknown: the next reset is a full one.
-func (r *Repo) settle() {
-	switch {
-	case r.target.IsZero():
-	case r.snap == nil || r.snap.commit != r.target:
-		_ = r.reset(r.target)
-	case !r.snap.persisted: // loaded with an index git rewrote: record its stat
-		r.saveSnapshot()
-	}
-}
-
 // rollback is reset for error paths: the error being returned matters more
-// than a failure to clean up, which the next Sync's reset retries anyway.
+// than a failure to clean up, which the next SyncTree's reset retries
+// anyway.
 func (r *Repo) rollback(tip plumbing.Hash) {
 	if err := r.reset(tip); err == nil {
 		r.setHead(tip)
 	}
-}
-
-// removeUntracked deletes every file of the worktree that the index does not
-// list, then the directories left empty. A hard reset leaves untracked files
-// alone, but a pass must only ever see the tip. Walking the tree with one map
-// lookup per file is far cheaper than go-git's Status, which hashes.
-func (r *Repo) removeUntracked() error {
-	idx, err := r.readIndex()
-	if err != nil {
-		return err
-	}
-	tracked := make(map[string]bool, len(idx.Entries))
-	for _, e := range idx.Entries {
-		tracked[e.Name] = true
-	}
-	var dirs []string
-	err = r.walkWorktree(func(p, rel string, d fs.DirEntry) error {
-		if d.IsDir() {
-			if tracked[rel] { // tracked dir: a submodule
-				return fs.SkipDir
-			}
-			dirs = append(dirs, p)
-			return nil
-		}
-		if !tracked[rel] {
-			return os.Remove(p)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- { // deepest first
-		_ = os.Remove(dirs[i]) // fails, as wanted, when not empty
-	}
-	return nil
 }

@@ -92,7 +92,7 @@ func TestSyncCommitsAndPushes(t *testing.T) {
 	}
 	// An empty Change and a nil Change make no commit either.
 	for _, ch := range []*Change{nil, {}, {Message: "nothing"}} {
-		res = mustSync(t, r, func(context.Context, string) (*Change, error) { return ch, nil })
+		res = mustSync(t, r, func(context.Context, *TreeFS) (*Change, error) { return ch, nil })
 		if res.Commit != "" {
 			t.Errorf("empty change %+v committed %s", ch, res.Commit)
 		}
@@ -189,7 +189,7 @@ func TestSyncReappliesTheChangeOnARejectedPush(t *testing.T) {
 
 	var aCommit string
 	var calls int
-	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
+	res, err := b.SyncTree(context.Background(), func(ctx context.Context, tip *TreeFS) (*Change, error) {
 		calls++
 		// A wins the race while B is computing on the old tip.
 		aCommit = mustSync(t, a, writes("cl-a pass", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
@@ -265,7 +265,7 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	b.opts.Now = moving
 
 	calls := 0
-	res, err := b.Sync(context.Background(), func(ctx context.Context, root string) (*Change, error) {
+	res, err := b.SyncTree(context.Background(), func(ctx context.Context, tip *TreeFS) (*Change, error) {
 		calls++
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
 	})
@@ -289,8 +289,8 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 		t.Errorf("a rejected commit reached the remote:\n%s", log)
 	}
 	assertClean(t, b.Dir())
-	if exists(b.Dir(), "clusters/cl-b/status.yaml") {
-		t.Error("the rejected write is still in the worktree")
+	if atHead(b.Dir(), "clusters/cl-b/status.yaml") {
+		t.Error("the rejected write is on the clone's main")
 	}
 
 	// Once the remote holds still, the same Repo pushes fine.
@@ -319,7 +319,7 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	}
 	b.opts.Now = movingClock(t, c)
 	start := clk.Now()
-	res, err := b.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+	res, err := b.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
 	})
 	took := clk.Since(start)
@@ -381,7 +381,7 @@ func TestSyncRefusesToReapplyOverAForeignChangeToItsPaths(t *testing.T) {
 			hostile := openRepo(t, bare, "hostile")
 			b := openRepo(t, bare, "cl-b")
 			var theirs string
-			res, err := b.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+			res, err := b.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 				theirs = mustSync(t, hostile, writes("hostile", tc.foreign)).Commit
 				return &Change{
 					Writes:  map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")},
@@ -422,7 +422,7 @@ func TestSyncHonoursContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err = b.Sync(ctx, func(context.Context, string) (*Change, error) {
+	_, err = b.SyncTree(ctx, func(context.Context, *TreeFS) (*Change, error) {
 		n++
 		mustSync(t, other, writes("move", map[string]string{"o.yaml": strconv.Itoa(n)}))
 		time.AfterFunc(50*time.Millisecond, cancel)
@@ -451,7 +451,7 @@ func TestSyncRefusesSecrets(t *testing.T) {
 	r := openRepo(t, bare, "cl-a")
 	base := mustSync(t, r, writes("init", map[string]string{"clusters/cl-a/cluster.yaml": "clusterID: cl-a\n"})).Commit
 
-	res, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) {
+	res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{
 			Writes: map[string][]byte{
 				"clusters/cl-a/status.yaml":       []byte("ready: true\n"),
@@ -479,11 +479,11 @@ func TestSyncRefusesSecrets(t *testing.T) {
 	}
 	assertClean(t, r.Dir())
 	for _, f := range []string{"clusters/cl-a/status.yaml", "clusters/cl-a/liqo", "clusters/cl-a/kustomization.yml"} {
-		if exists(r.Dir(), f) {
+		if atHead(r.Dir(), f) {
 			t.Errorf("%s was written despite the refusal", f)
 		}
 	}
-	if !exists(r.Dir(), "clusters/cl-a/cluster.yaml") {
+	if !atHead(r.Dir(), "clusters/cl-a/cluster.yaml") {
 		t.Error("the refused change's deletion was applied")
 	}
 	findings, err := guard.ScanHistory(bare)
@@ -504,7 +504,7 @@ func TestSyncDeletesAndCleansDirs(t *testing.T) {
 		"clusters/x/inbox/y/deep/b.txt": "b\n",
 	}))
 
-	res := mustSync(t, r, func(_ context.Context, root string) (*Change, error) {
+	res := mustSync(t, r, func(_ context.Context, tip *TreeFS) (*Change, error) {
 		return &Change{
 			Deletes: []string{
 				"clusters/a/inbox/b/nonce.yaml", "clusters/a/inbox/b/tenant.yml", // every file of a dir
@@ -527,14 +527,14 @@ func TestSyncDeletesAndCleansDirs(t *testing.T) {
 	}
 	fsck(t, bare)
 	for _, d := range []string{"clusters/a/inbox", "clusters/x"} {
-		if exists(r.Dir(), d) {
+		if atHead(r.Dir(), d) {
 			t.Errorf("empty directory %s left behind", d)
 		}
 	}
 	assertClean(t, r.Dir())
 
 	// Deleting what is not there is no change at all.
-	res = mustSync(t, r, func(context.Context, string) (*Change, error) {
+	res = mustSync(t, r, func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{Deletes: []string{"clusters/x", "gone.yaml"}, Message: "again"}, nil
 	})
 	if res.Commit != "" {
@@ -543,7 +543,7 @@ func TestSyncDeletesAndCleansDirs(t *testing.T) {
 
 	// A file may replace a directory deleted in the same change, and a file
 	// rewritten under a deleted directory survives it.
-	res = mustSync(t, r, func(context.Context, string) (*Change, error) {
+	res = mustSync(t, r, func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{
 			Deletes: []string{"clusters/n/m", "clusters/a"},
 			Writes:  map[string][]byte{"clusters/n": []byte("now a file\n"), "clusters/a/status.yaml": []byte("s\n")},
@@ -582,7 +582,7 @@ func TestSyncRejectsInvalidChanges(t *testing.T) {
 		{Writes: map[string][]byte{"d": []byte("1"), "d/e": []byte("2")}, Message: "m"},
 		{Writes: map[string][]byte{"new.yaml": []byte("1")}},
 	} {
-		_, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) { return ch, nil })
+		_, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) { return ch, nil })
 		if !errors.Is(err, ErrInvalidChange) {
 			t.Errorf("Sync(%v) = %v, want ErrInvalidChange", ch, err)
 		}
@@ -609,7 +609,7 @@ func TestSyncRefusesWritingThroughSymlinks(t *testing.T) {
 	runGit(t, evil, "-c", "user.name=e", "-c", "user.email=e@x", "commit", "-q", "-m", "link")
 	runGit(t, evil, "push", "-q", "origin", "main")
 
-	_, err := r.Sync(context.Background(), writes("w", map[string]string{"clusters/cl-a/status.yaml": "x\n"}))
+	_, err := r.SyncTree(context.Background(), writes("w", map[string]string{"clusters/cl-a/status.yaml": "x\n"}))
 	if !errors.Is(err, ErrInvalidChange) || !strings.Contains(err.Error(), "symlink") {
 		t.Fatalf("Sync through a symlink = %v, want ErrInvalidChange", err)
 	}
@@ -626,11 +626,17 @@ func TestSyncRefusesWritingThroughSymlinks(t *testing.T) {
 	}
 }
 
-func TestSyncDiscardsStrayFiles(t *testing.T) {
+// TestStrayFilesInTheCloneNeverReachAPass: files someone leaves in the
+// clone's directory (a crash of an older version, a user's edit) are never
+// what a pass reads nor what it commits, and the next Open removes them.
+func TestStrayFilesInTheCloneNeverReachAPass(t *testing.T) {
 	bare := newBare(t)
-	r := openRepo(t, bare, "cl-a")
+	opts := testOptions(t, bare, "cl-a")
+	r, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustSync(t, r, writes("init", map[string]string{"a/a.yaml": "a\n"}))
-	// Leftovers of a crash, or of a pass that wrote the worktree itself.
 	for name, content := range map[string]string{"stray.yaml": "s", "new/dir/x": "x", "a/a.yaml": "modified"} {
 		p := filepath.Join(r.Dir(), filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -640,15 +646,24 @@ func TestSyncDiscardsStrayFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustSync(t, r, func(_ context.Context, root string) (*Change, error) {
-		if exists(root, "stray.yaml") || exists(root, "new") {
-			t.Error("the pass sees untracked files")
+	res := mustSync(t, r, func(_ context.Context, tip *TreeFS) (*Change, error) {
+		if _, err := fs.Stat(tip, "stray.yaml"); err == nil {
+			t.Error("the pass sees a stray file")
 		}
-		if b, _ := os.ReadFile(filepath.Join(root, "a/a.yaml")); string(b) != "a\n" {
+		if b, _ := fs.ReadFile(tip, "a/a.yaml"); string(b) != "a\n" {
 			t.Errorf("the pass sees a modified file: %q", b)
 		}
-		return nil, nil
+		return &Change{Writes: map[string][]byte{"b.yaml": []byte("b\n")}, Message: "b"}, nil
 	})
+	if tree := runGit(t, bare, "ls-tree", "-r", "--name-only", res.Commit); tree != "a/a.yaml\nb.yaml" {
+		t.Errorf("the commit holds:\n%s", tree)
+	}
+	if got := runGit(t, bare, "show", res.Commit+":a/a.yaml"); got != "a" {
+		t.Errorf("the commit's a/a.yaml is %q", got)
+	}
+	if _, err := Open(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
 	assertClean(t, r.Dir())
 }
 
@@ -656,7 +671,7 @@ func TestSyncPassError(t *testing.T) {
 	bare := newBare(t)
 	r := openRepo(t, bare, "cl-a")
 	boom := errors.New("boom")
-	_, err := r.Sync(context.Background(), func(context.Context, string) (*Change, error) { return nil, boom })
+	_, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("Sync = %v, want the pass's error", err)
 	}
@@ -684,7 +699,7 @@ func TestSyncConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			for i := range rounds {
 				name := fmt.Sprintf("clusters/cl-%d/status-%d.yaml", w, i)
-				res, err := r.Sync(context.Background(), writes(name, map[string]string{name: "ok\n"}))
+				res, err := r.SyncTree(context.Background(), writes(name, map[string]string{name: "ok\n"}))
 				if err != nil {
 					errs <- err
 					return
@@ -843,7 +858,7 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 		}
 		return clock
 	}
-	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync = %v, want ErrPushConflict", err)
 	}
@@ -865,31 +880,10 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 	fsck(t, bare)
 }
 
-func TestSyncRecoversFromBlockingStrayDirectory(t *testing.T) {
-	bare := newBare(t)
-	a := openRepo(t, bare, "cl-a")
-	b := openRepo(t, bare, "cl-b")
-	mustSync(t, a, writes("init", map[string]string{"keep": "k\n"}))
-	mustSync(t, b, noChange())
-	// An untracked directory in B's clone sits where the next tip has a file.
-	if err := os.MkdirAll(filepath.Join(b.Dir(), "x", "y"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(b.Dir(), "x", "y", "z"), []byte("z"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustSync(t, a, writes("x", map[string]string{"x": "file\n"}))
-	mustSync(t, b, func(_ context.Context, root string) (*Change, error) {
-		if c, err := os.ReadFile(filepath.Join(root, "x")); err != nil || string(c) != "file\n" {
-			t.Errorf("x = %q, %v", c, err)
-		}
-		return nil, nil
-	})
-	assertClean(t, b.Dir())
-}
-
 // noChange is a pass that wants nothing.
-func noChange() PassFunc { return func(context.Context, string) (*Change, error) { return nil, nil } }
+func noChange() TreePassFunc {
+	return func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
+}
 
 // TestSyncWaitsItsTurnInABurstOfNewWriters: PushTimeout counts from the
 // last commit by a writer new to the pass, so a pass behind a burst of
@@ -928,7 +922,7 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		return clock
 	}
 	start := clk.Now()
-	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if err != nil {
 		t.Fatalf("Sync behind a burst of %d writers: %v", burst, err)
 	}
@@ -973,7 +967,7 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 		return clock
 	}
 	start := clk.Now()
-	res, err := b.Sync(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
+	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	took := clk.Since(start)
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync behind an endless stream of new writers: %v, want ErrPushConflict", err)

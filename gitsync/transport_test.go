@@ -166,14 +166,14 @@ func TestCredentialsOverSSHAndHTTPS(t *testing.T) {
 		bearer := mustOpen(t, httpsURL, h.httpsCreds(t, httpToken), "bearer")
 		var commits []string
 		for i, r := range []*Repo{overSSH, basic, bearer} {
-			res, err := r.Sync(ctx, writes("write "+string(rune('a'+i)), map[string]string{string(rune('a'+i)) + ".yaml": "x: 1\n"}))
+			res, err := r.SyncTree(ctx, writes("write "+string(rune('a'+i)), map[string]string{string(rune('a'+i)) + ".yaml": "x: 1\n"}))
 			if l.err(err) != nil {
 				t.Fatalf("Sync %d: %v", i, err)
 			}
 			commits = append(commits, res.Commit)
 		}
 		// Each side reads what the others pushed.
-		if _, err := overSSH.Sync(ctx, func(context.Context, string) (*Change, error) { return nil, nil }); l.err(err) != nil {
+		if _, err := overSSH.SyncTree(ctx, func(context.Context, *TreeFS) (*Change, error) { return nil, nil }); l.err(err) != nil {
 			t.Fatal(err)
 		}
 		if overSSH.Head() != commits[2] {
@@ -251,7 +251,7 @@ func TestCredentialsOverSSHAndHTTPS(t *testing.T) {
 
 	t.Run("a read-only token may fetch but its push is refused", func(t *testing.T) {
 		r := mustOpen(t, httpsURL, h.httpsCreds(t, readToken), "read-only")
-		_, err := r.Sync(ctx, writes("ro", map[string]string{"ro.yaml": "x: 1\n"}))
+		_, err := r.SyncTree(ctx, writes("ro", map[string]string{"ro.yaml": "x: 1\n"}))
 		wantErr(t, l.err(err), gitauth.ErrAuthRefused, "403")
 	})
 
@@ -266,7 +266,7 @@ func TestCredentialsOverSSHAndHTTPS(t *testing.T) {
 		creds := h.httpsCreds(t, "")
 		r := mustOpen(t, httpsURL, creds, "rotated")
 		testgit.WriteFiles(t, creds, map[string][]byte{gitauth.PasswordFile: []byte("revoked")})
-		_, err := r.Sync(ctx, writes("rotate", map[string]string{"rot.yaml": "x: 1\n"}))
+		_, err := r.SyncTree(ctx, writes("rotate", map[string]string{"rot.yaml": "x: 1\n"}))
 		wantErr(t, l.err(err), gitauth.ErrAuthRefused)
 		// Rotated to a bearer token: username and password are gone.
 		for _, f := range []string{gitauth.UsernameFile, gitauth.PasswordFile} {
@@ -275,7 +275,7 @@ func TestCredentialsOverSSHAndHTTPS(t *testing.T) {
 			}
 		}
 		testgit.WriteFiles(t, creds, map[string][]byte{gitauth.BearerTokenFile: []byte(httpToken)})
-		if _, err := r.Sync(ctx, writes("rotate", map[string]string{"rot.yaml": "x: 1\n"})); l.err(err) != nil {
+		if _, err := r.SyncTree(ctx, writes("rotate", map[string]string{"rot.yaml": "x: 1\n"})); l.err(err) != nil {
 			t.Fatalf("Sync after the rotation: %v", err)
 		}
 	})
@@ -291,7 +291,7 @@ func TestCredentialsOverSSHAndHTTPS(t *testing.T) {
 		}
 		defer os.Remove(hook)
 		for _, r := range []*Repo{overSSH, overHTTPS} {
-			res, err := r.Sync(ctx, writes("declined", map[string]string{"declined.yaml": "x: 1\n"}))
+			res, err := r.SyncTree(ctx, writes("declined", map[string]string{"declined.yaml": "x: 1\n"}))
 			wantErr(t, l.err(err), gitauth.ErrPushDeclined, "pre-receive hook declined",
 				"\nremote: GH006: Protected branch update failed for refs/heads/main.\nremote: Changes must be made through a pull request.")
 			if res.Attempts != 1 {

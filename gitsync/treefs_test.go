@@ -72,9 +72,9 @@ func TestTreeFSReadsTheCommit(t *testing.T) {
 	if err := fstest.TestFS(sub, "cluster.yaml", "inbox/b/nonce.yaml"); err != nil {
 		t.Fatal(err)
 	}
-	// What the worktree (checked out by Git) holds, the TreeFS gives.
+	// What Git reads in the clone, the TreeFS gives.
 	for _, name := range []string{"peering.cue", "clusters/a/inbox/b/nonce.yaml", "clusters/b/run.sh"} {
-		want, err := os.ReadFile(filepath.Join(r.Dir(), filepath.FromSlash(name)))
+		want, err := testgit.Command(r.Dir(), "cat-file", "blob", "HEAD:"+name).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,93 +123,6 @@ func TestTreeFSReadsTheCommit(t *testing.T) {
 	}
 }
 
-// TestSyncTreeIgnoresTheWorktree: what someone leaves in the worktree of a
-// SyncTree clone (an edit, a stray file, a deletion) reaches neither the
-// pass nor a commit, and a later tip that changes the edited file puts the
-// committed one back.
-func TestSyncTreeIgnoresTheWorktree(t *testing.T) {
-	bare := newBare(t)
-	a := openRepo(t, bare, "cl-a")
-	b := openRepo(t, bare, "cl-b")
-	mustSync(t, a, writes("init", map[string]string{"a/a.yaml": "a\n", "a/gone.yaml": "g\n", "peering.cue": "spec\n"}))
-	if _, err := b.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) { return nil, nil }); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string]string{"a/a.yaml": "edited\n", "stray.yaml": "s\n", "peering.cue": "edited spec\n"} {
-		if err := os.WriteFile(filepath.Join(b.Dir(), filepath.FromSlash(name)), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Remove(filepath.Join(b.Dir(), "a", "gone.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	mustSync(t, a, writes("a2", map[string]string{"a/a.yaml": "a2\n"}))
-
-	res, err := b.SyncTree(context.Background(), func(_ context.Context, tip *TreeFS) (*Change, error) {
-		for name, want := range map[string]string{"a/a.yaml": "a2\n", "a/gone.yaml": "g\n", "peering.cue": "spec\n"} {
-			if got, err := tip.ReadFile(name); err != nil || string(got) != want {
-				t.Errorf("the pass reads %s as %q, %v; want %q", name, got, err, want)
-			}
-		}
-		if _, err := tip.Stat("stray.yaml"); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("the pass sees the stray file: %v", err)
-		}
-		return &Change{Writes: map[string][]byte{"b/b.yaml": []byte("b\n")}, Message: "b"}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Commit == "" {
-		t.Fatal("no commit")
-	}
-	if got := runGit(t, bare, "show", "--name-status", "--format=", "main"); got != "A\tb/b.yaml" {
-		t.Errorf("the commit changed %q, want only b/b.yaml added", got)
-	}
-	for name, want := range map[string]string{"a/a.yaml": "a2\n", "a/gone.yaml": "g\n", "peering.cue": "spec\n"} {
-		if got := runGit(t, bare, "show", "main:"+name); got+"\n" != want {
-			t.Errorf("main:%s = %q, want %q", name, got, want)
-		}
-	}
-	// The file the remote changed is the tip's again in the worktree.
-	if got, _ := os.ReadFile(filepath.Join(b.Dir(), "a", "a.yaml")); string(got) != "a2\n" {
-		t.Errorf("worktree a/a.yaml = %q, want the tip's", got)
-	}
-	// A plain Sync checks the worktree and restores all of it.
-	mustSync(t, b, noChange())
-	assertClean(t, b.Dir())
-}
-
-// TestSyncTreeDoesNotScanTheWorktree: once a Repo has checked its worktree,
-// an idle SyncTree, or one moving to a new tip, stats no file outside the
-// change (the scan is what made an idle pass grow with the repo); a
-// plain Sync still scans.
-func TestSyncTreeDoesNotScanTheWorktree(t *testing.T) {
-	bare := newBare(t)
-	a := openRepo(t, bare, "cl-a")
-	b := openRepo(t, bare, "cl-b")
-	mustSync(t, a, writes("init", map[string]string{"a/a.yaml": "a\n"}))
-	idle := func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
-	if _, err := b.SyncTree(context.Background(), idle); err != nil {
-		t.Fatal(err)
-	}
-	before := b.scans
-	for i := range 3 {
-		if i == 1 {
-			mustSync(t, a, writes("a2", map[string]string{"a/a.yaml": "a2\n"}))
-		}
-		if _, err := b.SyncTree(context.Background(), idle); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if b.scans != before {
-		t.Errorf("3 SyncTrees scanned the worktree %d times, want none", b.scans-before)
-	}
-	mustSync(t, b, noChange())
-	if b.scans == before {
-		t.Error("a Sync did not check the worktree")
-	}
-}
-
 // TestMemoryTreeIsWhatSyncCommits: the same changes applied to a
 // MemoryTree and committed by Sync give the same tree, file for file, and
 // a change Sync refuses is refused with nothing changed.
@@ -222,7 +135,7 @@ func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
 		{Writes: map[string][]byte{"clusters/x/a.yaml": []byte("a2\n")}, Deletes: []string{"clusters/x/inbox", "nothing/here"}},
 	} {
 		ch.Message = "step"
-		mustSync(t, r, func(context.Context, string) (*Change, error) { return ch, nil })
+		mustSync(t, r, func(context.Context, *TreeFS) (*Change, error) { return ch, nil })
 		if err := m.Apply(ch); err != nil {
 			t.Fatal(err)
 		}
@@ -248,31 +161,4 @@ func TestMemoryTreeIsWhatSyncCommits(t *testing.T) {
 	if m.root != before {
 		t.Error("a refused change changed the tree")
 	}
-}
-
-// TestSyncTreeWritesOverAStrayDirectoryInTheWay: someone left a directory
-// in the worktree where the pass now writes a file. SyncTree, which does
-// not check the worktree before the pass, still commits the pass's change
-// and leaves a clean checkout.
-func TestSyncTreeWritesOverAStrayDirectoryInTheWay(t *testing.T) {
-	bare := newBare(t)
-	r := openRepo(t, bare, "cl-a")
-	idle := func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
-	mustSync(t, r, writes("init", map[string]string{"keep": "k\n"}))
-	if _, err := r.SyncTree(context.Background(), idle); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(r.Dir(), "clusters", "a", "status.yaml", "stray"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
-		return &Change{Writes: map[string][]byte{"clusters/a/status.yaml": []byte("ready\n")}, Message: "status"}, nil
-	})
-	if err != nil || res.Commit == "" {
-		t.Fatalf("SyncTree = %+v, %v; want the change committed", res, err)
-	}
-	if got := runGit(t, bare, "show", "main:clusters/a/status.yaml"); got != "ready" {
-		t.Errorf("main:clusters/a/status.yaml = %q", got)
-	}
-	assertClean(t, r.Dir())
 }

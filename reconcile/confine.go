@@ -53,9 +53,14 @@ func (p *pass) refusedFolder(peer string) error {
 // as they were before run, what this cluster signed there earlier is
 // carried, run's Identities and Certificates are dropped, and st is
 // Stalled PeeringFailed (TooManyEntries, without running run, when a
-// folder of the peering is too large to read: refusedFolder). Only a cancelled or expired ctx, which ends the
-// whole pass, is returned.
+// folder of the peering is too large to read: refusedFolder). Only a
+// cancelled or expired ctx, which ends the whole pass, is returned: also
+// before run, so that a pass of a thousand peerings stops at the next one
+// once SIGTERM ends ctx.
 func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, run func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("peering with %s: %w", peer, err)
+	}
 	dirs := []string{layout.PeerDir(p.self, peer) + "/", layout.ClusterPath(peer, layout.InboxDir, p.self) + "/"}
 	ours := func(f string) bool { return strings.HasPrefix(f, dirs[0]) || strings.HasPrefix(f, dirs[1]) }
 	before := map[string][]byte{}

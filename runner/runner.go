@@ -258,11 +258,12 @@ func (r *Runner) pinSource(ctx context.Context, seal string) (string, error) {
 	return where, nil
 }
 
-// loadSpec finds the spec file at the root of tree, named as a file of the
-// checkout, and evaluates it (LoadSpec) unless the cache (in memory, or in
-// the clone for the next process) holds its bytes.
+// loadSpec finds the spec file at the root of tree, named by its path in
+// the repo (the clone has no worktree to name a file of), and evaluates it
+// (LoadSpec) unless the cache (in memory, or in the clone for the next
+// process) holds its bytes.
 func (r *Runner) loadSpec(ctx context.Context, tree fs.FS) (*schema.Spec, error) {
-	file, data, err := schema.FindSpec(tree, r.Repo.Dir())
+	file, data, err := schema.FindSpec(tree, "")
 	if err != nil {
 		return nil, err
 	}

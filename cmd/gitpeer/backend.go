@@ -182,7 +182,7 @@ func (f *backendFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// defaultCheckout is where the reconciler keeps its working clone.
+// defaultCheckout is where the reconciler keeps its clone.
 func (f *backendFlags) defaultCheckout(cluster string) string {
 	if f.kind == backendFile && f.stateDir != "" {
 		return f.stateDir + "/checkout"

@@ -85,7 +85,7 @@ Another one fails naming the holder's process, or with --wait waits.`,
 	cmd.Flags().StringVar(&o.branch, "branch", "main", "branch to reconcile; it must exist on the remote, holding the peering spec")
 	cmd.Flags().StringVar(&o.gitCredentials, "git-credentials", "", "directory of Git credentials named as Flux's Git Secret keys (identity, known_hosts, password, username, bearerToken, ca.crt)")
 	f := cmd.Flags()
-	f.StringVar(&o.checkout, "checkout", "", "working clone of the repo (default <state-dir>/checkout)")
+	f.StringVar(&o.checkout, "checkout", "", "clone of the repo, without a worktree: read what a pass wrote with git -C DIR log or show, or gitpeer status DIR (default <state-dir>/checkout)")
 	f.StringVar(&o.pushBranch, "push-branch", "", "propose each pass's commit on this branch for review instead of pushing to --branch; {cluster} is this cluster's ID, e.g. gitpeer/{cluster}")
 	f.StringVar(&o.reviewScope, "review-scope", runner.ReviewAll, "with --push-branch, what is proposed for review: all (every change) or applied (what the cluster applies, clusters/<id>/ but its inbox; handshake artifacts in peers' inboxes go to --branch directly)")
 	o.pr.register(f)
@@ -169,8 +169,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer lock.Unlock()
-	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout,
-		CheckoutAfterPass: true}
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
 	if review != nil {
 		gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
 	}

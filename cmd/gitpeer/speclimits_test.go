@@ -55,7 +55,7 @@ func TestACostlySpecIsRefusedWithAClearError(t *testing.T) {
 		{"status", []string{"status", work, "--spec-timeout=2s"}, 2, timeout(work)},
 		{"reconcile", []string{"reconcile", "--once", "--cluster", "alpha", "--repo", remote,
 			"--state-dir", filepath.Join(root, "state", "alpha"), "--spec-timeout", "2s"}, 1,
-			timeout(filepath.Join(root, "state", "alpha", "checkout"))},
+			"peering.cue: evaluation exceeded 2s (raise --spec-timeout)"},
 		{"validate out of memory", []string{"validate", mem, "--spec-memory", "256Mi", "--spec-timeout", "5m"}, 1,
 			filepath.Join(mem, "peering.cue") + ": evaluation used more than 256Mi of memory (raise --spec-memory)"},
 	}

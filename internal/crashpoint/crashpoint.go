@@ -3,8 +3,9 @@
 // a Step kills itself with SIGKILL the first time one of its passes reaches
 // that step boundary, as a power cut or the OOM killer would stop it there.
 // The crash-safety tests (cmd/gitpeer) use it to prove that the next pass
-// converges from every boundary. It is not a user feature and is not
-// documented as one; with the variable unset, Reached does nothing.
+// converges from every boundary, and GITPEER_HANG_AT (HangEnv) makes a
+// pass hang there instead. It is not a user feature and is not documented
+// as one; with the variables unset, Reached does nothing.
 package crashpoint
 
 import (
@@ -22,12 +23,12 @@ type Step string
 // them.
 const (
 	// PinsSaved: the pass is computed and its pins saved; nothing of it is
-	// in the working clone yet.
+	// in the clone yet.
 	PinsSaved Step = "pins-saved"
-	// FilesWritten: the change is in the working clone's files and index,
-	// not committed.
+	// FilesWritten: the change's blobs and trees are in the clone's
+	// objects, not committed.
 	FilesWritten Step = "files-written"
-	// Committed: committed in the working clone, not pushed.
+	// Committed: committed in the clone (its local branch), not pushed.
 	Committed Step = "committed"
 	// Pushed: the shared branch is pushed; the applied branch is not moved.
 	Pushed Step = "pushed"
@@ -39,12 +40,28 @@ const (
 // Steps are all the steps, in order.
 var Steps = []Step{PinsSaved, FilesWritten, Committed, Pushed, Applied}
 
-// target is read once: the hook must cost nothing on a pass's path.
-var target = Step(os.Getenv(Env))
+// HangEnv is the environment variable naming the Step at which a pass
+// blocks for good, deaf to its context, as a call that never returns
+// would: the SIGTERM tests (cmd/gitpeer) use it to prove that a process
+// stops within seconds whatever its pass is doing.
+const HangEnv = "GITPEER_HANG_AT"
+
+// target and hang are read once: the hook must cost nothing on a pass's
+// path.
+var (
+	target = Step(os.Getenv(Env))
+	hang   = Step(os.Getenv(HangEnv))
+)
 
 // Reached kills this process with SIGKILL when step is the one GITPEER_CRASH_AT
-// names; otherwise it returns at once.
+// names, and never returns when it is the one GITPEER_HANG_AT names;
+// otherwise it returns at once.
 func Reached(step Step) {
+	if hang != "" && step == hang {
+		for { // this goroutine only: the others (signals) go on
+			time.Sleep(time.Hour)
+		}
+	}
 	if target == "" || step != target {
 		return
 	}

@@ -24,6 +24,7 @@
 // skipped with "KNOWN: …" and the reason, after every check that holds.
 //
 // One file per family: keys, ownership, planted, tamper, replay, corrupt,
-// bomb, entries, hostile, secrets, duplicate. The package has no code of its own: it is tests
+// bomb, entries, hostile, secrets, duplicate, uncheckoutable (paths no
+// checkout can hold). The package has no code of its own: it is tests
 // only, run with `go test ./attack/`.
 package attack
