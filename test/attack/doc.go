@@ -24,6 +24,9 @@
 // skipped with "KNOWN: …" and the reason, after every check that holds.
 //
 // One file per family: keys, ownership, planted, tamper, replay, corrupt,
-// bomb, hostile, secrets. The package has no code of its own: it is tests
+// bomb, hostile, secrets, status. The tests named TestRealCluster… also try
+// what a settled world applies on a real kube-apiserver
+// (GITPEER_TEST_KUBECONFIG; skipped without one): make e2e runs them in
+// hack/backend-real.sh. The package has no code of its own: it is tests
 // only, run with `go test ./attack/`.
 package attack
