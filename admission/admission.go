@@ -141,7 +141,7 @@ func Policy(provider, consumer, tenantNamespace string, grants []Grant) *admissi
 	forbidden := metav1.StatusReasonForbidden
 	// Spec checks are for writes of the main resource; status checks for
 	// writes of the status subresource, where the spec cannot change.
-	const specWrite, statusWrite = `request.subResource == "status" || `, `request.subResource != "status" || `
+	const specWrite, statusWrite = isStatusWrite + " || ", "!" + isStatusWrite + " || "
 	validations := []admissionv1.Validation{
 		{
 			Expression: specWrite + fmt.Sprintf("object.metadata.name in %s", celList(names)),
@@ -203,11 +203,11 @@ func Policy(provider, consumer, tenantNamespace string, grants []Grant) *admissi
 			MatchConditions: []admissionv1.MatchCondition{
 				{
 					Name:       "changes-the-spec-or-writes-the-status",
-					Expression: `request.operation == "CREATE" || request.subResource == "status" || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec`,
+					Expression: `request.operation == "CREATE" || ` + isStatusWrite + ` || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec`,
 				},
 				{
 					Name:       "not-the-providers-liqo-writing-the-status",
-					Expression: fmt.Sprintf(`request.subResource != "status" || request.userInfo.username != %s`, cel(LiqoControllerManager)),
+					Expression: fmt.Sprintf(`!%s || request.userInfo.username != %s`, isStatusWrite, cel(LiqoControllerManager)),
 				},
 			},
 			Variables: []admissionv1.Variable{
@@ -218,6 +218,12 @@ func Policy(provider, consumer, tenantNamespace string, grants []Grant) *admissi
 		},
 	}
 }
+
+// isStatusWrite tells a write of the status subresource. The API server
+// leaves request.subResource out of a request for the main resource, and
+// reading a field that is not there is an evaluation error (which
+// failurePolicy Fail turns into a refusal), hence has().
+const isStatusWrite = `(has(request.subResource) && request.subResource == "status")`
 
 // The status checks, on a write of the status subresource. Variable
 // granted maps each granted slice's name to the most of each resource its

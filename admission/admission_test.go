@@ -58,7 +58,7 @@ func TestPolicyBytesDoNotDependOnTheGrantsOrder(t *testing.T) {
 // With nothing granted (a new tenant, a drained one) no slice is admitted.
 func TestNoGrantsAdmitNoSlice(t *testing.T) {
 	p := Policy("beta", "alpha", "liqo-tenant-alpha", nil)
-	if got := p.Spec.Validations[0].Expression; got != `request.subResource == "status" || object.metadata.name in []` {
+	if got := p.Spec.Validations[0].Expression; got != `(has(request.subResource) && request.subResource == "status") || object.metadata.name in []` {
 		t.Fatalf("first validation %q", got)
 	}
 	if len(p.Spec.Validations) != 5 {
@@ -103,8 +103,8 @@ func TestStatusWritesAreCheckedExceptLiqos(t *testing.T) {
 		conds = append(conds, c.Expression)
 	}
 	want := []string{
-		`request.operation == "CREATE" || request.subResource == "status" || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec`,
-		`request.subResource != "status" || request.userInfo.username != "system:serviceaccount:liqo:liqo-controller-manager"`,
+		`request.operation == "CREATE" || (has(request.subResource) && request.subResource == "status") || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec`,
+		`!(has(request.subResource) && request.subResource == "status") || request.userInfo.username != "system:serviceaccount:liqo:liqo-controller-manager"`,
 	}
 	if strings.Join(conds, "\n") != strings.Join(want, "\n") {
 		t.Errorf("match conditions:\n%s\nwant:\n%s", strings.Join(conds, "\n"), strings.Join(want, "\n"))
@@ -112,12 +112,31 @@ func TestStatusWritesAreCheckedExceptLiqos(t *testing.T) {
 	// Each validation is for one kind of write: the spec checks pass a
 	// status write (its spec cannot change), the status checks a spec write.
 	for i, v := range p.Spec.Validations {
-		guard := `request.subResource == "status" || `
+		guard := `(has(request.subResource) && request.subResource == "status") || `
 		if i >= len(p.Spec.Validations)-3 {
-			guard = `request.subResource != "status" || `
+			guard = `!(has(request.subResource) && request.subResource == "status") || `
 		}
 		if !strings.HasPrefix(v.Expression, guard) {
 			t.Errorf("validation %d does not start with %q: %s", i, guard, v.Expression)
+		}
+	}
+}
+
+// The API server leaves request.subResource out of a request for the main
+// resource, where reading it is an error that refuses the request: every
+// expression tests has() first.
+func TestSubResourceIsReadOnlyWhereItIsSet(t *testing.T) {
+	p := Policy("beta", "alpha", "liqo-tenant-alpha", []Grant{grant("web", "", "cpu", "2")})
+	exprs := []string{}
+	for _, c := range p.Spec.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	for _, v := range p.Spec.Validations {
+		exprs = append(exprs, v.Expression, v.MessageExpression)
+	}
+	for _, e := range exprs {
+		if n, guarded := strings.Count(e, "request.subResource"), strings.Count(e, "has(request.subResource) && request.subResource"); n != 2*guarded {
+			t.Errorf("request.subResource read without has(): %s", e)
 		}
 	}
 }

@@ -130,6 +130,16 @@ subjects: [{kind: ServiceAccount, name: %s, namespace: %s}]
 		}
 		return nil
 	})
+	if _, err := slices(alpha).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil ||
+		!strings.Contains(err.Error(), "ResourceSlice not-granted is not granted to alpha by the reviewed peering spec (granted: pool, web)") {
+		t.Errorf("a slice the spec does not grant: want the policy's message, got %v", err)
+	}
+	// Writes of the main resource that leave the spec alone are not the
+	// policy's business, even on a slice the spec no longer grants: Liqo
+	// adds and removes its finalizers and labels so.
+	if _, err := slices(beta).Patch(ctx, "stale", types.MergePatchType, []byte(`{"metadata":{"labels":{"gitpeer.io/attack":"x"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("beta's Liqo labels the slice the spec no longer grants: %v", err)
+	}
 
 	// alpha's crd-replicator creates web; beta's Liqo answers it.
 	web := answerSlice(t, w, "web", ns)
@@ -198,7 +208,7 @@ subjects: [{kind: ServiceAccount, name: %s, namespace: %s}]
 	// Through the main resource the API server keeps the status as it was
 	// (Liqo's CRD has the status subresource).
 	if err := statusPatch("web", `{"status":{"resources":{"cpu":"64"}}}`); err != nil {
-		t.Logf("status through the main resource: %v", err)
+		t.Errorf("a status patch of the main resource (which the API server ignores): %v", err)
 	}
 	if got := resources("web"); got != written {
 		t.Errorf("a status written through the main resource changed status.resources to %s", got)
