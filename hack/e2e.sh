@@ -49,8 +49,8 @@ step gitea-bins "build Gitea v1.26.0 into $E2E_CACHE/bin (cold: ~5 min on idle c
 step liqo-bins "build Liqo v1.2.0's controller-manager, crd-replicator, virtual-kubelet, webhook and gitpeer's Liqo driver (cold: ~6 min; then cached)" \
   env WORK="$E2E_CACHE" bash hack/build-liqo.sh
 step gitpeer "build bin/gitpeer" "$MAKE" --no-print-directory build
-step backend-kubernetes "the kubernetes backend's real-API-server tests (its RBAC, FluxTrusts) on a control plane of their own" \
-  env GO="$GO" BIN="$E2E_CACHE/bin" bash hack/backend-real.sh
+step backend-kubernetes "the real-API-server tests of the kubernetes backend (its RBAC, FluxTrusts) and of the attack suite (the admission policy) on a control plane of their own" \
+  env GO="$GO" BIN="$E2E_CACHE/bin" LIQO_CHART="$E2E_CACHE/liqo-chart" bash hack/backend-real.sh
 step tests "go test -tags e2e ./test/e2e/ ./test/e2e/forge/ ./daemon/ (control planes, Flux, Gitea, daemons)" \
   env PATH="$E2E_CACHE/bin:$PATH" KUBE_BIN="$E2E_CACHE/bin" GITPEER_E2E_BIN="$PWD/bin/gitpeer" \
   FLUX_CRDS="$E2E_CACHE/flux-crds" LIQO_CHART="$E2E_CACHE/liqo-chart" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \

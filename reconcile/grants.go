@@ -119,7 +119,7 @@ func (p *pass) keepAnswer(name string, k keptAnswer, listed *policy.Listed, cond
 	}
 	p.out.Files[k.file] = k.data
 	if artifact.SliceAccepted(k.prev) {
-		grant(admission.Grant{Name: name, Class: string(k.prev.Spec.Class), Resources: k.prev.Spec.Resources})
+		grant(admission.Grant{Name: name, Class: string(k.prev.Spec.Class), Resources: k.prev.Spec.Resources, Granted: k.prev.Status.Resources})
 	}
 	s := sliceStatus(k.prev)
 	s.Message += "; decision kept: " + k.note

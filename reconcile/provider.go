@@ -515,7 +515,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 		}
 		ans.Status.Resources = d.Granted
 		ans.Status.AuthParams = params
-		grant(admission.Grant{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources})
+		grant(admission.Grant{Name: name, Class: string(req.Spec.Class), Resources: req.Spec.Resources, Granted: d.Granted})
 	}
 	if err := p.put(answerFile, ans); err != nil {
 		return layout.SliceStatus{}, err

@@ -284,11 +284,12 @@ func (v *verifier) leftovers(self, peer string, addAs func(*schema.Pair, []rende
 
 // admitted is what the admission policy of provider for consumer admits:
 // each slice provider's answers accept, with the class and resources of
-// the request it answers.
+// the request it answers, and the resources the answer grants as the most
+// its status may hold.
 func (v *verifier) admitted(provider, consumer string) []admission.Grant {
 	var out []admission.Grant
 	for _, a := range v.acceptedAnswers(provider, consumer) {
-		out = append(out, admission.Grant{Name: a.name, Class: string(a.rs.Spec.Class), Resources: a.rs.Spec.Resources})
+		out = append(out, admission.Grant{Name: a.name, Class: string(a.rs.Spec.Class), Resources: a.rs.Spec.Resources, Granted: a.rs.Status.Resources})
 	}
 	return out
 }

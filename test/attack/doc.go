@@ -25,6 +25,9 @@
 //
 // One file per family: keys, ownership, planted, tamper, replay, corrupt,
 // bomb, entries, hostile, secrets, duplicate, uncheckoutable (paths no
-// checkout can hold). The package has no code of its own: it is tests
+// checkout can hold), status. The tests named TestRealCluster… also try
+// what a settled world applies on a real kube-apiserver
+// (GITPEER_TEST_KUBECONFIG; skipped without one): make e2e runs them in
+// hack/backend-real.sh. The package has no code of its own: it is tests
 // only, run with `go test ./attack/`.
 package attack

@@ -343,6 +343,9 @@ func TestLiqoRunsThePeeringGitpeerBootstraps(t *testing.T) {
 		}
 	})
 
+	// The consumer's control-plane kubeconfig, as Liqo wrote it on the
+	// consumer: what its crd-replicator reaches the provider with.
+	consumerKubeconfig := filepath.Join(root, "gamma-to-delta.kubeconfig")
 	check(t, "the consumer's kubeconfig Secret is there and authenticates to the provider as the consumer", func(t *testing.T) {
 		var data string
 		err := eventually(ctx, liqoTimeout, time.Second, func() error {
@@ -359,7 +362,7 @@ func TestLiqoRunsThePeeringGitpeerBootstraps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(root, "gamma-to-delta.kubeconfig")
+		path := consumerKubeconfig
 		if err := os.WriteFile(path, kc, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -486,6 +489,86 @@ spec:
 		t.Logf("the pod is reflected on %s as: %s", prov.id, strings.ReplaceAll(where, "\n", ", "))
 	})
 
+	// Liqo's chart gives the consumer's user every verb on
+	// resourceslices/status, and the provider's Liqo sizes the slice's
+	// offloading Quota from its status, which the consumer's crd-replicator
+	// copies back into the VirtualNode's resourceQuota: a status grown by
+	// the consumer would grow both (Liqo reconciles the slice only when its
+	// spec changes, so nothing would correct it). The provider's admission
+	// policy refuses the write, so there is nothing for Liqo to act on.
+	check(t, "the consumer's user cannot grow the granted slice through its status: the provider's Quota and the consumer's VirtualNode keep the grant", func(t *testing.T) {
+		if _, err := os.Stat(consumerKubeconfig); err != nil {
+			t.Skip("no consumer kubeconfig")
+		}
+		sliceOn := func(c *cluster, ns string) (rv, res string) {
+			return kubeField(ctx, c, "{.metadata.resourceVersion}", "resourceslices.authentication.liqo.io", grantedSlice, "-n", ns),
+				kubeField(ctx, c, "{.status.resources}", "resourceslices.authentication.liqo.io", grantedSlice, "-n", ns)
+		}
+		quota := func() string {
+			return kubeField(ctx, prov.cluster, "{.items[*].spec.resources}", "quotas.offloading.liqo.io", "-n", provTenantNS)
+		}
+		vnQuota := func() string {
+			return kubeField(ctx, cons.cluster, "{.spec.resourceQuota.hard}", "virtualnodes.offloading.liqo.io", grantedSlice, "-n", consTenantNS)
+		}
+		granted := func(what, got string) {
+			t.Helper()
+			var m map[string]any
+			if err := json.Unmarshal([]byte(got), &m); err != nil {
+				t.Errorf("%s: %q: %v", what, got, err)
+				return
+			}
+			if m["cpu"] != "2" || m["memory"] != "4Gi" || m["pods"] != "110" {
+				t.Errorf("%s is %s, want the grant: cpu 2, memory 4Gi, pods 110 (Liqo's default)", what, got)
+			}
+		}
+		// The Quota follows the slice's status a moment after Liqo
+		// accepted it.
+		if err := eventually(ctx, liqoTimeout, time.Second, func() error {
+			if q := quota(); q == "" {
+				return fmt.Errorf("no Quota in %s on %s yet", provTenantNS, prov.id)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rvBefore, resBefore := sliceOn(prov.cluster, provTenantNS)
+		granted("the provider's slice status.resources", resBefore)
+		granted("the provider's Quota", quota())
+		granted("the consumer's VirtualNode resourceQuota.hard", vnQuota())
+
+		out, err := s.kubeAs(ctx, consumerKubeconfig, nil, "patch", "resourceslices.authentication.liqo.io", grantedSlice, "-n", provTenantNS,
+			"--subresource=status", "--type=merge", "-p", `{"status":{"resources":{"cpu":"64","memory":"512Gi","pods":"1k"}}}`)
+		const policy = "ValidatingAdmissionPolicy 'gitpeer-resourceslices-" + liqoConsumerID + "'"
+		want := "ResourceSlice " + grantedSlice + ": status.resources may not grant more than the reviewed peering spec grants " + liqoConsumerID +
+			" for it (cpu 2, ephemeral-storage 20Gi, memory 4Gi, pods 110)"
+		switch {
+		case err == nil:
+			t.Fatalf("%s's API server admitted the consumer's status patch (cpu 64, memory 512Gi, pods 1k): %s", prov.id, out)
+		case !strings.Contains(err.Error(), policy) || !strings.Contains(err.Error(), want):
+			t.Fatalf("the consumer's status patch: want %s's refusal %q, got: %v", policy, want, err)
+		}
+		t.Logf("the consumer's status patch is refused: %v", err)
+
+		// A round of passes with Liqo running on both clusters; then the
+		// slice is the object it was (no write reached it), and what Liqo
+		// derives from it still holds the grant.
+		if err := round(); err != nil {
+			t.Fatal(err)
+		}
+		if rv, res := sliceOn(prov.cluster, provTenantNS); rv != rvBefore || res != resBefore {
+			t.Errorf("the provider's slice changed: resourceVersion %s → %s, status.resources %s → %s", rvBefore, rv, resBefore, res)
+		}
+		granted("the provider's Quota", quota())
+		granted("the consumer's VirtualNode resourceQuota.hard", vnQuota())
+		_, res := sliceOn(cons.cluster, consTenantNS)
+		granted("the consumer's slice status.resources", res)
+		if vkNode != "" {
+			if cpu := kubeField(ctx, cons.cluster, "{.status.capacity.cpu}", "node", vkNode); cpu != "2" {
+				t.Errorf("Node %s: capacity cpu %q, want the granted 2", vkNode, cpu)
+			}
+		}
+	})
+
 	// The watch started before the handshake: creation, Liqo's handover,
 	// then liqoPasses passes of each reconciler with every Liqo component
 	// running.
@@ -533,7 +616,8 @@ spec:
 		refused := false
 		if data, err := os.ReadFile(filepath.Join(cons.dir, "liqo-crd-replicator.log")); err == nil {
 			for _, line := range strings.Split(string(data), "\n") {
-				if strings.Contains(line, "with name "+deniedSlice+":") && strings.Contains(line, policy) {
+				if strings.Contains(line, "with name "+deniedSlice+":") && strings.Contains(line, policy) &&
+					strings.Contains(line, "ResourceSlice "+deniedSlice+" is not granted to "+liqoConsumerID+" by the reviewed peering spec") {
 					refused = true
 					t.Logf("%s's crd-replicator: %s", cons.id, strings.TrimSpace(line))
 					break
@@ -541,7 +625,7 @@ spec:
 			}
 		}
 		if !refused {
-			errs = append(errs, fmt.Errorf("%s's crd-replicator log has no refusal of %s by %s", cons.id, deniedSlice, policy))
+			errs = append(errs, fmt.Errorf("%s's crd-replicator log has no refusal of %s by %s naming what is granted", cons.id, deniedSlice, policy))
 		}
 		if kubeField(ctx, prov.cluster, "{.metadata.name}", "resourceslices.authentication.liqo.io", deniedSlice, "-n", provTenantNS) == "" {
 			t.Logf("the denied slice does not exist on %s (its crd-replicator's create was refused); on %s its status is %q", prov.id, cons.id,
@@ -804,7 +888,12 @@ func startLiqo(ctx context.Context, t, owner *testing.T, lt liqoTools, c *liqoCl
 	if !slices.Contains(cmArgs, "--networking-enabled=false") {
 		t.Fatalf("the controller-manager's args do not turn networking off: %q", cmArgs)
 	}
-	cm := startProc(t, owner, c.id+"'s liqo-controller-manager", filepath.Join(c.dir, "liqo-controller-manager.log"), kenv("controller-manager"),
+	// The controller-manager runs as the chart's ServiceAccount, as its Pod
+	// would: the provider's admission policy tells Liqo's own status writes
+	// apart by that user (admission.LiqoControllerManager).
+	cmEnv := []string{"KUBECONFIG=" + serviceAccountKubeconfig(ctx, t, c, liqoNamespace, "liqo-controller-manager",
+		filepath.Join(c.dir, "controller-manager.kubeconfig")), "TMPDIR=" + tmp("controller-manager")}
+	cm := startProc(t, owner, c.id+"'s liqo-controller-manager", filepath.Join(c.dir, "liqo-controller-manager.log"), cmEnv,
 		lt.controllerManager, cmArgs...)
 	startProc(t, owner, c.id+"'s liqo-crd-replicator", filepath.Join(c.dir, "liqo-crd-replicator.log"), kenv("crd-replicator"),
 		lt.crdReplicator, withFlags(c.args["crd-replicator"], "--metrics-address="+testgit.FreeLoopbackAddr(t))...)
@@ -903,25 +992,7 @@ func runVirtualKubelet(ctx context.Context, t, owner *testing.T, lt liqoTools, c
 		}
 		args = append(args, a)
 	}
-	token, err := s.kube(ctx, c.cluster, nil, "create", "token", pod.ServiceAccountName, "-n", ns, "--duration", "2h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := s.kube(ctx, c.cluster, nil, "config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(c.dir, "virtual-kubelet.kubeconfig")
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: home, cluster: {server: %q, certificate-authority-data: %s}}]
-users: [{name: vk, user: {token: %s}}]
-contexts: [{name: home, context: {cluster: home, user: vk}}]
-current-context: home
-`, c.apiServer, strings.TrimSpace(ca), strings.TrimSpace(token))
-	if err := os.WriteFile(home, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := serviceAccountKubeconfig(ctx, t, c, ns, pod.ServiceAccountName, filepath.Join(c.dir, "virtual-kubelet.kubeconfig"))
 	_, listen, _ := net.SplitHostPort(testgit.FreeLoopbackAddr(t))
 	args = withFlags(args, "--home-kubeconfig="+home, "--listen-port="+listen, "--metrics-address="+testgit.FreeLoopbackAddr(t))
 	var node string
@@ -952,6 +1023,32 @@ current-context: home
 		t.Fatal(err)
 	}
 	return node
+}
+
+// serviceAccountKubeconfig writes to file a kubeconfig for c's API server
+// with a token (2h) of ServiceAccount ns/sa, as a Pod running as it would
+// hold, and returns file.
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *liqoCluster, ns, sa, file string) string {
+	t.Helper()
+	token, err := s.kube(ctx, c.cluster, nil, "create", "token", sa, "-n", ns, "--duration", "2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := s.kube(ctx, c.cluster, nil, "config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: home, cluster: {server: %q, certificate-authority-data: %s}}]
+users: [{name: %s, user: {token: %s}}]
+contexts: [{name: home, context: {cluster: home, user: %s}}]
+current-context: home
+`, c.apiServer, strings.TrimSpace(ca), sa, strings.TrimSpace(token), sa)
+	if err := os.WriteFile(file, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // watchSpec names the objects a fieldWatch follows: every object of
