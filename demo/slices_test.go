@@ -51,12 +51,32 @@ func TestSlicesRideTheHandshakeThroughARealRepo(t *testing.T) {
 		"beta: publish cluster identity",
 		"alpha: publish cluster identity",
 		"beta: send nonce to alpha",
-		"alpha: send tenant to beta; request slice gpu from beta; request slice huge from beta; request slice pool from beta",
-		"beta: issue identity to alpha; answer slice gpu of alpha; answer slice huge of alpha; answer slice pool of alpha; accept tenant of alpha",
+		"alpha: send tenant to beta; request slice gpu from beta and 2 more",
+		"beta: issue identity to alpha; answer slice gpu of alpha and 3 more",
 		"alpha: accept identity of beta; accept slice pool of beta",
 	}
 	if strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("history:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	// A subject past Git's 72 characters names the first steps; the body
+	// lists them all, and the trailers follow.
+	full := git(t, "-C", rep.Remote, "log", "-1", "--format=%B", "--grep=^beta: issue identity", "main")
+	wantFull := `beta: issue identity to alpha; answer slice gpu of alpha and 3 more
+
+- issue identity to alpha
+- answer slice gpu of alpha
+- answer slice huge of alpha
+- answer slice pool of alpha
+- accept tenant of alpha
+
+Gitpeer-Cluster: beta
+Gitpeer-Step: issue identity to alpha
+Gitpeer-Step: answer slice gpu of alpha
+Gitpeer-Step: answer slice huge of alpha
+Gitpeer-Step: answer slice pool of alpha
+Gitpeer-Step: accept tenant of alpha`
+	if strings.TrimSpace(full) != wantFull {
+		t.Errorf("beta's message:\n%s\nwant:\n%s", full, wantFull)
 	}
 	// The handshake is done; the peering is not Ready while the spec
 	// lists slices the provider denies (status and wait say which).

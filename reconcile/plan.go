@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/gitpeer/gitpeer/artifact"
 	"github.com/gitpeer/gitpeer/fluxtrust"
@@ -288,13 +289,47 @@ func isTombstone(f string, data []byte) bool {
 func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }
 func isRequest(file string) bool { _, ok := artifact.SliceName(file); return ok }
 
-// message is the commit message: a subject naming the cluster and its steps,
-// and trailers a machine can read back.
+// MaxSubject is the longest subject line a pass's commit message has, in
+// characters, "<cluster>: " included: Git's convention (git log --oneline
+// and the Git hosts' commit lists cut longer subjects).
+const MaxSubject = 72
+
+// message is the commit message: a subject naming the cluster and its
+// steps, and trailers a machine can read back (one Gitpeer-Step per step).
+// When the steps do not fit in MaxSubject, the subject names the first
+// ones that do and how many more there are, and the body lists them all,
+// one per line. The same steps give the same bytes.
 func message(self string, steps []string) string {
 	if len(steps) == 0 {
 		return ""
 	}
-	return trailer.Message(self, strings.Join(steps, "; "), steps...)
+	room := MaxSubject - utf8.RuneCountInString(self+": ")
+	if all := strings.Join(steps, "; "); utf8.RuneCountInString(all) <= room {
+		return trailer.Message(self, all, steps...)
+	}
+	var body strings.Builder
+	for _, s := range steps {
+		body.WriteString("- " + s + "\n")
+	}
+	return trailer.MessageWithBody(self, subject(steps, room), body.String(), steps...)
+}
+
+// subject is the first of steps that fit in room characters, then "and
+// N more"; a first step too long by itself is cut, ending in "…".
+func subject(steps []string, room int) string {
+	for k := len(steps) - 1; k >= 1; k-- {
+		s := strings.Join(steps[:k], "; ") + fmt.Sprintf(" and %d more", len(steps)-k)
+		if utf8.RuneCountInString(s) <= room {
+			return s
+		}
+	}
+	more := ""
+	if len(steps) > 1 {
+		more = fmt.Sprintf(" and %d more", len(steps)-1)
+	}
+	first := []rune(steps[0])
+	keep := max(room-utf8.RuneCountInString(more)-1, 0)
+	return string(first[:min(keep, len(first))]) + "…" + more
 }
 
 // peerOfRendered is the peer of a path under liqo/ in a cluster's tree.

@@ -23,8 +23,19 @@ const (
 // "<cluster>: <subject>", a blank line, then a Cluster trailer and one Step
 // trailer per step, each line ending in a newline.
 func Message(cluster, subject string, steps ...string) string {
+	return MessageWithBody(cluster, subject, "", steps...)
+}
+
+// MessageWithBody is Message with body, when not "", between the subject
+// and the trailers, each separated by a blank line. body must not end in
+// a paragraph of "Key: value" lines, which Git would read as trailers.
+func MessageWithBody(cluster, subject, body string, steps ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n\n%s: %s\n", cluster, subject, Cluster, cluster)
+	fmt.Fprintf(&b, "%s: %s\n\n", cluster, subject)
+	if body = strings.TrimRight(body, "\n"); body != "" {
+		b.WriteString(body + "\n\n")
+	}
+	fmt.Fprintf(&b, "%s: %s\n", Cluster, cluster)
 	for _, s := range steps {
 		fmt.Fprintf(&b, "%s: %s\n", Step, s)
 	}
