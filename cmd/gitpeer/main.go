@@ -154,6 +154,8 @@ pprof's format), e.g. to see where a reconcile --once process spends its time.`,
 		newAllowedSignersCmd(),
 		newVersionCmd(),
 	)
+	setExamples(root)
+	registerCompletions(root)
 	return root
 }
 
