@@ -18,26 +18,36 @@ export GOFLAGS     := -buildvcs=false
 help: ## List the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z0-9-]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# ensure-tool checks that a tool is there ($(1), a shell test) and else installs
+# its Debian package $(2) with apt-get (as root, or through passwordless sudo),
+# or warns that $(3) skip without it. No comma may appear in the arguments.
+define ensure-tool
+@$(1) || { \
+  if ! command -v apt-get >/dev/null; then \
+    echo "WARNING: $(2) not installed and apt-get unavailable: install it for $(3), which skip without it"; \
+  elif [ "$$(id -u)" = 0 ]; then \
+    echo "$(2) not installed: installing it with apt-get"; \
+    { apt-get install -y -qq $(2) >/dev/null || { apt-get update -qq && apt-get install -y -qq $(2) >/dev/null; }; } \
+      || { echo "apt-get install $(2) failed: install it by hand for $(3)"; exit 1; }; \
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
+    echo "$(2) not installed: installing it with sudo apt-get"; \
+    { sudo apt-get install -y -qq $(2) >/dev/null || { sudo apt-get update -qq && sudo apt-get install -y -qq $(2) >/dev/null; }; } \
+      || { echo "apt-get install $(2) failed: install it by hand for $(3)"; exit 1; }; \
+  else \
+    echo "WARNING: $(2) not installed: run 'apt-get install -y $(2)' as root; $(3) skip without it"; \
+  fi; }
+endef
+
 .PHONY: deps
-deps: ## Check the tools the build and tests need (go, git, OpenSSH's sshd), installing sshd if missing, and download modules
+deps: ## Check the tools the build and tests need (go, git, OpenSSH's sshd, GnuPG's gpg), installing sshd and gpg if missing, and download modules
 	@command -v $(GO) >/dev/null || { echo "go not found: install Go 1.26 (see go.mod)"; exit 1; }
 	@command -v git >/dev/null || { echo "git not found: apt-get install git"; exit 1; }
 	@# The SSH transport tests run a real sshd on loopback (internal/testing/testgit); with
 	@# GITPEER_REQUIRE_SSHD=1 (for CI) they fail instead of skipping when it is missing.
-	@command -v sshd >/dev/null || test -x /usr/sbin/sshd || { \
-	  if ! command -v apt-get >/dev/null; then \
-	    echo "WARNING: sshd not found and apt-get unavailable: install OpenSSH's server for the SSH tests, which skip without it"; \
-	  elif [ "$$(id -u)" = 0 ]; then \
-	    echo "sshd not found: installing openssh-server with apt-get"; \
-	    { apt-get install -y -qq openssh-server >/dev/null || { apt-get update -qq && apt-get install -y -qq openssh-server >/dev/null; }; } \
-	      || { echo "apt-get install openssh-server failed: install it by hand for the SSH tests"; exit 1; }; \
-	  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then \
-	    echo "sshd not found: installing openssh-server with sudo apt-get"; \
-	    { sudo apt-get install -y -qq openssh-server >/dev/null || { sudo apt-get update -qq && sudo apt-get install -y -qq openssh-server >/dev/null; }; } \
-	      || { echo "apt-get install openssh-server failed: install it by hand for the SSH tests"; exit 1; }; \
-	  else \
-	    echo "WARNING: sshd not found: run 'apt-get install -y openssh-server' as root; the SSH tests skip without it"; \
-	  fi; }
+	$(call ensure-tool,command -v sshd >/dev/null || test -x /usr/sbin/sshd,openssh-server,the SSH tests)
+	@# The OpenPGP tests verify signatures with real gpg (testgit.NewGnuPG); with
+	@# GITPEER_REQUIRE_GPG=1 (for CI) they fail instead of skipping when it is missing.
+	$(call ensure-tool,command -v gpg >/dev/null,gnupg,the OpenPGP tests)
 	@$(GO) mod download
 
 .PHONY: build
@@ -49,7 +59,7 @@ demo: build ## Two clusters peer through commits in a fresh Git repo (DIR=... to
 	$(BIN) demo $(if $(DIR),--dir $(DIR))
 
 .PHONY: test
-test: deps fmt-check vet ## Unit, fuzz-seed and end-to-end tests (real Git repos, git CLI, sshd and HTTPS Git hosts on loopback)
+test: deps fmt-check vet ## Unit, fuzz-seed and end-to-end tests (real Git repos, git CLI, gpg, sshd and HTTPS Git hosts on loopback): about 5 minutes
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: fuzz

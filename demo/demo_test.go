@@ -201,9 +201,7 @@ func TestThreeClustersWithSlicesAndADenial(t *testing.T) {
 // its cluster), and the command the demo prints to show them runs, with
 // real gpg, and finds them good.
 func TestDemoSignsWithOpenPGP(t *testing.T) {
-	if _, err := exec.LookPath("gpg"); err != nil {
-		t.Skip("gpg not installed")
-	}
+	testgit.GPG(t)
 	// Short: the GnuPG home the printed command makes holds gpg-agent's
 	// socket, whose path must fit a sockaddr_un.
 	dir, err := os.MkdirTemp("", "demo-")

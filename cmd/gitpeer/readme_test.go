@@ -148,8 +148,9 @@ func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
 }
 
 // TestREADMETryItSaysWhatMakeDemoRuns: README's "Try it" says that make demo
-// runs make deps, which may install openssh-server as root, and how to run
-// the demo without it; make's dry run of demo shows that it does.
+// runs make deps, which may install openssh-server and gnupg as root, how
+// to run the demo without it, and how long make test takes; make's dry run
+// of demo shows that it does.
 func TestREADMETryItSaysWhatMakeDemoRuns(t *testing.T) {
 	data, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -157,7 +158,8 @@ func TestREADMETryItSaysWhatMakeDemoRuns(t *testing.T) {
 	}
 	_, tryIt, _ := strings.Cut(string(data), "\n## Try it\n")
 	tryIt, _, _ = strings.Cut(tryIt, "\n## ")
-	for _, want := range []string{"make deps", "installs `openssh-server`", "go run ./cmd/gitpeer demo", "CPU-minutes"} {
+	for _, want := range []string{"make deps", "installs `openssh-server` or `gnupg`", "go run ./cmd/gitpeer demo", "CPU-minutes",
+		"GITPEER_REQUIRE_GPG=1", "`make test` takes about"} {
 		if !strings.Contains(tryIt, want) {
 			t.Errorf("README's Try it does not say %q", want)
 		}
@@ -169,7 +171,7 @@ func TestREADMETryItSaysWhatMakeDemoRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make -n demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"apt-get install -y -qq openssh-server", "mod download", "demo"} {
+	for _, want := range []string{"apt-get install -y -qq openssh-server", "apt-get install -y -qq gnupg", "mod download", "demo"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("make demo does not run %q (what README says it runs):\n%s", want, out)
 		}

@@ -16,13 +16,35 @@ type GnuPG struct {
 	Home string
 }
 
+// RequireGPGEnv, when set to a non-empty value, turns a missing gpg into a
+// test failure instead of a skip, as RequireSSHDEnv does for sshd: CI sets
+// it after `make deps` installed GnuPG, so that the OpenPGP tests cannot
+// vanish silently.
+const RequireGPGEnv = "GITPEER_REQUIRE_GPG"
+
+// GPG returns the path of GnuPG's gpg. When there is none, the test is
+// skipped with a message saying how to install it, or fails when
+// RequireGPGEnv is set.
+func GPG(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("gpg"); err == nil {
+		return p
+	}
+	msg := "GnuPG's gpg is not installed: the OpenPGP tests need it " +
+		"(Debian: apt-get install -y gnupg, or run `make deps` as root)"
+	if os.Getenv(RequireGPGEnv) != "" {
+		t.Fatalf("%s; %s is set, so this is a failure", msg, RequireGPGEnv)
+	}
+	t.Skip("SKIP: " + msg)
+	return ""
+}
+
 // NewGnuPG makes an empty GnuPG home, skipping the test when gpg is not
-// installed. Any gpg-agent started in it is stopped when the test ends.
+// installed (failing it under RequireGPGEnv, see GPG). Any gpg-agent
+// started in it is stopped when the test ends.
 func NewGnuPG(t testing.TB) *GnuPG {
 	t.Helper()
-	if _, err := exec.LookPath("gpg"); err != nil {
-		t.Skip("gpg is not installed")
-	}
+	GPG(t)
 	// Short, under /tmp: gpg-agent's socket path must fit a sockaddr_un.
 	home, err := os.MkdirTemp("", "gnupg-")
 	if err != nil {
