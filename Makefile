@@ -42,7 +42,7 @@ endef
 deps: ## Check the tools the build and tests need (go, git, OpenSSH's sshd, GnuPG's gpg), installing sshd and gpg if missing, and download modules
 	@command -v $(GO) >/dev/null || { echo "go not found: install Go 1.26 (see go.mod)"; exit 1; }
 	@command -v git >/dev/null || { echo "git not found: apt-get install git"; exit 1; }
-	@# The SSH transport tests run a real sshd on loopback (internal/testing/testgit); with
+	@# The SSH transport tests run a real sshd on loopback (test/testgit); with
 	@# GITPEER_REQUIRE_SSHD=1 (for CI) they fail instead of skipping when it is missing.
 	$(call ensure-tool,command -v sshd >/dev/null || test -x /usr/sbin/sshd,openssh-server,the SSH tests)
 	@# The OpenPGP tests verify signatures with real gpg (testgit.NewGnuPG); with
@@ -78,7 +78,7 @@ bench: ## Benchmarks (speed and memory targets live here, not in tests)
 
 .PHONY: bench-contention
 bench-contention: ## Meshes of 20 and 50 clusters through one bare repo, reconcilers in turn and all at once: rounds, retries, failed passes, time
-	$(GO) test -run '^$$' -bench BenchmarkMesh -benchtime 1x -timeout 120m ./demo -args -mesh 20,50
+	$(GO) test -run '^$$' -bench BenchmarkMesh -benchtime 1x -timeout 120m ./internal/demo -args -mesh 20,50
 
 .PHONY: fmt
 fmt: ## gofmt the tree

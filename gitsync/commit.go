@@ -7,7 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // A pass's commit is built from the tip's tree and its plan, rewriting

@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // TestCommitsAreTheTreesGitBuilds: through files added, rewritten,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // clock is the fixed commit time of the tests.

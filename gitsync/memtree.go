@@ -4,7 +4,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // MemoryTree is a repo's tree held as Git objects in memory, changed as

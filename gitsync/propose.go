@@ -14,8 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
 // Review flows (Options.PushBranch), after Flux's image-automation-controller:
@@ -381,7 +381,7 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 			return false
 		}
 		switch name := c.To.Name; {
-		case path.Base(name) == manifest.FileName:
+		case path.Base(name) == dirmanifest.FileName:
 		case strings.HasSuffix(name, ".yaml") && sameUndated(ta, tb, name):
 		default:
 			return false

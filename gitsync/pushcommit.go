@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // pushCommit pushes commit, whose only parent is old (zero: a root commit),

@@ -8,7 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 )
 
 // Rekey makes the Repo sign with signer, whose public key is key, and take

@@ -37,9 +37,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	utilclock "k8s.io/utils/clock"
 
-	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // Default values of Options.

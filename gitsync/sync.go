@@ -17,9 +17,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/guard"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was

@@ -22,7 +22,7 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
 func TestSyncCommitsAndPushes(t *testing.T) {

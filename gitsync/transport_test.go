@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // Secrets of the transport tests: every one is looked for, byte for byte,

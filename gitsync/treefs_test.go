@@ -11,8 +11,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // treeOf commits files, a symbolic link and a submodule with the git CLI

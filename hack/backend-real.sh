@@ -15,4 +15,4 @@ ROOT=$(mktemp -d)
 export ROOT
 trap 'bash hack/stop-cluster.sh backend-it --wipe >/dev/null 2>&1 || true; rm -rf "$ROOT"' EXIT
 bash hack/start-cluster.sh backend-it 36
-GITPEER_TEST_KUBECONFIG="$ROOT/backend-it/admin.kubeconfig" "${GO:-go}" test -count=1 -v -run 'RealCluster' ./backend/kubernetes/ ./test/attack/
+GITPEER_TEST_KUBECONFIG="$ROOT/backend-it/admin.kubeconfig" "${GO:-go}" test -count=1 -v -run 'RealCluster' ./internal/backend/kubernetes/ ./test/attack/

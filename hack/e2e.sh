@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make e2e: build what the end-to-end suites need (cached after the first
-# run), then run them (test/e2e/, test/e2e/forge/ and daemon/) against real control planes. Each
+# run), then run them (test/e2e/, test/e2e/forge/ and internal/controller/daemon/) against real control planes. Each
 # step's output is shown and also written to $LOGS/<n>-<step>.log; a failing
 # step is named with its exit status, and the suites copy the logs of every
 # component they ran (etcd, kube-apiserver, kube-controller-manager, Flux's
@@ -51,9 +51,9 @@ step liqo-bins "build Liqo v1.2.0's controller-manager, crd-replicator, virtual-
 step gitpeer "build bin/gitpeer" "$MAKE" --no-print-directory build
 step backend-kubernetes "the real-API-server tests of the kubernetes backend (its RBAC, FluxTrusts) and of the attack suite (the admission policy) on a control plane of their own" \
   env GO="$GO" BIN="$E2E_CACHE/bin" LIQO_CHART="$E2E_CACHE/liqo-chart" bash hack/backend-real.sh
-step tests "go test -tags e2e ./test/e2e/ ./test/e2e/forge/ ./daemon/ (control planes, Flux, Gitea, daemons)" \
+step tests "go test -tags e2e ./test/e2e/ ./test/e2e/forge/ ./internal/controller/daemon/ (control planes, Flux, Gitea, daemons)" \
   env PATH="$E2E_CACHE/bin:$PATH" KUBE_BIN="$E2E_CACHE/bin" GITPEER_E2E_BIN="$PWD/bin/gitpeer" \
   FLUX_CRDS="$E2E_CACHE/flux-crds" LIQO_CHART="$E2E_CACHE/liqo-chart" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \
   GITPEER_E2E_LOGS="$LOGS" \
-  "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./test/e2e/ ./test/e2e/forge/ ./daemon/
+  "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./test/e2e/ ./test/e2e/forge/ ./internal/controller/daemon/
 echo "make e2e: all $n steps passed in $((SECONDS - START))s; step logs in $LOGS"

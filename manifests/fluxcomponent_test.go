@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/backend/kubernetes"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/backend/kubernetes"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // fluxTree is a cluster's tree as the reconciler renders it, by hand: a

@@ -42,12 +42,12 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/backend/kubernetes"
-	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/demo"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/internal/backend/kubernetes"
+	"github.com/gitpeer/gitpeer/internal/demo"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // crdFiles are the CRDs of the engines the objects are checked against:

@@ -3,17 +3,17 @@ package reconcile
 import (
 	"io/fs"
 
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
 // Cache is what one cluster's passes reuse from one pass to the next, each
 // entry keyed by the exact bytes (and, for manifests, the key) it was
 // computed from, so that an unchanged repo is not checked again from
-// scratch: manifests that parsed and verified (manifest.Cache), the
+// scratch: manifests that parsed and verified (dirmanifest.Cache), the
 // secret guard's answers (guard.Cache), the YAML of objects rendered
 // before (liqo.Encoder), the cluster.yaml files parsed before
 // (layout.ClusterInfoCache) and the signature, CSR and certificate checks
@@ -21,7 +21,7 @@ import (
 // decision; only the work on identical input is skipped. Keep one per
 // cluster for the life of its reconciler; safe for concurrent use.
 type Cache struct {
-	manifests *manifest.Cache
+	manifests *dirmanifest.Cache
 	guard     *guard.Cache
 	encoder   *liqo.Encoder
 	// clusters are the cluster.yaml files parsed before, peers' and our own.
@@ -33,10 +33,10 @@ type Cache struct {
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{manifests: manifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder(), clusters: layout.NewClusterInfoCache(), verified: handshake.NewVerifyCache()}
+	return &Cache{manifests: dirmanifest.NewCache(), guard: guard.NewCache(), encoder: liqo.NewEncoder(), clusters: layout.NewClusterInfoCache(), verified: handshake.NewVerifyCache()}
 }
 
-func (c *Cache) manifestCache() *manifest.Cache {
+func (c *Cache) manifestCache() *dirmanifest.Cache {
 	if c == nil {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // peeringObject adapts a PeeringStatus to fluxcd/pkg/runtime/conditions,

@@ -10,8 +10,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
 // ReasonPeeringFailed: this cluster's part of the pass for one peering
@@ -26,7 +26,7 @@ const ReasonPeeringFailed = "PeeringFailed"
 // read or written until it is back under it. The message names the
 // folder, its count (or its tree object's size) and the cap. What was
 // signed for the peer before is kept; the other peerings go on.
-const ReasonTooManyEntries = manifest.ReasonTooManyEntries
+const ReasonTooManyEntries = dirmanifest.ReasonTooManyEntries
 
 // refusedFolder is the first folder of the peering with peer that is
 // refused for its number of entries (layout.ErrTooManyEntries), as its
@@ -36,7 +36,7 @@ const ReasonTooManyEntries = manifest.ReasonTooManyEntries
 // refused from its size or count before any entry is decoded.
 func (p *pass) refusedFolder(peer string) error {
 	for _, dir := range []string{layout.ClusterPath(p.self, layout.InboxDir, peer), layout.ClusterPath(peer, layout.InboxDir, p.self)} {
-		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); errors.Is(err, layout.ErrTooManyEntries) {
+		if _, err := fs.Stat(p.raw, path.Join(dir, dirmanifest.FileName)); errors.Is(err, layout.ErrTooManyEntries) {
 			var tooMany *layout.TooManyEntriesError
 			if errors.As(err, &tooMany) {
 				return tooMany

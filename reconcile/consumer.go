@@ -12,12 +12,12 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

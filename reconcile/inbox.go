@@ -9,8 +9,8 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // ConditionUnexpectedArtifacts is the type of the condition a peering's

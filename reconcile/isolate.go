@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // ReasonPeerContentRefused: what this cluster would write for a peering

@@ -12,12 +12,12 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -350,7 +350,7 @@ func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 	outboxes := []string{"clusters/beta/inbox/alpha/manifest.yaml", "clusters/alpha/inbox/beta/manifest.yaml"}
 	before := map[string]uint64{}
 	for _, f := range outboxes {
-		m, err := manifest.Parse(f, w.tree[f].Data)
+		m, err := dirmanifest.Parse(f, w.tree[f].Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +405,7 @@ func TestRevocationDrainsThenWithdrawsEverything(t *testing.T) {
 		}
 	}
 	for _, f := range outboxes {
-		m, err := manifest.Parse(f, w.tree[f].Data)
+		m, err := dirmanifest.Parse(f, w.tree[f].Data)
 		if err != nil || !m.Tombstone() || m.Sequence <= before[f] {
 			t.Errorf("%s after the revocation: %+v, %v; want a tombstone above sequence %d", f, m, err, before[f])
 		}

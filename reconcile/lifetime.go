@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 )
 
 // lifetimeTolerance is how much shorter than requested a certificate may

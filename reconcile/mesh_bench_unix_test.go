@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/testing/meshbench"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/test/meshbench"
 )
 
 // BenchmarkHandshakeMesh measures the pass time of a whole handshake of a

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/gitpeer/gitpeer/trailer"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
 )
 
 // A pass's commit subject stays within Git's 72 characters: the steps

@@ -6,8 +6,8 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // pendingParams are the authParams file holds in the cluster's pending

@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/fluxtrust"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/render"
-	"github.com/gitpeer/gitpeer/trailer"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
 )
 
 // Plan is the difference between a pass's desired files and the repo: what
@@ -197,7 +197,7 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendere
 			add("publish the rolled-over cluster key")
 		case from == "" && to == self && rest == path.Join(fluxtrust.Dir, fluxtrust.SecretFile) && existed(f):
 			add("update the keys Flux verifies " + self + "'s commits with")
-		case from == self && rest == manifest.FileName && isTombstone(f, plan.Writes[f]):
+		case from == self && rest == dirmanifest.FileName && isTombstone(f, plan.Writes[f]):
 			tombstones = append(tombstones, to)
 		case from == self && rest == layout.NonceFile:
 			add("send nonce to " + to)
@@ -282,7 +282,7 @@ func isHandshake(f string) bool {
 // isTombstone reports whether data, written at f, is a tombstone: the
 // signed manifest of a withdrawn directory.
 func isTombstone(f string, data []byte) bool {
-	m, err := manifest.Parse(f, data)
+	m, err := dirmanifest.Parse(f, data)
 	return err == nil && m.Tombstone()
 }
 

@@ -22,13 +22,13 @@ import (
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
-	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -179,7 +179,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	}
 	// From here on every read of the repo goes through the signed view: a
 	// file its writer did not sign does not exist.
-	p.view = manifest.NewCachedView(in.Tree, p, in.Cache.manifestCache())
+	p.view = dirmanifest.NewCachedView(in.Tree, p, in.Cache.manifestCache())
 	p.in.Tree = p.view
 	if p.rotated == nil {
 		if err := p.ownInfoSigned(); err != nil {
@@ -293,7 +293,7 @@ type pass struct {
 	terms terms
 	// raw is the repo as it is; in.Tree is the signed view of it.
 	raw  fs.FS
-	view *manifest.View
+	view *dirmanifest.View
 	pins *pins.Store
 	// trusted are the peers whose cluster.yaml matched their pins in this
 	// pass; distrust says why the others did not.

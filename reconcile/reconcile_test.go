@@ -20,14 +20,14 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -113,12 +113,12 @@ func (w *world) publish(id string) {
 	}
 	// As gitpeer init does, the cluster's directory is signed: a peer pins
 	// only a cluster.yaml its key signed.
-	m, err := manifest.Reseal(w.tree, w.files[id].Signer(), id, layout.ClusterPath(id), files, w.now)
+	m, err := dirmanifest.Reseal(w.tree, w.files[id].Signer(), id, layout.ClusterPath(id), files, w.now)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	if m != nil {
-		files[layout.ClusterPath(id, manifest.FileName)] = m
+		files[layout.ClusterPath(id, dirmanifest.FileName)] = m
 	}
 	for p, data := range files {
 		w.tree[p] = &fstest.MapFile{Data: data}
@@ -156,22 +156,22 @@ func (w *world) has(p string) bool { _, ok := w.tree[p]; return ok }
 // reader's checks below the signature are what is tested then.
 func (w *world) resign(writer, file string) {
 	w.t.Helper()
-	_, dir, _ := manifest.Scope(file)
+	_, dir, _ := dirmanifest.Scope(file)
 	files := map[string][]byte{}
 	for p, f := range w.tree {
-		if rel, ok := strings.CutPrefix(p, dir+"/"); ok && rel != manifest.FileName && !strings.HasPrefix(rel, layout.InboxDir+"/") {
+		if rel, ok := strings.CutPrefix(p, dir+"/"); ok && rel != dirmanifest.FileName && !strings.HasPrefix(rel, layout.InboxDir+"/") {
 			files[rel] = f.Data
 		}
 	}
-	old, err := manifest.Parse(dir, w.tree[dir+"/"+manifest.FileName].Data)
+	old, err := dirmanifest.Parse(dir, w.tree[dir+"/"+dirmanifest.FileName].Data)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	_, data, err := manifest.Build(w.files[writer].Signer(), writer, dir, files, old.Sequence+1)
+	_, data, err := dirmanifest.Build(w.files[writer].Signer(), writer, dir, files, old.Sequence+1)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.tree[dir+"/"+manifest.FileName] = &fstest.MapFile{Data: data}
+	w.tree[dir+"/"+dirmanifest.FileName] = &fstest.MapFile{Data: data}
 }
 
 func peering(t *testing.T, out *reconcile.Output, consumer, provider string) *layout.PeeringStatus {

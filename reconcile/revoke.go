@@ -11,10 +11,10 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // revoke handles peerings removed from the spec, found by what this cluster

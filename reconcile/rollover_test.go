@@ -11,9 +11,9 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/liqo/policy"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
 )
 
 // Reasons of the trust checks (see docs/trust.md).
@@ -53,7 +53,7 @@ type trusted struct {
 	der  []byte
 }
 
-// Key implements manifest.Trust: this cluster's own key, and the keys of
+// Key implements dirmanifest.Trust: this cluster's own key, and the keys of
 // the peers trusted in this pass.
 func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
 	if writer == p.self {
@@ -66,7 +66,7 @@ func (p *pass) Key(writer string) (crypto.PublicKey, bool) {
 	return t.key, true
 }
 
-// MinSequence implements manifest.Trust. This cluster's own directories are
+// MinSequence implements dirmanifest.Trust. This cluster's own directories are
 // read with no floor: what it signed is what it wrote, and a push that lost
 // a race leaves the repo one sequence behind the pin store. What a pass
 // carries over of them, and the decisions it keeps, are checked against
@@ -150,7 +150,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 		if err := p.clusterInfoSigned(peer, pub); err != nil {
 			// gitpeer init signs what it publishes, and a cluster's first
 			// pass signs a cluster.yaml committed by hand: wait for that.
-			progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to sign %s, which is not pinned until it is (%s): %v", peer, file, manifest.ReasonUnsignedChange, err)
+			progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to sign %s, which is not pinned until it is (%s): %v", peer, file, dirmanifest.ReasonUnsignedChange, err)
 			return nil, false
 		}
 		p.pin(peer, ci)
@@ -179,7 +179,7 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 // It reads both files capped (layout.SizeLimit).
 func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 	dir := layout.ClusterPath(peer)
-	file := path.Join(dir, manifest.FileName)
+	file := path.Join(dir, dirmanifest.FileName)
 	data, err := layout.ReadFileLimit(p.raw, path.Join(dir, layout.ClusterFile), layout.MaxClusterInfoSize)
 	if err != nil {
 		return err
@@ -189,25 +189,25 @@ func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 		return err
 	}
 	if seen := p.MinSequence(peer, dir); m.Sequence < seen {
-		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, manifest.ReasonManifestRolledBack)
+		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, dirmanifest.ReasonManifestRolledBack)
 	}
 	if !m.Covers(layout.ClusterFile, data) {
-		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, manifest.ReasonUnsignedChange)
+		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, dirmanifest.ReasonUnsignedChange)
 	}
 	return nil
 }
 
 // signedManifest reads clusters/<peer>/manifest.yaml from the repo as it
-// is (capped at manifest.MaxSize) and verifies it with key; errors name the
+// is (capped at dirmanifest.MaxSize) and verifies it with key; errors name the
 // file.
-func (p *pass) signedManifest(peer string, key crypto.PublicKey) (*manifest.Manifest, error) {
+func (p *pass) signedManifest(peer string, key crypto.PublicKey) (*dirmanifest.Manifest, error) {
 	dir := layout.ClusterPath(peer)
-	file := path.Join(dir, manifest.FileName)
-	data, err := layout.ReadFileLimit(p.raw, file, manifest.MaxSize)
+	file := path.Join(dir, dirmanifest.FileName)
+	data, err := layout.ReadFileLimit(p.raw, file, dirmanifest.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	m, err := manifest.Parse(file, data)
+	m, err := dirmanifest.Parse(file, data)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (p *pass) seal() error {
 	p.restoreHeld()
 	byDir := map[string]map[string][]byte{}
 	for f, data := range p.out.Files {
-		writer, dir, ok := manifest.Scope(f)
+		writer, dir, ok := dirmanifest.Scope(f)
 		if !ok || writer != p.self {
 			return fmt.Errorf("internal: pass wants to write %s, which %s does not own", f, p.self)
 		}
@@ -288,7 +288,7 @@ func (p *pass) seal() error {
 	now := uint64(max(p.in.Now.Unix(), 1))
 	for _, dir := range dirs {
 		files := byDir[dir]
-		file := path.Join(dir, manifest.FileName)
+		file := path.Join(dir, dirmanifest.FileName)
 		prevSeq := p.pins.Own[dir]
 		if old, ok := p.view.Verified(p.self, dir); ok {
 			// An older manifest of ours, restored from history, is not
@@ -303,7 +303,7 @@ func (p *pass) seal() error {
 			prevSeq = max(prevSeq, old.Sequence)
 		}
 		seq := max(now, prevSeq+1)
-		m, data, err := manifest.Build(p.in.Backend.Signer(), p.self, dir, files, seq)
+		m, data, err := dirmanifest.Build(p.in.Backend.Signer(), p.self, dir, files, seq)
 		if err != nil {
 			return err
 		}
@@ -365,7 +365,7 @@ func (p *pass) carry(dirs ...string) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			if writer, _, ok := manifest.Scope(f); !ok || writer != p.self {
+			if writer, _, ok := dirmanifest.Scope(f); !ok || writer != p.self {
 				return nil // not ours to sign, whatever a caller asked to carry
 			}
 			if !p.outboxArtifact(f) {

@@ -12,13 +12,13 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -54,12 +54,12 @@ func TestAnUnsignedEditIsIgnoredAndNamed(t *testing.T) {
 		t.Fatal("the Identity was changed or withdrawn by an unsigned edit")
 	}
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "clusters/beta/inbox/alpha/tenant.yaml ("+manifest.ReasonUnsignedChange+")") {
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "clusters/beta/inbox/alpha/tenant.yaml ("+dirmanifest.ReasonUnsignedChange+")") {
 		t.Fatalf("status does not name the ignored edit while staying Ready: %+v", r)
 	}
 	// alpha's next pass restores what it signed; the note goes away.
 	w.converge("alpha", "beta")
-	if c := conditionsOf(w, "beta", "alpha", "beta"); strings.Contains(c, manifest.ReasonUnsignedChange) {
+	if c := conditionsOf(w, "beta", "alpha", "beta"); strings.Contains(c, dirmanifest.ReasonUnsignedChange) {
 		t.Fatalf("still reported after alpha restored its Tenant: %s", c)
 	}
 }
@@ -234,7 +234,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	}
 	w.pass("beta")
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, manifest.ReasonManifestRolledBack) {
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, dirmanifest.ReasonManifestRolledBack) {
 		t.Fatalf("a rolled-back inbox is not named, or the peering was dropped: %+v", r)
 	}
 }

@@ -12,11 +12,11 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
 // withdrawals is what a pass knows of its own earlier state beyond the
@@ -40,12 +40,12 @@ type withdrawals struct {
 // found published (pins.Store.Published), it is an older state a repo
 // writer restored from history. "" when the manifest is missing or not
 // this cluster's (the signed view reads nothing of it then) or not older.
-func (p *pass) ownRolledBack(dir string) (*manifest.Manifest, []byte, string) {
+func (p *pass) ownRolledBack(dir string) (*dirmanifest.Manifest, []byte, string) {
 	m, why := p.ownRolledBackWhy(dir)
 	if m == nil {
 		return nil, nil, ""
 	}
-	data, err := fs.ReadFile(p.raw, path.Join(dir, manifest.FileName))
+	data, err := fs.ReadFile(p.raw, path.Join(dir, dirmanifest.FileName))
 	if err != nil {
 		return nil, nil, ""
 	}
@@ -53,7 +53,7 @@ func (p *pass) ownRolledBack(dir string) (*manifest.Manifest, []byte, string) {
 }
 
 // ownRolledBackWhy is ownRolledBack without the manifest's bytes.
-func (p *pass) ownRolledBackWhy(dir string) (*manifest.Manifest, string) {
+func (p *pass) ownRolledBackWhy(dir string) (*dirmanifest.Manifest, string) {
 	m, ok := p.ownManifest(dir)
 	if !ok {
 		return nil, ""
@@ -63,14 +63,14 @@ func (p *pass) ownRolledBackWhy(dir string) (*manifest.Manifest, string) {
 		return m, ""
 	}
 	return m, fmt.Sprintf("%s: sequence %d is lower than %d, which %s published there: an old state restored from history (%s)",
-		path.Join(dir, manifest.FileName), m.Sequence, floor, p.self, manifest.ReasonManifestRolledBack)
+		path.Join(dir, dirmanifest.FileName), m.Sequence, floor, p.self, dirmanifest.ReasonManifestRolledBack)
 }
 
 // ownManifest is the manifest of this cluster's own directory dir in the
 // repo, when this cluster signed it. The signed view checks its own
 // directories with no floor (MinSequence), once per pass and through the
 // pass's cache, so this is what the repo holds, whatever its sequence.
-func (p *pass) ownManifest(dir string) (*manifest.Manifest, bool) {
+func (p *pass) ownManifest(dir string) (*dirmanifest.Manifest, bool) {
 	return p.view.Verified(p.self, dir)
 }
 
@@ -117,7 +117,7 @@ func (p *pass) grantableNow(consumer, name string, prev *authv1beta1.ResourceSli
 // Of clusters/<self>/ nothing is carried. The peering's status names it.
 // It reports whether it handled dir; false means carry it as usual.
 func (p *pass) carryRolledBack(dir string) bool {
-	writer, signed, ok := manifest.Scope(path.Join(dir, manifest.FileName))
+	writer, signed, ok := dirmanifest.Scope(path.Join(dir, dirmanifest.FileName))
 	if !ok || writer != p.self {
 		return false
 	}
@@ -127,7 +127,7 @@ func (p *pass) carryRolledBack(dir string) bool {
 	}
 	w := &p.withdrawals
 	note := func(format string, a ...any) {
-		peer := p.peerOf(path.Join(dir, manifest.FileName))
+		peer := p.peerOf(path.Join(dir, dirmanifest.FileName))
 		if peer == "" {
 			return
 		}
@@ -143,7 +143,7 @@ func (p *pass) carryRolledBack(dir string) bool {
 		note("kept nothing of %s: %s", dir, why)
 	case w.held[dir] == nil:
 		note("held %s as found, signed anew by nothing: %s", dir, why)
-		held := map[string][]byte{path.Join(dir, manifest.FileName): data}
+		held := map[string][]byte{path.Join(dir, dirmanifest.FileName): data}
 		for _, f := range m.Files {
 			file := path.Join(dir, f.Path)
 			if content, err := fs.ReadFile(p.raw, file); err == nil && m.Covers(f.Path, content) {
@@ -177,7 +177,7 @@ func (p *pass) restoreHeld() {
 // signed before (in the repo or in its own record), writes nothing into in
 // this pass, and no longer peers through (the spec revoked the peering):
 // the directory keeps a manifest listing no files, at a sequence above all
-// it signed there (manifest.BuildTombstone). A tombstone already in the
+// it signed there (dirmanifest.BuildTombstone). A tombstone already in the
 // repo, at or above what this cluster published, is kept as it is, also
 // once the peering is approved again and until the pass writes there. A
 // directory in the inbox of a cluster the spec no longer declares gets
@@ -192,7 +192,7 @@ func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) e
 		if _, declared := p.in.Spec.Cluster(owner); !declared {
 			continue
 		}
-		file := path.Join(dir, manifest.FileName)
+		file := path.Join(dir, dirmanifest.FileName)
 		seq := max(now, p.pins.Own[dir]+1)
 		old, data, why := p.ownRolledBack(dir)
 		if old != nil && old.Tombstone() && why == "" {
@@ -209,7 +209,7 @@ func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) e
 		if old != nil {
 			seq = max(seq, old.Sequence+1)
 		}
-		_, data, err := manifest.BuildTombstone(p.in.Backend.Signer(), p.self, dir, seq)
+		_, data, err := dirmanifest.BuildTombstone(p.in.Backend.Signer(), p.self, dir, seq)
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ func (p *pass) tombstones(dirs []string, written map[string]map[string][]byte) e
 func (p *pass) ownInboxDirs() ([]string, error) {
 	seen := map[string]bool{}
 	for dir := range p.pins.Own {
-		if writer, signed, ok := manifest.Scope(path.Join(dir, manifest.FileName)); ok && writer == p.self && signed == dir && dir != layout.ClusterPath(p.self) {
+		if writer, signed, ok := dirmanifest.Scope(path.Join(dir, dirmanifest.FileName)); ok && writer == p.self && signed == dir && dir != layout.ClusterPath(p.self) {
 			seen[dir] = true
 		}
 	}
@@ -239,7 +239,7 @@ func (p *pass) ownInboxDirs() ([]string, error) {
 		if seen[dir] {
 			continue
 		}
-		if _, err := fs.Stat(p.raw, path.Join(dir, manifest.FileName)); err != nil {
+		if _, err := fs.Stat(p.raw, path.Join(dir, dirmanifest.FileName)); err != nil {
 			continue
 		}
 		if _, ok := p.ownManifest(dir); ok {
@@ -282,7 +282,7 @@ func (p *pass) recordPublished(dirs []string) error {
 				p.pins.Foreign = map[string]uint64{}
 			}
 			p.pins.Foreign[dir] = m.Sequence
-			p.out.ForeignWrites = append(p.out.ForeignWrites, fmt.Sprintf("%s/%s (sequence %d, above the %d this cluster signed)", dir, manifest.FileName, m.Sequence, own[dir]))
+			p.out.ForeignWrites = append(p.out.ForeignWrites, fmt.Sprintf("%s/%s (sequence %d, above the %d this cluster signed)", dir, dirmanifest.FileName, m.Sequence, own[dir]))
 			found = true
 		}
 	}
@@ -315,7 +315,7 @@ func (p *pass) seeFormerPeers() {
 			continue
 		}
 		dir := layout.ClusterPath(p.self, layout.InboxDir, id)
-		if m, _, err := manifest.ReadVerified(p.raw, pub, id, dir); err == nil {
+		if m, _, err := dirmanifest.ReadVerified(p.raw, pub, id, dir); err == nil {
 			pin.See(dir, m.Sequence)
 		}
 	}

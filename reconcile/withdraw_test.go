@@ -8,10 +8,10 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -22,13 +22,13 @@ const (
 )
 
 // manifestOf parses the manifest of dir in w's tree.
-func (w *world) manifestOf(dir string) *manifest.Manifest {
+func (w *world) manifestOf(dir string) *dirmanifest.Manifest {
 	w.t.Helper()
-	f, ok := w.tree[dir+"/"+manifest.FileName]
+	f, ok := w.tree[dir+"/"+dirmanifest.FileName]
 	if !ok {
 		w.t.Fatalf("%s has no manifest", dir)
 	}
-	m, err := manifest.Parse(dir, f.Data)
+	m, err := dirmanifest.Parse(dir, f.Data)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestAWithdrawalIsSignedAndSeenByTheFormerPeer(t *testing.T) {
 	w, before := revokedWorld(t)
 	for _, c := range []struct{ writer, reader, dir string }{{"beta", "alpha", betaOutbox}, {"alpha", "beta", alphaOutbox}} {
 		for p := range w.tree {
-			if strings.HasPrefix(p, c.dir+"/") && p != c.dir+"/"+manifest.FileName {
+			if strings.HasPrefix(p, c.dir+"/") && p != c.dir+"/"+dirmanifest.FileName {
 				t.Errorf("%s survives the withdrawal", p)
 			}
 		}
@@ -128,8 +128,8 @@ func TestARestoredWithdrawnOutboxIsRolledBackAndWithdrawnAgain(t *testing.T) {
 		t.Fatal("beta signed a certificate for the restored Tenant")
 	}
 	ps := peering(t, out, "alpha", "beta")
-	if r := condition(ps, meta.ReadyCondition); r == nil || r.Status == "True" || !strings.Contains(r.Message, alphaOutbox+"/tenant.yaml ("+manifest.ReasonManifestRolledBack+")") {
-		t.Fatalf("beta's Ready condition %+v, want False naming the restored Tenant as %s", r, manifest.ReasonManifestRolledBack)
+	if r := condition(ps, meta.ReadyCondition); r == nil || r.Status == "True" || !strings.Contains(r.Message, alphaOutbox+"/tenant.yaml ("+dirmanifest.ReasonManifestRolledBack+")") {
+		t.Fatalf("beta's Ready condition %+v, want False naming the restored Tenant as %s", r, dirmanifest.ReasonManifestRolledBack)
 	}
 	if w.has("clusters/beta/liqo/alpha/tenant-alpha.yaml") {
 		t.Fatal("beta rendered the restored Tenant")
@@ -164,7 +164,7 @@ func TestATombstoneEndsWithItsReader(t *testing.T) {
 	w, _ := revokedWorld(t)
 	w.setSpec(`clusters: [{id: "beta"}]`)
 	w.pass("beta")
-	if w.has(betaOutbox + "/" + manifest.FileName) {
+	if w.has(betaOutbox + "/" + dirmanifest.FileName) {
 		t.Fatal("beta kept its tombstone in the inbox of alpha, which the spec no longer declares")
 	}
 }
@@ -184,7 +184,7 @@ func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 	w.now = w.now.Add(2 * reconcile.DefaultCertificateLifetime)
 	w.converge("beta", "alpha")
 	published := w.manifestOf(betaOutbox).Sequence
-	if published <= manifestSequence(t, old[betaOutbox+"/"+manifest.FileName]) {
+	if published <= manifestSequence(t, old[betaOutbox+"/"+dirmanifest.FileName]) {
 		t.Fatal("beta's outbox did not change")
 	}
 	current := w.tree["clusters/alpha/cluster.yaml"].Data
@@ -216,8 +216,8 @@ func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 		t.Fatalf("beta's outbox holds %d files, the restored state %d", n, len(old))
 	}
 	st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition)
-	if st == nil || st.Reason != reconcile.ReasonKeyChanged || !strings.Contains(st.Message, manifest.ReasonManifestRolledBack) {
-		t.Fatalf("Stalled %+v, want KeyChanged naming the restored outbox %s", st, manifest.ReasonManifestRolledBack)
+	if st == nil || st.Reason != reconcile.ReasonKeyChanged || !strings.Contains(st.Message, dirmanifest.ReasonManifestRolledBack) {
+		t.Fatalf("Stalled %+v, want KeyChanged naming the restored outbox %s", st, dirmanifest.ReasonManifestRolledBack)
 	}
 	if got := w.pins["beta"].Published[betaOutbox]; got != published {
 		t.Fatalf("beta's record of its outbox went from %d to %d", published, got)
@@ -235,7 +235,7 @@ func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 
 func manifestSequence(t *testing.T, data []byte) uint64 {
 	t.Helper()
-	m, err := manifest.Parse(manifest.FileName, data)
+	m, err := dirmanifest.Parse(dirmanifest.FileName, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestAnOwnWithdrawnOutboxRestoredIsWithdrawnAgain(t *testing.T) {
 	}
 
 	tombstone = w.manifestOf(alphaOutbox).Sequence
-	delete(w.tree, alphaOutbox+"/"+manifest.FileName)
+	delete(w.tree, alphaOutbox+"/"+dirmanifest.FileName)
 	if _, plan = w.pass("alpha"); !strings.Contains(plan.Message, "alpha: sign withdrawal for beta") {
 		t.Errorf("commit message %q does not say alpha signs its withdrawal again", plan.Message)
 	}
@@ -288,8 +288,8 @@ func TestOnlyTheSpecWithdrawsAnOutbox(t *testing.T) {
 	}
 	delete(w.tree, betaOutbox+"/nonce.yaml")
 	w.pass("alpha")
-	if f, ok := w.tree[alphaOutbox+"/"+manifest.FileName]; ok {
-		if m, err := manifest.Parse(alphaOutbox, f.Data); err == nil && m.Tombstone() {
+	if f, ok := w.tree[alphaOutbox+"/"+dirmanifest.FileName]; ok {
+		if m, err := dirmanifest.Parse(alphaOutbox, f.Data); err == nil && m.Tombstone() {
 			t.Fatal("alpha signed a tombstone for a peering the spec still approves")
 		}
 	}
@@ -303,8 +303,8 @@ func TestAPlantedManifestIsNoReasonToSignATombstone(t *testing.T) {
 	w := settled(t)
 	w.setSpec(`clusters: [{id: "alpha"}, {id: "beta"}, {id: "gamma"}]
 peerings: [{consumer: "alpha", provider: "beta"}]`)
-	planted := "clusters/gamma/inbox/alpha/" + manifest.FileName
-	w.tree[planted] = w.tree[alphaOutbox+"/"+manifest.FileName]
+	planted := "clusters/gamma/inbox/alpha/" + dirmanifest.FileName
+	w.tree[planted] = w.tree[alphaOutbox+"/"+dirmanifest.FileName]
 	w.pass("alpha")
 	if w.has(planted) {
 		t.Fatalf("alpha kept or signed %s", planted)
@@ -350,7 +350,7 @@ func TestARestoredAcceptanceIsNoPreviousDecision(t *testing.T) {
 	// The same, with alpha's manifest broken too, so that the request is
 	// unreadable and beta keeps its decisions: not the restored one.
 	w.putBack(betaOutbox, granted)
-	w.tree[alphaOutbox+"/"+manifest.FileName] = &fstest.MapFile{Data: []byte("kind: Manifest\n")}
+	w.tree[alphaOutbox+"/"+dirmanifest.FileName] = &fstest.MapFile{Data: []byte("kind: Manifest\n")}
 	w.pass("beta")
 	if f, ok := w.tree[betaOutbox+"/resourceslice-pool.status.yaml"]; ok {
 		if rs, err := artifact.DecodeSlice("pool", f.Data); err != nil || artifact.SliceCondition(rs, authv1beta1.ResourceSliceConditionTypeResources).Status == authv1beta1.ResourceSliceConditionAccepted {

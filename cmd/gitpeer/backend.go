@@ -11,9 +11,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/backend/kubernetes"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/backend/kubernetes"
 )
 
 // Backend kinds of --backend.

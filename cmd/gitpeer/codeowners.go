@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/codeowners"
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
+	"github.com/gitpeer/gitpeer/internal/review/codeowners"
 )
 
 // codeownersOptions are codeowners's flags: the host's syntax, the

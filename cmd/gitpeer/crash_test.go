@@ -19,14 +19,14 @@ import (
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // handshakeOrder is who runs the passes of a handshake: the provider sends
@@ -346,8 +346,8 @@ func checkNotRolledBack(t *testing.T, saved, now *pins.Store) {
 func checkPinsMatchTheRepo(t *testing.T, remote, id string, s *pins.Store) {
 	t.Helper()
 	seq := func(dir string) uint64 {
-		f := path.Join(dir, manifest.FileName)
-		m, err := manifest.Parse(f, []byte(git(t, remote, "show", "main:"+f)))
+		f := path.Join(dir, dirmanifest.FileName)
+		m, err := dirmanifest.Parse(f, []byte(git(t, remote, "show", "main:"+f)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // TestPeeringOverSSHAndHTTPSWithCredentials is the handshake between two

@@ -13,8 +13,8 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/gitpeer/gitpeer/daemon"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/controller/daemon"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
 )
 
 // daemonHelp is added to reconcile's help.

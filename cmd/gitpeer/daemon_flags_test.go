@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 func TestDaemonFlagsAreChecked(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/examples"
+	"github.com/gitpeer/gitpeer/internal/demo"
 )
 
 // demoOptions are demo's flags: demo.Run's options.

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/gitauth"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
 )
 
 // warnUnknownCredentials writes a warning on w naming the files of the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // keyIDLine is a line of allowed-signers --format openpgp's stderr.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/pullrequest"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/review/pullrequest"
 )
 
 // forgeTokenEnv names the environment variable holding the API token of

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 

@@ -15,11 +15,11 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/runner"
 )
 
 // errChanges is plan's exit 1: the diff is printed, nothing more to say.

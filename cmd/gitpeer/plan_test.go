@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/handshake"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 )
 
 // snapshot is what a read-only command must leave as it was: the remote's

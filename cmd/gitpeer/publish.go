@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
 // publish writes files (repo paths) into the working tree repo together
@@ -20,12 +20,12 @@ import (
 // a cluster verifies. An unchanged directory keeps its manifest.
 func publish(repo string, key crypto.Signer, id string, files map[string][]byte, now time.Time, log io.Writer) error {
 	dir := layout.ClusterPath(id)
-	m, err := manifest.Reseal(layout.NewTree(repo), key, id, dir, files, now)
+	m, err := dirmanifest.Reseal(layout.NewTree(repo), key, id, dir, files, now)
 	if err != nil {
 		return err
 	}
 	if m != nil {
-		files[path.Join(dir, manifest.FileName)] = m
+		files[path.Join(dir, dirmanifest.FileName)] = m
 	}
 	for name, data := range files {
 		p := filepath.Join(repo, filepath.FromSlash(name))

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/pullrequest"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/review/pullrequest"
 )
 
 // pushBranchHelp is added to reconcile's help.

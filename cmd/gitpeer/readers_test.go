@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // TestEveryReaderReadsTheCommittedBytes is the attack of a repo writer on

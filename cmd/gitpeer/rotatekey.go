@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/backend"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // stageKey is rotate-key: it stages a next key in cluster's backend

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

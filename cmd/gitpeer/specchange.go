@@ -10,8 +10,8 @@ import (
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/daemon"
-	"github.com/gitpeer/gitpeer/peerstatus"
+	"github.com/gitpeer/gitpeer/internal/controller/daemon"
+	"github.com/gitpeer/gitpeer/internal/repo/peerstatus"
 )
 
 // statusFormats are the values of status -o.

@@ -12,10 +12,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/peerstatus"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/peerstatus"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/daemon"
-	"github.com/gitpeer/gitpeer/gitauth"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/internal/controller/daemon"
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // TestStatusGolden prints each case of testdata/status (a repo tree made by

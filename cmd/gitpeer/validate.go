@@ -12,8 +12,8 @@ import (
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/policy"
+	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )

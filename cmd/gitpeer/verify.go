@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // errUsage exits 2: verify could not check (bad flag, bad spec, unreadable

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/peerstatus"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/peerstatus"
 )
 
 // waitClock is the clock wait polls with; tests replace it with a fake

@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 func main() {

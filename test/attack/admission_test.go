@@ -7,8 +7,8 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // TestARepoWriterCannotWidenTheProvidersAdmissionPolicy: beta's admission

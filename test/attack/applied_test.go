@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // TestOnlyWhatAClusterSignedIsInWhatItApplies: what a GitOps engine applies

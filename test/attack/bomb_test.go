@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
 

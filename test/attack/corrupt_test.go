@@ -3,8 +3,8 @@ package attack
 import (
 	"testing"
 
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // garbage is what a broken tool or a writer leaves in a file: not YAML, not
@@ -41,7 +41,7 @@ func TestACorruptArtifactKeepsThePeering(t *testing.T) {
 	if !ready(ps) {
 		t.Fatalf("beta's peering is not Ready: %s", describe(ps))
 	}
-	assertContains(t, "beta's status", describe(ps), tenantFile+" ("+manifest.ReasonUnsignedChange+")")
+	assertContains(t, "beta's status", describe(ps), tenantFile+" ("+dirmanifest.ReasonUnsignedChange+")")
 	if got := w.mustShow(identityFile); string(got) != string(identity) {
 		t.Fatal("beta changed or withdrew alpha's Identity")
 	}
@@ -60,7 +60,7 @@ func TestACorruptArtifactKeepsThePeering(t *testing.T) {
 	if ps.Step != "Ready" {
 		t.Fatalf("alpha's peering left step Ready: %s", describe(ps))
 	}
-	assertContains(t, "alpha's status", describe(ps), "kept the Identity accepted from beta", nonceFile, manifest.ReasonUnsignedChange)
+	assertContains(t, "alpha's status", describe(ps), "kept the Identity accepted from beta", nonceFile, dirmanifest.ReasonUnsignedChange)
 	if got := w.mustShow(renderedIdentiy); string(got) != string(rendered) {
 		t.Fatal("alpha changed or withdrew its rendered Identity")
 	}

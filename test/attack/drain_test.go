@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // TestABackdatedRevocationDoesNotCutTheDrainShort: once the spec revokes

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // DuplicateReconciler is told only from evidence a writer without the

@@ -13,10 +13,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/gitpeer/gitpeer/gitobj"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // Caps count entries as well as bytes (docs/trust.md, "Peer isolation and

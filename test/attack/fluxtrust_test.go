@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/fluxtrust"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/runner"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // fluxSecret is alpha's verify Secret, the one its Flux trusts keys from.

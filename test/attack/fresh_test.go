@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // Issue 28's cases 1 to 3 as verify sees them: what a cluster once signed,
@@ -122,7 +122,7 @@ func TestARestoredTreeOfAProviderIsRolledBack(t *testing.T) {
 		a.remove("clusters/beta/liqo")
 		a.git("checkout", old, "--", "clusters/beta/liqo", "clusters/beta/kustomization.yaml", "clusters/beta/status.yaml", "clusters/beta/manifest.yaml")
 	})
-	mustFind(t, w.verify(), "clusters/beta/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
+	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
 }
 
 // TestAReplayedSealIsNamedByVerify (issue 28, case 1): after the revocation,

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
 // A signature proves who made a seal, never when (docs/trust.md, "A cluster

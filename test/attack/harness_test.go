@@ -24,19 +24,19 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/demo"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // templateRoot holds the settled worlds tests start from (see settled).
@@ -197,9 +197,9 @@ func (w *world) publish(c *cluster) error {
 		if err != nil {
 			return nil, err
 		}
-		m, err := manifest.Reseal(tree, c.b.Signer(), c.id, layout.ClusterPath(c.id), files, w.clock.Now())
+		m, err := dirmanifest.Reseal(tree, c.b.Signer(), c.id, layout.ClusterPath(c.id), files, w.clock.Now())
 		if m != nil {
-			files[layout.ClusterPath(c.id, manifest.FileName)] = m
+			files[layout.ClusterPath(c.id, dirmanifest.FileName)] = m
 		}
 		return &gitsync.Change{Writes: files, Message: fmt.Sprintf("%s: publish cluster identity\n\nGitpeer-Cluster: %s\nGitpeer-Step: publish\n", c.id, c.id)}, err
 	})
@@ -829,12 +829,12 @@ func (a *writer) push() {
 // whoever holds key would: the manifest then lists what dir holds.
 func (a *writer) resign(key crypto.Signer, writerID, dir string) {
 	a.w.t.Helper()
-	m, err := manifest.Reseal(layout.NewTree(a.dir), key, writerID, dir, nil, a.w.clock.Now())
+	m, err := dirmanifest.Reseal(layout.NewTree(a.dir), key, writerID, dir, nil, a.w.clock.Now())
 	if err != nil {
 		a.w.t.Fatal(err)
 	}
 	if m != nil {
-		a.write(dir+"/"+manifest.FileName, m)
+		a.write(dir+"/"+dirmanifest.FileName, m)
 	}
 }
 

@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // hubSpec: beta provides for alpha and for gamma.

@@ -6,11 +6,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/peerstatus"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/repo/peerstatus"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // Inboxes hold artifacts only (docs/trust.md): a reader acts on the

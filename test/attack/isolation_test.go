@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/pins"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/pins"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // twoWaySpec: alpha and beta provide for each other, and beta also
@@ -245,7 +245,7 @@ func TestAPeerArtifactAboveItsCapIsNotRead(t *testing.T) {
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
-	assertContains(t, "beta's status of alpha → beta", describe(ps), tenant, manifest.ReasonFileTooLarge)
+	assertContains(t, "beta's status of alpha → beta", describe(ps), tenant, dirmanifest.ReasonFileTooLarge)
 	if got := w.mustShow("clusters/alpha/inbox/beta/identity.yaml"); !bytes.Equal(got, identity) {
 		t.Fatal("beta changed or withdrew alpha's Identity")
 	}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // evilBinding makes ServiceAccount evil/evil cluster-admin: what a writer

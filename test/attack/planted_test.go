@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/backend/file"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 const betaKust = "clusters/beta/kustomization.yaml"

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // TestAnAttributeFilterShowsReviewersWhatTheReconcilersRead: a repo writer

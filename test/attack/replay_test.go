@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // tokenSpec is twoSpec with the token acceptance policy.
@@ -95,7 +95,7 @@ func TestAnOldTenantIsNotReplayedAfterTheNonceMovedOn(t *testing.T) {
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps := w.peering("beta", "alpha", "beta")
-			assertContains(t, "beta's status", describe(ps), tenantFile, manifest.ReasonManifestRolledBack)
+			assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestRolledBack)
 			if !ready(ps) || string(w.mustShow(acceptedTenant)) != string(tenant) {
 				t.Fatalf("beta dropped or changed the current peering: %s", describe(ps))
 			}
@@ -155,14 +155,14 @@ func TestAnOldStateIsNotReplayedAfterAKeyRotation(t *testing.T) {
 	mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid, attack)
 	w.pass("beta")
 	ps := w.peering("beta", "alpha", "beta")
-	assertContains(t, "beta's status", describe(ps), tenantFile, manifest.ReasonManifestInvalid)
+	assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestInvalid)
 	if !ready(ps) {
 		t.Fatalf("beta dropped the peering: %s", describe(ps))
 	}
 	w.certifiesOnly(newKey, oldKey)
 	before := w.signedAll()
 
-	attack = w.attack("mallory <mallory@example.com>", "restore alpha", restore(old, layout.ClusterPath("alpha", layout.ClusterFile), layout.ClusterPath("alpha", manifest.FileName)))
+	attack = w.attack("mallory <mallory@example.com>", "restore alpha", restore(old, layout.ClusterPath("alpha", layout.ClusterFile), layout.ClusterPath("alpha", dirmanifest.FileName)))
 	mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 	w.pass("beta")
 	w.nothingSigned(before)

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // scopeSpec is two peerings with no cluster in common: a pull request

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/guard"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 const (

@@ -23,12 +23,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/admission"
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/liqo"
-	"github.com/gitpeer/gitpeer/render"
+	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/liqo/admission"
+	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
 )
 
 // sliceGVR is Liqo's ResourceSlice (resourceslices.authentication.liqo.io).

@@ -8,11 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gitpeer/gitpeer/artifact"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 const (
@@ -51,12 +51,12 @@ func TestATamperedSliceRequestIsNotGranted(t *testing.T) {
 		// found is what verify names in the attack's commit.
 		found [2]string
 	}{
-		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, manifest.ReasonUnsignedChange, poolRequest,
+		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, dirmanifest.ReasonUnsignedChange, poolRequest,
 			[2]string{poolRequest, verify.ReasonUnsignedChange}},
 		{"deleted", func(a *writer) { a.remove(poolRequest) }, "missing", poolRequest,
 			[2]string{poolRequest, verify.ReasonUnsignedChange}},
 		{"its manifest deleted", func(a *writer) { a.remove("clusters/beta/inbox/alpha/manifest.yaml") },
-			manifest.ReasonManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml",
+			dirmanifest.ReasonManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml",
 			[2]string{"clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,10 +140,10 @@ func TestATamperedSliceAnswerIsNotRendered(t *testing.T) {
 			big.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
 			big.Status.AuthParams = pool.Status.AuthParams
 			a.write(bigAnswer, encode(t, big))
-		}, manifest.ReasonUnsignedChange},
+		}, dirmanifest.ReasonUnsignedChange},
 		{"pool's acceptance changed", func(t *testing.T, a *writer) {
 			a.edit(poolAnswer, `cpu: "2"`, `cpu: "3"`)
-		}, manifest.ReasonUnsignedChange},
+		}, dirmanifest.ReasonUnsignedChange},
 		{"pool's acceptance deleted", func(t *testing.T, a *writer) { a.remove(poolAnswer) }, "missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/gitobj"
 	"github.com/gitpeer/gitpeer/gitsync"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/runner"
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
-	"github.com/gitpeer/gitpeer/verify"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // Paths no checkout can hold: 2,100 directories deep (4,200 bytes, past

@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
-	"github.com/gitpeer/gitpeer/verify"
 )
 
 // The two outboxes of alpha → beta: beta's to alpha (nonce, Identity, slice
@@ -19,9 +19,9 @@ const (
 
 // sequenceOf is the sequence of the manifest at file on main; it fails the
 // test unless that manifest parses.
-func (w *world) sequenceOf(file string) *manifest.Manifest {
+func (w *world) sequenceOf(file string) *dirmanifest.Manifest {
 	w.t.Helper()
-	m, err := manifest.Parse(file, w.mustShow(file))
+	m, err := dirmanifest.Parse(file, w.mustShow(file))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func revoked(t *testing.T) (*world, string) {
 	old := w.ref("main")
 	before := map[string]uint64{}
 	for _, dir := range []string{betaOutbox, alphaOutbox} {
-		before[dir] = w.sequenceOf(dir + "/" + manifest.FileName).Sequence
+		before[dir] = w.sequenceOf(dir + "/" + dirmanifest.FileName).Sequence
 	}
 	peering := twoSpec[strings.Index(twoSpec, "peerings: ["):]
 	w.editSpec(peering, "peerings: []\n", "revoke alpha → beta")
@@ -46,10 +46,10 @@ func revoked(t *testing.T) (*world, string) {
 	w.clock.Advance(reconcile.DefaultDrainPeriod)
 	w.converge()
 	for _, dir := range []string{betaOutbox, alphaOutbox} {
-		if files := w.listTree("main", dir); len(files) != 1 || files[0] != dir+"/"+manifest.FileName {
+		if files := w.listTree("main", dir); len(files) != 1 || files[0] != dir+"/"+dirmanifest.FileName {
 			t.Fatalf("%s after the revocation holds %v, want its tombstone alone", dir, files)
 		}
-		if m := w.sequenceOf(dir + "/" + manifest.FileName); !m.Tombstone() || m.Sequence <= before[dir] {
+		if m := w.sequenceOf(dir + "/" + dirmanifest.FileName); !m.Tombstone() || m.Sequence <= before[dir] {
 			t.Fatalf("%s after the revocation: %d files at sequence %d, want a tombstone above %d", dir, len(m.Files), m.Sequence, before[dir])
 		}
 	}
@@ -75,14 +75,14 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 			w, old := revoked(t)
 			tombstones := map[string]uint64{}
 			for _, dir := range []string{betaOutbox, alphaOutbox} {
-				tombstones[dir] = w.sequenceOf(dir + "/" + manifest.FileName).Sequence
+				tombstones[dir] = w.sequenceOf(dir + "/" + dirmanifest.FileName).Sequence
 			}
 			before := w.signedAll()
 
 			attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, betaOutbox, alphaOutbox))
 			findings := w.verify()
-			mustFind(t, findings, betaOutbox+"/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
-			mustFind(t, findings, alphaOutbox+"/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
+			mustFind(t, findings, betaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
+			mustFind(t, findings, alphaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
 			peering := twoSpec[strings.Index(twoSpec, "peerings: ["):]
 			w.editSpec("peerings: []\n", peering, "approve alpha → beta again")
 
@@ -91,7 +91,7 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 			switch first {
 			case "beta":
 				ps := w.peering("beta", "alpha", "beta")
-				assertContains(t, "beta's status", describe(ps), tenantFile, manifest.ReasonManifestRolledBack)
+				assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestRolledBack)
 				if ready(ps) {
 					t.Fatalf("beta took the restored Tenant: %s", describe(ps))
 				}
@@ -100,7 +100,7 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 				}
 			case "alpha":
 				ps := w.peering("alpha", "alpha", "beta")
-				assertContains(t, "alpha's status", describe(ps), identityFile, manifest.ReasonManifestRolledBack)
+				assertContains(t, "alpha's status", describe(ps), identityFile, dirmanifest.ReasonManifestRolledBack)
 				if ready(ps) {
 					t.Fatalf("alpha took the restored Identity: %s", describe(ps))
 				}
@@ -119,7 +119,7 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 			w.converge()
 			w.mustBeReady("alpha", "beta")
 			for dir, seq := range tombstones {
-				if m := w.sequenceOf(dir + "/" + manifest.FileName); m.Tombstone() || m.Sequence <= seq {
+				if m := w.sequenceOf(dir + "/" + dirmanifest.FileName); m.Tombstone() || m.Sequence <= seq {
 					t.Fatalf("%s after approval again: sequence %d with %d files, want files above the tombstone's %d", dir, m.Sequence, len(m.Files), seq)
 				}
 			}
@@ -157,7 +157,7 @@ func TestARestoredWithdrawalIsNotCarriedOverDuringKeyChanged(t *testing.T) {
 		}
 		w.forbid("beta", f, "")
 	}
-	published := w.sequenceOf("clusters/beta/" + manifest.FileName).Sequence
+	published := w.sequenceOf("clusters/beta/" + dirmanifest.FileName).Sequence
 	before := w.signedAll()
 
 	evil := impostor(t, "alpha", "https://alpha.gitpeer.test:6443")
@@ -172,10 +172,10 @@ func TestARestoredWithdrawalIsNotCarriedOverDuringKeyChanged(t *testing.T) {
 		}
 		a.write(alphaCluster, data)
 		restore(old, layout.PeerDir("beta", "alpha"), betaOutbox)(a)
-		a.git("checkout", old, "--", "clusters/beta/"+manifest.FileName)
+		a.git("checkout", old, "--", "clusters/beta/"+dirmanifest.FileName)
 	})
-	restored := w.mustShow(betaOutbox + "/" + manifest.FileName)
-	mustFind(t, w.verify(), "clusters/beta/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
+	restored := w.mustShow(betaOutbox + "/" + dirmanifest.FileName)
+	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
 
 	w.pass("beta")
 	w.nothingSigned(before)
@@ -183,16 +183,16 @@ func TestARestoredWithdrawalIsNotCarriedOverDuringKeyChanged(t *testing.T) {
 	if reason := stalled(ps); reason != reconcile.ReasonKeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 	}
-	assertContains(t, "beta's status", describe(ps), "clusters/beta/"+manifest.FileName, manifest.ReasonManifestRolledBack)
+	assertContains(t, "beta's status", describe(ps), "clusters/beta/"+dirmanifest.FileName, dirmanifest.ReasonManifestRolledBack)
 	for _, f := range []string{roleBinding, clusterRoleBinding} {
 		if _, ok := w.show(f); ok {
 			t.Fatalf("beta carried over the restored %s", f)
 		}
 	}
-	if m := w.sequenceOf("clusters/beta/" + manifest.FileName); m.Sequence <= published {
+	if m := w.sequenceOf("clusters/beta/" + dirmanifest.FileName); m.Sequence <= published {
 		t.Fatalf("beta's manifest is at sequence %d, not above the %d it published before the attack", m.Sequence, published)
 	}
-	if got := w.mustShow(betaOutbox + "/" + manifest.FileName); string(got) != string(restored) {
+	if got := w.mustShow(betaOutbox + "/" + dirmanifest.FileName); string(got) != string(restored) {
 		t.Fatal("beta re-signed its restored outbox to alpha")
 	}
 
@@ -245,10 +245,10 @@ func TestARestoredGrantDoesNotOutliveACordon(t *testing.T) {
 			attack := w.attack("mallory <mallory@example.com>", "restore", func(a *writer) {
 				restore(granted, betaOutbox)(a)
 				if hide {
-					a.write(alphaOutbox+"/"+manifest.FileName, []byte("kind: Manifest\n"))
+					a.write(alphaOutbox+"/"+dirmanifest.FileName, []byte("kind: Manifest\n"))
 				}
 			})
-			mustFind(t, w.verify(), betaOutbox+"/"+manifest.FileName, verify.ReasonManifestRolledBack, attack)
+			mustFind(t, w.verify(), betaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			if s := sliceOf(w.peering("beta", "alpha", "beta"), "pool"); s.Resources == "Accepted" {

@@ -32,8 +32,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // Names manifests/deploy gives its objects, and Liqo's namespace (the

@@ -41,7 +41,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/guard"
+	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
 var s = &suite{}

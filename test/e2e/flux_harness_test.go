@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // fluxNamespace is where Flux runs and where its objects live.

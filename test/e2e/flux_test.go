@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
-	"github.com/gitpeer/gitpeer/layout"
-	"github.com/gitpeer/gitpeer/manifest"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 const (
@@ -424,14 +424,14 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		if err := os.Rename(inbox, away); err != nil {
 			t.Fatal(err)
 		}
-		m, err := manifest.Reseal(layout.NewTree(attacker), key, consumerID, outbox, nil, time.Now())
+		m, err := dirmanifest.Reseal(layout.NewTree(attacker), key, consumerID, outbox, nil, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Rename(away, inbox); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(attacker, filepath.FromSlash(outbox), manifest.FileName), m, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(attacker, filepath.FromSlash(outbox), dirmanifest.FileName), m, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

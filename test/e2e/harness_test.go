@@ -25,7 +25,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
 )
 
 // Versions and places the suite depends on. The Liqo version is the one
@@ -47,7 +47,7 @@ const (
 
 // clusterSpecs are the two control planes. Their IDX picks the port block
 // 20000+IDX*100 of hack/start-cluster.sh; 31 and 32 are reserved for this
-// suite (33 for daemon/'s) so it never collides with other suites or a
+// suite (33 for internal/controller/daemon/'s) so it never collides with other suites or a
 // developer's clusters.
 var clusterSpecs = []struct {
 	id  string

@@ -21,14 +21,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // The Liqo test's own two clusters: Liqo's controllers act on every Tenant,
 // Identity and ResourceSlice they see, so they must not run on the suite's
 // alpha and beta, which the other tests peer and revoke their own way. Port
-// blocks 34 and 35 of hack/start-cluster.sh (31-33: the suite and daemon/).
+// blocks 34 and 35 of hack/start-cluster.sh (31-33: the suite and internal/controller/daemon/).
 const (
 	liqoConsumerID = "gamma"
 	liqoProviderID = "delta"

@@ -14,10 +14,10 @@ import (
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/gitpeer/gitpeer/commitsig"
-	"github.com/gitpeer/gitpeer/fluxtrust"
-	"github.com/gitpeer/gitpeer/handshake"
-	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
 )
 
 // rollOverKey rolls c's cluster key over mid-flight, with c's reconciler

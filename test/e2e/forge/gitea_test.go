@@ -36,8 +36,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitpeer/gitpeer/internal/testing/e2eharness"
-	"github.com/gitpeer/gitpeer/internal/testing/testgit"
+	"github.com/gitpeer/gitpeer/test/e2eharness"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // gitea is a Gitea server the test started, with an admin's API token.

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitpeer/gitpeer/demo"
 	"github.com/gitpeer/gitpeer/examples"
+	"github.com/gitpeer/gitpeer/internal/demo"
 )
 
 // now is the clock of every pass: the trees, hence the goldens, do not
