@@ -9,7 +9,10 @@ FUZZTIME  ?= 20s
 # The version `gitpeer version` prints: git describe when this is a Git
 # checkout (a commit hash, -dirty with uncommitted changes), else "dev".
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# The commit `gitpeer version` names as its revision (the build runs with
+# -buildvcs=false, so the toolchain records none): empty outside Git.
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Never let go fetch a newer toolchain: pinned dependencies build with Go 1.26.
 export GOTOOLCHAIN := local
 export GOFLAGS     := -buildvcs=false
