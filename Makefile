@@ -122,6 +122,14 @@ image: deps ## Build the OCI image into _output/image (no docker or podman neede
 	  -layout $(IMAGE_DIR)/oci -tarball $(IMAGE_DIR)/gitpeer.tar -ref $(or $(IMAGE),$(IMAGE_DEFAULT)) \
 	  $(if $(IMAGE),-push $(IMAGE))
 
+# ---------------------------------------------------------------- Helm chart
+# manifests/chart, packaged with Helm's Go library (no helm CLI needed), its
+# appVersion (the image tag it runs by default) set to VERSION, as make
+# image tags the image. manifests/chart_test.go renders it in make test.
+.PHONY: chart
+chart: ## Package manifests/chart as _output/chart/gitpeer-<chart version>.tgz, appVersion VERSION
+	$(GO) run ./hack/chart -chart manifests/chart -app-version $(VERSION) -out _output/chart
+
 # ---------------------------------------------------------------- e2e on real Kubernetes
 # Kubernetes and etcd binaries (and Flux's source-controller and
 # kustomize-controller, Gitea, and Liqo's components) are built once from the Go module proxy into a cache
