@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -343,5 +345,63 @@ func TestChartValuesAreDocumented(t *testing.T) {
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("values the templates read but values.yaml does not set: %v", missing)
+	}
+}
+
+// TestREADMEHelmInstallRenders takes README's `helm install` line as a
+// user would paste it: the archive it names is the one make chart writes
+// (the chart's version), and its namespace and --set values render the
+// Deployment for that cluster, repo and image.
+func TestREADMEHelmInstallRenders(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(data), "\\\n", " ")
+	var line string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "helm install ") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if line == "" {
+		t.Fatal("README has no helm install line")
+	}
+	ch, err := loader.Load("chart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields(line)
+	if want := "_output/chart/gitpeer-" + ch.Metadata.Version + ".tgz"; words[3] != want || !strings.Contains(string(data), want) {
+		t.Errorf("README installs %s, make chart writes %s", words[3], want)
+	}
+	ns := ""
+	vals := map[string]any{}
+	for i := 4; i < len(words); i++ {
+		switch words[i] {
+		case "-n", "--namespace":
+			i++
+			ns = words[i]
+		case "--set":
+			i++
+			if err := strvals.ParseInto(words[i], vals); err != nil {
+				t.Fatalf("--set %s: %v", words[i], err)
+			}
+		case "--create-namespace":
+		default:
+			t.Fatalf("README's helm install has %q, beyond this test", words[i])
+		}
+	}
+	rendered, err := renderChart(t, ns, vals)
+	if err != nil {
+		t.Fatalf("README's helm install: %v", err)
+	}
+	b := decodeBuild(t, chartResMap(t, rendered))
+	dep := b.deployment(t)
+	if img := container(t, dep).Image; img != vals["image"].(map[string]any)["repository"].(string)+":"+ch.Metadata.AppVersion {
+		t.Errorf("image %s", img)
+	}
+	if dep.Namespace != ns || b.configMap(t, dep, "CLUSTER_ID").Data["CLUSTER_ID"] != vals["clusterID"] {
+		t.Errorf("Deployment in %q for cluster %v", dep.Namespace, b.configMap(t, dep, "CLUSTER_ID").Data)
 	}
 }
