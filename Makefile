@@ -9,7 +9,10 @@ FUZZTIME  ?= 20s
 # The version `gitpeer version` prints: git describe when this is a Git
 # checkout (a commit hash, -dirty with uncommitted changes), else "dev".
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+# The commit `gitpeer version` names as its revision (the build runs with
+# -buildvcs=false, so the toolchain records none): empty outside Git.
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Never let go fetch a newer toolchain: pinned dependencies build with Go 1.26.
 export GOTOOLCHAIN := local
 export GOFLAGS     := -buildvcs=false
@@ -102,28 +105,40 @@ clean: ## Remove build output and e2e logs
 	rm -rf bin _output
 
 # ---------------------------------------------------------------- container image
-# The Dockerfile at the root; manifests/deploy runs IMAGE. CONTAINER_ENGINE=
-# docker or podman forces one; otherwise the first that is installed and whose
-# `info` succeeds (a daemon or runtime it can reach) builds. With neither, the
-# target fails: a script that goes on to push or deploy IMAGE must not think
-# it was built. The image's version is VERSION, as make build's.
-IMAGE   ?= gitpeer:dev
-CONTAINER_ENGINE ?=
+# gitpeer's OCI image, built with no container engine (hack/imagebuild,
+# internal/imagebuild: go-containerregistry): a static binary
+# (CGO_ENABLED=0) as /usr/local/bin/gitpeer, run as 65532:65532, with this
+# machine's CA roots (CA_CERTS) and the labels source, revision and
+# version. Every timestamp is the commit's time (SOURCE_DATE_EPOCH), so two
+# builds of one commit give one digest. Written to _output/image/oci (an
+# OCI layout) and _output/image/gitpeer.tar (docker load -i); pushed only
+# when IMAGE=registry/repository:tag is given, with the credentials of the
+# Docker config (~/.docker/config.json, $DOCKER_CONFIG).
+IMAGE       ?=
+# The name in the layout and the tarball when IMAGE is not given: the image
+# manifests/deploy's Deployment runs.
+IMAGE_DEFAULT := gitpeer:dev
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+IMAGE_DIR   ?= _output/image
+CA_CERTS    ?= /etc/ssl/certs/ca-certificates.crt
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 
 .PHONY: image
-image: ## Build the container image IMAGE (default gitpeer:dev) with docker or podman; fails if neither can run
-	@engine="$(CONTAINER_ENGINE)"; \
-	if [ -z "$$engine" ]; then \
-	  for e in docker podman; do \
-	    if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
-	  done; \
-	fi; \
-	if [ -z "$$engine" ]; then \
-	  echo "make image: no container builder available (docker or podman is missing, or its 'info' fails: no daemon or runtime reachable); image not built" >&2; \
-	  exit 1; \
-	fi; \
-	echo "$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) ."; \
-	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+image: deps ## Build the OCI image into _output/image (no docker or podman needed); IMAGE=registry/repo:tag also pushes it
+	@test -n "$(REVISION)" -a -n "$(SOURCE_DATE_EPOCH)" || { echo "make image: no commit to label the image with: run it in a Git checkout, or set REVISION and SOURCE_DATE_EPOCH" >&2; exit 1; }
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/gitpeer-linux-$(IMAGE_ARCH) ./cmd/gitpeer
+	$(GO) run ./hack/imagebuild -binary $(IMAGE_DIR)/gitpeer-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
+	  -ca-certs $(CA_CERTS) -version $(VERSION) -revision $(REVISION) -created $(SOURCE_DATE_EPOCH) \
+	  -layout $(IMAGE_DIR)/oci -tarball $(IMAGE_DIR)/gitpeer.tar -ref $(or $(IMAGE),$(IMAGE_DEFAULT)) \
+	  $(if $(IMAGE),-push $(IMAGE))
+
+# ---------------------------------------------------------------- Helm chart
+# manifests/chart, packaged with Helm's Go library (no helm CLI needed), its
+# appVersion (the image tag it runs by default) set to VERSION, as make
+# image tags the image. manifests/chart_test.go renders it in make test.
+.PHONY: chart
+chart: ## Package manifests/chart as _output/chart/gitpeer-<chart version>.tgz, appVersion VERSION
+	$(GO) run ./hack/chart -chart manifests/chart -app-version $(VERSION) -out _output/chart
 
 # ---------------------------------------------------------------- e2e on real Kubernetes
 # Kubernetes and etcd binaries (and Flux's source-controller and

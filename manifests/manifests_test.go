@@ -2,12 +2,11 @@
 package manifests
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -25,6 +24,8 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gitpeer/gitpeer/internal/imagebuild"
 )
 
 func TestManifestsBuildWithKustomize(t *testing.T) {
@@ -105,9 +106,9 @@ func TestDeploy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := regexp.MustCompile(`(?m)^IMAGE\s*\?=\s*(\S+)`).FindSubmatch(mk)
+		m := regexp.MustCompile(`(?m)^IMAGE_DEFAULT\s*:=\s*(\S+)`).FindSubmatch(mk)
 		if m == nil {
-			t.Fatal("the Makefile sets no IMAGE ?= default")
+			t.Fatal("the Makefile sets no IMAGE_DEFAULT := (the name make image gives the image without IMAGE)")
 		}
 		if got := container(t, dep).Image; got != string(m[1]) {
 			t.Errorf("image %q, but make image builds %q", got, m[1])
@@ -892,209 +893,27 @@ func fencedBlocks(doc []byte, prefix string) map[string]string {
 	return out
 }
 
-// dockerInstruction is one instruction of a Dockerfile, continuation lines
-// joined and comment lines dropped.
-type dockerInstruction struct {
-	cmd  string // upper case: FROM, RUN, ...
-	args string
-}
-
-func parseDockerfile(t *testing.T, data []byte) []dockerInstruction {
-	t.Helper()
-	var out []dockerInstruction
-	var cur strings.Builder
-	for _, line := range strings.Split(string(data), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "#") || (trimmed == "" && cur.Len() == 0) {
-			continue
-		}
-		if more, ok := strings.CutSuffix(trimmed, "\\"); ok {
-			cur.WriteString(more + " ")
-			continue
-		}
-		cur.WriteString(trimmed)
-		cmd, args, _ := strings.Cut(strings.TrimSpace(cur.String()), " ")
-		out = append(out, dockerInstruction{cmd: strings.ToUpper(cmd), args: strings.TrimSpace(args)})
-		cur.Reset()
-	}
-	if cur.Len() > 0 {
-		t.Fatalf("Dockerfile ends in a continuation: %q", cur.String())
-	}
-	return out
-}
-
-// TestDockerfile reads the Dockerfile as a builder would and checks what
-// docs/deploy.md and manifests/deploy rely on: a static, trimmed binary built
-// with the pinned toolchain, on a distroless nonroot base running as the
-// Deployment's uid, with gitpeer as the entrypoint.
-func TestDockerfile(t *testing.T) {
-	data, err := os.ReadFile("../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins := parseDockerfile(t, data)
-
-	// Global ARG defaults, for the FROM lines.
-	global := map[string]string{}
-	var stages [][]dockerInstruction
-	for _, in := range ins {
-		switch {
-		case in.cmd == "FROM":
-			stages = append(stages, []dockerInstruction{in})
-		case len(stages) == 0 && in.cmd == "ARG":
-			k, v, _ := strings.Cut(in.args, "=")
-			global[k] = v
-		case len(stages) == 0:
-			t.Fatalf("%s before the first FROM", in.cmd)
-		default:
-			stages[len(stages)-1] = append(stages[len(stages)-1], in)
-		}
-	}
-	if len(stages) != 2 {
-		t.Fatalf("%d stages, want 2 (build, runtime)", len(stages))
-	}
-	from := func(stage []dockerInstruction) (image, name string) {
-		f := strings.Fields(stage[0].args)
-		f = slices.DeleteFunc(f, func(s string) bool { return strings.HasPrefix(s, "--platform=") })
-		image = os.Expand(f[0], func(k string) string { return global[k] })
-		if len(f) == 3 && strings.EqualFold(f[1], "AS") {
-			name = f[2]
-		}
-		return image, name
-	}
-
-	buildImage, buildName := from(stages[0])
-	if buildImage != "golang:1.26" || buildName == "" {
-		t.Errorf("build stage FROM %s AS %q, want golang:1.26 (go.mod's toolchain) with a name", buildImage, buildName)
-	}
-	var build strings.Builder
-	for _, in := range stages[0][1:] {
-		build.WriteString(in.cmd + " " + in.args + "\n")
-	}
-	for _, want := range []string{"CGO_ENABLED=0", "GOTOOLCHAIN=local", "-trimpath", `-ldflags "-s -w -X main.version=`, "./cmd/gitpeer"} {
-		if !strings.Contains(build.String(), want) {
-			t.Errorf("the build stage has no %s", want)
-		}
-	}
-
-	runtimeImage, _ := from(stages[1])
-	if !regexp.MustCompile(`^gcr\.io/distroless/static-debian\d+:nonroot$`).MatchString(runtimeImage) {
-		t.Errorf("runtime stage FROM %s, want distroless static, nonroot", runtimeImage)
-	}
-	var user, entrypoint, binary string
-	for _, in := range stages[1][1:] {
-		switch in.cmd {
-		case "RUN":
-			t.Errorf("the runtime stage runs %q: distroless has no shell, and the image needs nothing installed", in.args)
-		case "USER":
-			user = in.args
-		case "ENTRYPOINT":
-			entrypoint = in.args
-		case "COPY":
-			f := strings.Fields(in.args)
-			if len(f) == 3 && f[0] == "--from="+buildName {
-				binary = f[2]
-			}
-		}
-	}
-	if binary == "" {
-		t.Error("the runtime stage copies no binary from the build stage")
-	}
-	var ep []string
-	if err := json.Unmarshal([]byte(entrypoint), &ep); err != nil || len(ep) != 1 || ep[0] != binary {
-		t.Errorf("ENTRYPOINT %s, want the exec form [%q] (the Deployment's args start with the subcommand)", entrypoint, binary)
-	}
-
+// TestImageMatchesTheDeployment checks what the Deployment relies on in the
+// image make image builds (internal/imagebuild): it runs as the image's
+// numeric non-root user and group (runAsNonRoot is checked against it), its
+// fsGroup lets that group read the mounted Secret, and the container sets
+// no command, so the image's entrypoint (gitpeer) runs with the args, which
+// start with the subcommand.
+func TestImageMatchesTheDeployment(t *testing.T) {
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "deploy")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep := decodeBuild(t, rm).deployment(t)
-	uid := dep.Spec.Template.Spec.SecurityContext.RunAsUser
-	if uid == nil || user != "65532:65532" || *uid != 65532 {
-		t.Errorf("USER %q and runAsUser %v, want the numeric 65532:65532 of distroless nonroot in both", user, uid)
+	sc := dep.Spec.Template.Spec.SecurityContext
+	if sc.RunAsUser == nil || *sc.RunAsUser != imagebuild.UID || sc.RunAsGroup == nil || *sc.RunAsGroup != imagebuild.GID ||
+		sc.FSGroup == nil || *sc.FSGroup != imagebuild.GID || imagebuild.User != fmt.Sprintf("%d:%d", imagebuild.UID, imagebuild.GID) {
+		t.Errorf("runAsUser %v runAsGroup %v fsGroup %v, want the image's user %s", sc.RunAsUser, sc.RunAsGroup, sc.FSGroup, imagebuild.User)
 	}
-}
-
-// TestDockerignoreKeepsWhatTheBuildReads checks that .dockerignore excludes
-// none of the files `go build ./cmd/gitpeer` reads: go.mod, go.sum, and the
-// Go and embedded files of every package of this module it builds.
-func TestDockerignoreKeepsWhatTheBuildReads(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
+	c := container(t, dep)
+	if len(c.Command) != 0 || len(c.Args) == 0 || c.Args[0] != "reconcile" {
+		t.Errorf("command %q args %q: want no command (the image's entrypoint is %s) and args starting with the subcommand", c.Command, c.Args, imagebuild.BinaryPath)
 	}
-	data, err := os.ReadFile("../.dockerignore")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patterns []string
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if strings.HasPrefix(line, "!") || strings.Contains(line, "[") {
-			t.Fatalf(".dockerignore: pattern %q is beyond what this test understands: keep the file to plain paths, * and **/", line)
-		}
-		patterns = append(patterns, path.Clean(strings.TrimPrefix(line, "/")))
-	}
-
-	cmd := exec.Command(goBin, "list", "-deps",
-		"-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}{{end}}`,
-		"./cmd/gitpeer")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	needed := []string{"go.mod", "go.sum"}
-	for _, line := range strings.Split(string(bytes.TrimSpace(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		rel, err := filepath.Rel(root, f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range f[1:] {
-			needed = append(needed, filepath.ToSlash(filepath.Join(rel, name)))
-		}
-	}
-	if len(needed) < 10 {
-		t.Fatalf("go list found only %v", needed)
-	}
-	for _, file := range needed {
-		if p := dockerignored(patterns, file); p != "" {
-			t.Errorf(".dockerignore pattern %q excludes %s, which the build reads", p, file)
-		}
-	}
-}
-
-// dockerignored is the pattern that excludes file (a slash path relative to
-// the build context) or one of its parent directories, "" if none: Docker
-// matches patterns from the context's root, and **/ at any depth.
-func dockerignored(patterns []string, file string) string {
-	parts := strings.Split(file, "/")
-	for _, p := range patterns {
-		for end := 1; end <= len(parts); end++ {
-			for start := 0; start < end; start++ {
-				if start > 0 && !strings.HasPrefix(p, "**/") {
-					break
-				}
-				if ok, _ := path.Match(strings.TrimPrefix(p, "**/"), strings.Join(parts[start:end], "/")); ok {
-					return p
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // TestClusterIDComponentNamesTheSources builds an overlay of

@@ -79,7 +79,7 @@ func TestCIStatusJobKeepsOffProtectedBranches(t *testing.T) {
 					cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
 					cmd.Dir = dir
 					cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "STATUS="+content,
-						"GITHUB_SHA="+main, "CI_COMMIT_SHA="+main, "CI_DEFAULT_BRANCH=main", "CI_SERVER_HOST=gitlab.example",
+						"GITHUB_SHA="+main, "GITHUB_PATH="+filepath.Join(root, "github_path"), "CI_COMMIT_SHA="+main, "CI_DEFAULT_BRANCH=main", "CI_SERVER_HOST=gitlab.example",
 						"CI_PROJECT_PATH=org/peering", "GITPEER_STATUS_TOKEN=token",
 						// GitLab's job pushes to the project's https URL: here, the bare repo.
 						"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=url."+bare+".insteadOf",

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -176,6 +178,9 @@ func TestCIExamplesRunCommandsGitpeerHas(t *testing.T) {
 				var installed bool
 				for _, script := range job.shell {
 					for _, words := range commands(script) {
+						if words = withoutAssignments(words); len(words) == 0 {
+							continue
+						}
 						if len(words) >= 3 && words[0] == "go" && words[1] == "install" {
 							installed = installed || strings.HasPrefix(words[2], "github.com/gitpeer/gitpeer/cmd/gitpeer@")
 						}
@@ -207,6 +212,61 @@ func TestCIExamplesRunCommandsGitpeerHas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// withoutAssignments drops the VAR=value words a simple command starts
+// with (its environment), leaving the command and its arguments.
+func withoutAssignments(words []string) []string {
+	for len(words) > 0 {
+		name, _, ok := strings.Cut(words[0], "=")
+		if !ok || name == "" || strings.ContainsAny(name, "-./${}\"'") {
+			break
+		}
+		words = words[1:]
+	}
+	return words
+}
+
+// ciVersion is GITPEER_VERSION as a CI example sets it.
+var ciVersion = regexp.MustCompile(`(?m)^\s*GITPEER_VERSION:\s*(\S+)\s*$`)
+
+// TestCIExamplesPinACommitThatExists: the examples install gitpeer at a
+// full commit hash (gitpeer has no release, and a tag that does not exist
+// fails every job), the same in both, and that commit is in this
+// repository's history, so go install finds it wherever the history is
+// published.
+func TestCIExamplesPinACommitThatExists(t *testing.T) {
+	var pins []string
+	for _, file := range []string{"github/gitpeer.yml", "gitlab/.gitlab-ci.yml"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "ci", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := ciVersion.FindAllSubmatch(data, -1)
+		if len(m) != 1 {
+			t.Fatalf("%s sets GITPEER_VERSION %d times, want once", file, len(m))
+		}
+		pin := string(m[0][1])
+		if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(pin) {
+			t.Errorf("%s pins GITPEER_VERSION %q, want a full commit hash (gitpeer has no release yet)", file, pin)
+		}
+		pins = append(pins, pin)
+	}
+	if pins[0] != pins[1] {
+		t.Errorf("the examples pin different commits: %v", pins)
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", ".git")); err != nil {
+		t.Skip("not a Git checkout: cannot check the commit exists")
+	}
+	root := filepath.Join("..", "..")
+	if shallow := git(t, root, "rev-parse", "--is-shallow-repository"); shallow == "true" {
+		t.Skip("a shallow clone: cannot check the commit is in the history")
+	}
+	cmd := exec.Command("git", "merge-base", "--is-ancestor", pins[0], "HEAD")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("GITPEER_VERSION %s is not a commit of this repository's history (git merge-base --is-ancestor: %v %s)", pins[0], err, out)
 	}
 }
 

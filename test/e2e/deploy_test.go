@@ -32,6 +32,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+
 	"github.com/gitpeer/gitpeer/test/e2eharness"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
@@ -212,20 +216,28 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 		}
 	})
 
-	if !check(t, "manifests/deploy builds with an overlay of docs/deploy.md per cluster", func(t *testing.T) {
+	// alpha is installed from manifests/deploy (kustomize), beta from
+	// manifests/chart (Helm): each install meets every check below, and
+	// the handshake runs between the two.
+	if !check(t, "manifests/deploy builds with an overlay of docs/deploy.md (alpha), manifests/chart renders with helm install's values (beta)", func(t *testing.T) {
 		baseBuild, err := s.kube(ctx, ds[consumerID].c, nil, "kustomize", base)
 		if err != nil {
 			t.Fatal(err)
 		}
 		baseArgs := deploymentArgs(t, []byte(baseBuild))
 		forEach(t, func(t *testing.T, d *deployed) {
-			overlay := filepath.Join(d.dir, "overlay")
-			writeOverlay(t, overlay, base, baseArgs, d.c.id, repoURL)
-			out, err := s.kube(ctx, d.c, nil, "kustomize", overlay)
-			if err != nil {
-				t.Fatal(err)
+			if d.c.id == providerID {
+				d.build = renderChart(t, filepath.Join(s.root, "manifests", "chart"), d.c.id, repoURL)
+			} else {
+				overlay := filepath.Join(d.dir, "overlay")
+				writeOverlay(t, overlay, base, baseArgs, d.c.id, repoURL)
+				out, err := s.kube(ctx, d.c, nil, "kustomize", overlay)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.build = []byte(out)
 			}
-			d.build = []byte(out)
+			var err error
 			if d.objs, err = parseObjects(d.build); err != nil {
 				t.Fatal(err)
 			}
@@ -543,6 +555,52 @@ func TestDeployedReconcilersHandshakeAsTheirServiceAccount(t *testing.T) {
 	})
 
 	t.Logf("deploy test: %.1fs", time.Since(start).Seconds())
+}
+
+// renderChart renders the chart in dir as `helm template gitpeer dir -n
+// gitpeer-system` does with the values of docs/deploy.md's helm install
+// (cluster, repo, image, the namespace made as manifests/deploy makes it),
+// and, as writeOverlay does for kustomize, --interval and the listen
+// ports set for a test: the listen addresses are the chart's ":<port>".
+func renderChart(t *testing.T, dir, clusterID, repoURL string) []byte {
+	t.Helper()
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := func() int {
+		_, p, _ := strings.Cut(testgit.FreeLoopbackAddr(t), ":")
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	vals := map[string]any{
+		"clusterID": clusterID,
+		"repoURL":   repoURL,
+		"namespace": map[string]any{"create": true},
+		"image":     map[string]any{"repository": "registry.example.invalid/platform/gitpeer", "tag": "e2e"},
+		"reconcile": map[string]any{"interval": deployInterval},
+		"metrics":   map[string]any{"port": port()},
+		"health":    map[string]any{"port": port()},
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "gitpeer", Namespace: deployNamespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.HasSuffix(name, "NOTES.txt") || strings.TrimSpace(files[name]) == "" {
+			continue
+		}
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", name, strings.TrimSpace(files[name]))
+	}
+	return []byte(out.String())
 }
 
 // deploymentArgs returns the args of the gitpeer container of the
