@@ -152,7 +152,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		crashpoint.Reached(crashpoint.PinsSaved)
-		res.Output, res.Steps = out, plan.Steps
+		res.Output, res.Steps = out, reconcile.StepTexts(plan.Steps)
 		self := r.Backend.ClusterID()
 		seal, err := sealFiles(self, out.Files, layout.Capped(tree), r.Repo.Sealed(), r.Repo.Reviewed(layout.ClusterPath(self, layout.KustomizationFile)))
 		if err != nil {
