@@ -47,15 +47,6 @@ type countingBackend struct {
 	cap time.Duration
 }
 
-// Token forwards to the file backend: the wrapper must not hide it.
-func (c *countingBackend) Token(ctx context.Context, peer string) ([]byte, error) {
-	return c.Backend.(*file.Backend).Token(ctx, peer)
-}
-
-func (c *countingBackend) SetToken(ctx context.Context, peer string, token []byte) error {
-	return c.Backend.(*file.Backend).SetToken(ctx, peer, token)
-}
-
 func (c *countingBackend) SignCSR(ctx context.Context, csr []byte, d time.Duration) ([]byte, error) {
 	if c.refuse != nil {
 		if err := c.refuse(csr); err != nil {
