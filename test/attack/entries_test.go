@@ -76,7 +76,7 @@ func (w *world) revertTo(rev string) string {
 
 func (w *world) mainTip() (*git.Repository, storer.EncodedObjectStorer, *object.Commit) {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -304,7 +304,7 @@ func (w *world) forbidLink(id, path string) {
 // pass), its tree holds nothing forbidden, and after a successful pass of
 // cluster self, the applied clusters/<self>/ is the one on main.
 func (w *world) checkApplied(self string, passed bool) error {
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		return err
 	}
@@ -450,7 +450,7 @@ func (w *world) pinStore(id string) *pins.Store {
 // points at, "" when it does not exist.
 func (w *world) ref(branch string) string {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func (w *world) show(path string) ([]byte, bool) {
 // commit hash).
 func (w *world) showAt(rev, path string) ([]byte, bool) {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}

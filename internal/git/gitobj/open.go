@@ -97,6 +97,17 @@ func openShared(dir string) (*git.Repository, func(), error) {
 	return r, func() { _ = shared.Close() }, nil
 }
 
+// Open opens the Git repository at dir (a checkout's root, a linked
+// worktree made by git worktree add, or a bare repository) with go-git's
+// default storage: for a few reads or writes. OpenHistory reads many
+// objects faster; gitsync opens its own clone. Outside this package and
+// gitsync, code opens repositories through these (test/structure keeps it
+// so). An error wraps git.ErrRepositoryNotExists when dir is not a
+// repository.
+func Open(dir string) (*git.Repository, error) {
+	return git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+}
+
 // OpenHistory opens the Git repository at dir (a checkout, a linked
 // worktree made by git worktree add, or a bare repository) for reading
 // many objects, a whole history say: its pack files stay open and objects
