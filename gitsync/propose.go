@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/yaml"
 
@@ -368,27 +369,31 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 	if err != nil {
 		return false
 	}
-	changes, err := object.DiffTree(ta, tb)
-	if err != nil {
-		return false
-	}
 	// Every other file being the same, a manifest.yaml only lists their
 	// hashes: it differs in its sequence and signature, and in the hash of
 	// a file that differs in its dates alone (status.yaml, a slice answer's
-	// conditions).
-	for _, c := range changes {
-		if c.From.Name != c.To.Name {
-			return false
-		}
-		switch name := c.To.Name; {
+	// conditions). A file added or deleted (or replaced by a directory, or
+	// the other way round) is another change.
+	err = gitobj.Diff(gitobj.StoreTrees(r.repo.Storer), ca.TreeHash, cb.TreeHash, func(name string, from, to *object.TreeEntry) error {
+		isFile := func(e *object.TreeEntry) bool { return e != nil && e.Mode != filemode.Dir }
+		switch {
+		case !isFile(from) && !isFile(to): // directories: what differs under them comes next
+			return nil
+		case !isFile(from) || !isFile(to):
+			return errDiffers
 		case path.Base(name) == dirmanifest.FileName:
+			return nil
 		case strings.HasSuffix(name, ".yaml") && sameUndated(ta, tb, name):
-		default:
-			return false
+			return nil
 		}
-	}
-	return true
+		return errDiffers
+	})
+	return err == nil
 }
+
+// errDiffers stops sameProposal's walk at the first change that makes
+// two proposals differ.
+var errDiffers = errors.New("the proposals differ")
 
 // sameUndated reports whether the YAML file holds the same document in both
 // trees once every lastTransitionTime is dropped: a pass on an unmerged

@@ -260,6 +260,22 @@ func TestProposePassSeesItsPendingProposal(t *testing.T) {
 	if alpha.Pending() != nil {
 		t.Error("Pending outside a pass is not nil")
 	}
+	// A file more, or a file less, beside changes of dates and sequence
+	// alone, is another proposal.
+	more := func(context.Context, *TreeFS) (*Change, error) {
+		c, err := answer("2026-01-01T00:00:10Z", 3)(context.Background(), nil)
+		if err == nil {
+			c.Writes["clusters/beta/inbox/alpha/extra.yaml"] = []byte("a: 1\n")
+		}
+		return c, err
+	}
+	second := mustSync(t, alpha, more).Proposed
+	if second == first || second == "" {
+		t.Errorf("a file more = %s, want a new proposal", second)
+	}
+	if res := mustSync(t, alpha, answer("2026-01-01T00:00:11Z", 4)); res.Proposed == second || res.Proposed == "" {
+		t.Errorf("a file less = %+v, want a new proposal", res)
+	}
 	// Another change is another proposal.
 	if res := mustSync(t, alpha, writes("alpha: other", map[string]string{"clusters/beta/inbox/alpha/answer.yaml": "crt: def\n"})); res.Proposed == first || res.Proposed == "" {
 		t.Errorf("a different change = %+v, want a new proposal", res)

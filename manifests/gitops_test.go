@@ -32,7 +32,6 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/encoding/jsonschema"
 	cueyaml "cuelang.org/go/encoding/yaml"
-	gogit "github.com/go-git/go-git/v5"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -826,9 +825,7 @@ func TestArgoSourceIntegrityTrustsWhatGitpeerPublishes(t *testing.T) {
 		t.Fatalf("demo: %v", err)
 	}
 	checkout := filepath.Join(dir, "checkout")
-	if _, err := gogit.PlainClone(checkout, false, &gogit.CloneOptions{URL: rep.Remote}); err != nil {
-		t.Fatal(err)
-	}
+	testgit.Git(t, "", "clone", "-q", rep.Remote, checkout)
 	cmd := exec.Command(bin, "allowed-signers", "--format", "openpgp", checkout)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -950,9 +947,7 @@ func TestGitOpsFitTheTreesGitpeerRenders(t *testing.T) {
 		t.Fatalf("demo: %v", err)
 	}
 	checkout := filepath.Join(dir, "checkout")
-	if _, err := gogit.PlainClone(checkout, false, &gogit.CloneOptions{URL: rep.Remote}); err != nil {
-		t.Fatal(err)
-	}
+	testgit.Git(t, "", "clone", "-q", rep.Remote, checkout)
 
 	blocks := gitopsDocBlocks(t)
 	mem, _ := gitopsFS(t, blocks)

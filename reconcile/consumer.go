@@ -202,12 +202,10 @@ func (p *pass) tenantFor(ctx context.Context, provider string, nonce artifact.No
 	if pol == schema.PolicyToken {
 		// Without a token the Tenant goes out without proof and the provider
 		// answers EmptyRefused, as Liqo v0.2 did.
-		if store, ok := p.in.Backend.(backend.TokenStore); ok {
-			if token, err := store.Token(ctx, provider); err == nil {
-				proof = artifact.TokenProof(token, nonce.Value)
-			} else if !errors.Is(err, backend.ErrNoToken) {
-				return nil, err
-			}
+		if token, err := p.in.Backend.Token(ctx, provider); err == nil {
+			proof = artifact.TokenProof(token, nonce.Value)
+		} else if !errors.Is(err, backend.ErrNoToken) {
+			return nil, err
 		}
 	}
 	// The Tenant sent before, while it answers this nonce with this key and

@@ -12,6 +12,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 const crb = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: evil\n"
@@ -147,9 +148,9 @@ peerings: [
 `)
 	w.converge("beta", "alpha")
 	for _, id := range []string{"alpha", "beta"} {
-		for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}} {
-			if c := unexpectedOf(w, id, pr[0], pr[1]); c != nil {
-				t.Errorf("%s's view of %s → %s: %+v", id, pr[0], pr[1], c)
+		for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
+			if c := unexpectedOf(w, id, pr.Consumer, pr.Provider); c != nil {
+				t.Errorf("%s's view of %s → %s: %+v", id, pr.Consumer, pr.Provider, c)
 			}
 		}
 	}

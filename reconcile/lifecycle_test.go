@@ -104,7 +104,7 @@ func TestSlicesAreDecidedAndRendered(t *testing.T) {
 	}
 	for i, s := range want {
 		out, plan := w.pass(s.cluster)
-		if got := strings.Join(plan.Steps, "; "); got != s.steps {
+		if got := strings.Join(reconcile.StepTexts(plan.Steps), "; "); got != s.steps {
 			t.Errorf("pass %d (%s): steps %q, want %q", i+1, s.cluster, got, s.steps)
 		}
 		if got := peering(t, out, "alpha", "beta").Step; got != s.step {

@@ -43,11 +43,7 @@ func (p *pass) ownInfoIsOwn(ctx context.Context) bool {
 	if p.clusterInfoSigned(p.self, p.in.Backend.Signer().Public()) == nil {
 		return true
 	}
-	kr, ok := p.in.Backend.(backend.KeyRoller)
-	if !ok {
-		return false
-	}
-	prev, err := kr.PreviousKey(ctx)
+	prev, err := p.in.Backend.PreviousKey(ctx)
 	return err == nil && p.clusterInfoSigned(p.self, prev.Public()) == nil
 }
 
@@ -60,16 +56,14 @@ func (p *pass) republishOwnInfo(ctx context.Context, damaged error) error {
 	if err != nil {
 		return fmt.Errorf("own cluster info: %w", err)
 	}
-	if kr, ok := p.in.Backend.(backend.KeyRoller); ok {
-		prev, err := kr.PreviousKey(ctx)
-		switch {
-		case err == nil:
-			if err := layout.SignRotation(own, prev); err != nil {
-				return fmt.Errorf("own cluster info: rotation statement: %w", err)
-			}
-		case !errors.Is(err, backend.ErrNoPreviousKey):
-			return fmt.Errorf("own cluster info: the key a rollover replaced: %w", err)
+	prev, err := p.in.Backend.PreviousKey(ctx)
+	switch {
+	case err == nil:
+		if err := layout.SignRotation(own, prev); err != nil {
+			return fmt.Errorf("own cluster info: rotation statement: %w", err)
 		}
+	case !errors.Is(err, backend.ErrNoPreviousKey):
+		return fmt.Errorf("own cluster info: the key a rollover replaced: %w", err)
 	}
 	data, err := own.Encode()
 	if err != nil {

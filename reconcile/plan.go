@@ -25,8 +25,9 @@ import (
 type Plan struct {
 	Writes  map[string][]byte
 	Deletes []string
-	// Steps are the handshake steps the change carries, e.g. "send nonce to alpha".
-	Steps   []string
+	// Steps are the handshake steps the change carries, in the order the
+	// commit names them (Step.String: "send nonce to alpha").
+	Steps   []Step
 	Message string
 }
 
@@ -134,7 +135,7 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 	}
 	sort.Strings(plan.Deletes)
 	plan.Steps = steps(tree, self, parents, plan, out.Rendered, out.Republished != "")
-	plan.Message = message(self, plan.Steps)
+	plan.Message = message(self, StepTexts(plan.Steps))
 	return plan, nil
 }
 
@@ -163,66 +164,37 @@ func mayHold(self, dir string, parents map[string]bool) bool {
 // steps names what a change does in the handshake's words, deterministically.
 // parents are the directories of the desired files, as Diff collects them;
 // rendered, the Liqo objects among the desired files.
-func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendered map[string]render.Object, republished bool) []string {
+func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendered map[string]render.Object, republished bool) []Step {
+	// Two steps are one when their texts are: the text is what a commit
+	// carries.
 	seen := map[string]bool{}
-	var out []string
-	add := func(s string) {
-		if !seen[s] {
-			seen[s] = true
+	var out []Step
+	add := func(s Step) {
+		if t := s.String(); !seen[t] {
+			seen[t] = true
 			out = append(out, s)
 		}
 	}
-	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
-	var paths, tombstones, admitted []string
-	for f := range plan.Writes {
-		paths = append(paths, f)
+	has := func(kinds []StepKind, peer string) bool {
+		return slices.ContainsFunc(out, func(s Step) bool { return s.Peer == peer && slices.Contains(kinds, s.Kind) })
 	}
-	// The handshake's own artifacts first, so the subject leads with the
-	// step (a Tenant, an Identity) that the slice requests or answers of the
-	// same pass go with.
-	sort.Slice(paths, func(i, j int) bool {
-		if a, b := isHandshake(paths[i]), isHandshake(paths[j]); a != b {
-			return a
-		}
-		return paths[i] < paths[j]
-	})
-	for _, f := range paths {
-		to, from, rest, _ := layout.Split(f)
-		switch {
-		case from == "" && to == self && rest == layout.OpenPGPKeyFile:
-			add("publish OpenPGP key")
-		case from == "" && to == self && rest == layout.ClusterFile && existed(f) && republished:
-			add("republish " + self + "'s cluster.yaml over an edit it did not sign")
-		case from == "" && to == self && rest == layout.ClusterFile && existed(f):
-			add("publish the rolled-over cluster key")
-		case from == "" && to == self && rest == path.Join(fluxtrust.Dir, fluxtrust.SecretFile) && existed(f):
-			add("update the keys Flux verifies " + self + "'s commits with")
-		case from == self && rest == dirmanifest.FileName && isTombstone(f, plan.Writes[f]):
-			tombstones = append(tombstones, to)
-		case from == self && rest == layout.NonceFile:
-			add("send nonce to " + to)
-		case from == self && rest == layout.TenantFile:
-			add("send tenant to " + to)
-		case from == self && rest == layout.IdentityFile && existed(f):
-			add("renew identity of " + to)
-		case from == self && rest == layout.IdentityFile:
-			add("issue identity to " + to)
-		case from == self && isAnswer(rest):
-			name, _ := artifact.SliceAnswerName(rest)
-			add(fmt.Sprintf("answer slice %s of %s", name, to))
-		case from == self && isRequest(rest):
-			name, _ := artifact.SliceName(rest)
-			add(fmt.Sprintf("request slice %s from %s", name, to))
+	existed := func(f string) bool { _, err := fs.Stat(tree, f); return err == nil }
+	var tombstones, admitted []string
+	for _, f := range handshakeFirst(plan.Writes) {
+		w := written{self: self, file: f, data: plan.Writes[f], existed: existed(f), republished: republished}
+		w.to, w.from, w.rest, _ = layout.Split(f)
+		switch o, ok := rendered[f]; {
+		case w.from == self && w.rest == dirmanifest.FileName && isTombstone(f, w.data):
+			tombstones = append(tombstones, w.to)
+		case ok && o.Kind == render.KindValidatingAdmissionPolicy:
+			admitted = append(admitted, o.Peer)
+		case ok:
+			if s, ok := objectStep(o, w.existed); ok {
+				add(s)
+			}
 		default:
-			o, ok := rendered[f]
-			switch {
-			case !ok:
-			case o.Kind == render.KindValidatingAdmissionPolicy:
-				admitted = append(admitted, o.Peer)
-			default:
-				if s := o.Step(existed(f)); s != "" {
-					add(s)
-				}
+			if s, ok := w.step(); ok {
+				add(s)
 			}
 		}
 	}
@@ -230,47 +202,112 @@ func steps(tree fs.FS, self string, parents map[string]bool, plan *Plan, rendere
 	// accepted, which name it already; alone (a provider upgraded to a
 	// gitpeer that renders it) it is a step of its own.
 	for _, peer := range admitted {
-		if !slices.ContainsFunc(out, func(s string) bool {
-			return strings.HasSuffix(s, " of "+peer) && (strings.HasPrefix(s, "answer slice ") || strings.HasPrefix(s, "accept tenant "))
-		}) {
-			add("admit the granted slices of " + peer)
+		if !has([]StepKind{AnswerSlice, AcceptTenant}, peer) {
+			add(Step{Kind: AdmitSlices, Peer: peer})
 		}
 	}
 	for _, f := range plan.Deletes {
-		to, from, rest, _ := layout.Split(f)
-		switch {
-		case from == self && !artifact.InboxArtifact(rest, artifact.Sender{Provider: true, Consumer: true}):
-			// Not an artifact, so not one this cluster withdraws: a file
-			// someone else put in its folder.
-			add(fmt.Sprintf("remove %s from the inbox of %s", rest, to))
-		case from == self:
-			add(fmt.Sprintf("withdraw %s from %s", strings.TrimSuffix(rest, ".yaml"), to))
-		// A deletion under a peer's directory that still holds desired
-		// files removes a file nobody signed, not the peering's objects.
-		case strings.HasPrefix(rest, layout.LiqoDir+"/") && !parents[layout.PeerDir(self, peerOfRendered(rest))]:
-			add("remove objects for " + peerOfRendered(rest))
-		case rest == "":
-			add("remove " + f) // something in the way of a directory
-		default:
-			add("remove " + rest)
-		}
+		add(deleted(self, f, parents))
 	}
 	// A tombstone goes with the withdrawals it signs, which name the step;
 	// alone (signed again after a writer restored the directory), it is
 	// the step.
 	for _, to := range tombstones {
-		withdrawn := false
-		for _, s := range out {
-			withdrawn = withdrawn || (strings.HasPrefix(s, "withdraw ") && strings.HasSuffix(s, " from "+to))
-		}
-		if !withdrawn {
-			add("sign withdrawal for " + to)
+		if !has([]StepKind{Withdraw}, to) {
+			add(Step{Kind: SignWithdrawal, Peer: to})
 		}
 	}
 	if len(out) == 0 && !plan.Empty() {
-		add("update status")
+		add(Step{Kind: UpdateStatus})
 	}
 	return out
+}
+
+// handshakeFirst is the paths of writes, the handshake's own artifacts
+// first, so the subject leads with the step (a Tenant, an Identity) that
+// the slice requests or answers of the same pass go with; then by path.
+func handshakeFirst(writes map[string][]byte) []string {
+	paths := make([]string, 0, len(writes))
+	for f := range writes {
+		paths = append(paths, f)
+	}
+	sort.Slice(paths, func(i, j int) bool {
+		if a, b := isHandshake(paths[i]), isHandshake(paths[j]); a != b {
+			return a
+		}
+		return paths[i] < paths[j]
+	})
+	return paths
+}
+
+// written is a file a change writes that is no rendered Liqo object, as
+// layout.Split cuts its path (to, from, rest).
+type written struct {
+	self, file, to, from, rest string
+	data                       []byte
+	// existed tells the file replaces one; republished, that the pass
+	// writes cluster.yaml again over an edit its cluster did not sign.
+	existed, republished bool
+}
+
+// step is the step writing w makes: a file of the cluster's own tree
+// that says something to its peers, or an artifact into a peer's inbox.
+// None (false) for the rest (status, kustomization, manifests).
+func (w written) step() (Step, bool) {
+	if w.from == "" && w.to == w.self {
+		switch {
+		case w.rest == layout.OpenPGPKeyFile:
+			return Step{Kind: PublishOpenPGPKey}, true
+		case w.rest == layout.ClusterFile && w.existed && w.republished:
+			return Step{Kind: RepublishClusterFile, Peer: w.self}, true
+		case w.rest == layout.ClusterFile && w.existed:
+			return Step{Kind: PublishRolledKey}, true
+		case w.rest == path.Join(fluxtrust.Dir, fluxtrust.SecretFile) && w.existed:
+			return Step{Kind: UpdateFluxKeys, Peer: w.self}, true
+		}
+		return Step{}, false
+	}
+	if w.from != w.self {
+		return Step{}, false
+	}
+	switch {
+	case w.rest == layout.NonceFile:
+		return Step{Kind: SendNonce, Peer: w.to}, true
+	case w.rest == layout.TenantFile:
+		return Step{Kind: SendTenant, Peer: w.to}, true
+	case w.rest == layout.IdentityFile && w.existed:
+		return Step{Kind: RenewIdentity, Peer: w.to}, true
+	case w.rest == layout.IdentityFile:
+		return Step{Kind: IssueIdentity, Peer: w.to}, true
+	}
+	if name, ok := artifact.SliceAnswerName(w.rest); ok {
+		return Step{Kind: AnswerSlice, Peer: w.to, Name: name}, true
+	}
+	if name, ok := artifact.SliceName(w.rest); ok {
+		return Step{Kind: RequestSlice, Peer: w.to, Name: name}, true
+	}
+	return Step{}, false
+}
+
+// deleted is the step deleting f makes; parents are the directories of
+// the desired files.
+func deleted(self, f string, parents map[string]bool) Step {
+	to, from, rest, _ := layout.Split(f)
+	switch {
+	case from == self && !artifact.InboxArtifact(rest, artifact.Sender{Provider: true, Consumer: true}):
+		// Not an artifact, so not one this cluster withdraws: a file
+		// someone else put in its folder.
+		return Step{Kind: RemoveFromInbox, Peer: to, Name: rest}
+	case from == self:
+		return Step{Kind: Withdraw, Peer: to, Name: strings.TrimSuffix(rest, ".yaml")}
+	// A deletion under a peer's directory that still holds desired
+	// files removes a file nobody signed, not the peering's objects.
+	case strings.HasPrefix(rest, layout.LiqoDir+"/") && !parents[layout.PeerDir(self, peerOfRendered(rest))]:
+		return Step{Kind: RemoveObjects, Peer: peerOfRendered(rest)}
+	case rest == "":
+		return Step{Kind: Remove, Name: f} // something in the way of a directory
+	}
+	return Step{Kind: Remove, Name: rest}
 }
 
 // isHandshake reports whether f is a nonce, Tenant or Identity in an inbox.
@@ -285,9 +322,6 @@ func isTombstone(f string, data []byte) bool {
 	m, err := dirmanifest.Parse(f, data)
 	return err == nil && m.Tombstone()
 }
-
-func isAnswer(file string) bool  { _, ok := artifact.SliceAnswerName(file); return ok }
-func isRequest(file string) bool { _, ok := artifact.SliceName(file); return ok }
 
 // MaxSubject is the longest subject line a pass's commit message has, in
 // characters, "<cluster>: " included: Git's convention (git log --oneline

@@ -302,11 +302,7 @@ func (p *pass) checkEpoch(file string, data []byte, consumer string, n artifact.
 // checkToken applies the token policy: the Tenant proves it holds the token
 // shared out of band (Liqo v0.2's Refused / EmptyRefused otherwise).
 func (p *pass) checkToken(ctx context.Context, file string, t *authv1beta1.Tenant, consumer string, n artifact.Nonce) error {
-	store, ok := p.in.Backend.(backend.TokenStore)
-	if !ok {
-		return &artifact.Error{File: file, Reason: artifact.ReasonTokenRefused, Err: errors.New("this cluster's backend keeps no tokens")}
-	}
-	token, err := store.Token(ctx, consumer)
+	token, err := p.in.Backend.Token(ctx, consumer)
 	if err != nil {
 		// The status goes into the shared repo: name the remedy, not where
 		// this cluster keeps its tokens.

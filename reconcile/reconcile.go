@@ -162,9 +162,9 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string]distrusted{}, providers: map[string]bool{},
 		out: &Output{Files: map[string][]byte{}, Rendered: map[string]render.Object{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
 	asConsumer, asProvider := in.Spec.PeeringsOf(self)
-	p.peerings = map[[2]string]bool{}
+	p.peerings = map[schema.Pair]bool{}
 	for _, pr := range append(slices.Clip(asConsumer), asProvider...) {
-		p.peerings[[2]string{pr.Consumer, pr.Provider}] = true
+		p.peerings[pr.Pair()] = true
 	}
 	if p.mayRepairOwnInfo(ctx, damaged) {
 		if err := p.republishOwnInfo(ctx, damaged); err != nil {
@@ -299,10 +299,9 @@ type pass struct {
 	// pass; distrust says why the others did not.
 	trusted  map[string]trusted
 	distrust map[string]distrusted
-	// peerings are the spec's peerings of this cluster, by (consumer,
-	// provider): hasPeering looks them up instead of scanning the whole
+	// peerings are the spec's peerings of this cluster: hasPeering looks them up instead of scanning the whole
 	// spec (10,000 peerings at the size) for every peer.
-	peerings map[[2]string]bool
+	peerings map[schema.Pair]bool
 	// inboxes memoizes inboxesForSelf for the pass (nil: not computed).
 	inboxes *[]string
 	// providers are the peers the spec makes providers of this cluster:
@@ -328,7 +327,7 @@ func (p *pass) hasPeering(consumer, provider string) bool {
 	if consumer != p.self && provider != p.self {
 		return p.in.Spec.HasPeering(consumer, provider)
 	}
-	return p.peerings[[2]string{consumer, provider}]
+	return p.peerings[schema.Pair{Consumer: consumer, Provider: provider}]
 }
 
 func (p *pass) newStatus(prev *layout.ClusterStatus, pr schema.Peering, role layout.Role) *peeringObject {

@@ -47,15 +47,6 @@ type countingBackend struct {
 	cap time.Duration
 }
 
-// Token forwards to the file backend: the wrapper must not hide it.
-func (c *countingBackend) Token(ctx context.Context, peer string) ([]byte, error) {
-	return c.Backend.(*file.Backend).Token(ctx, peer)
-}
-
-func (c *countingBackend) SetToken(ctx context.Context, peer string, token []byte) error {
-	return c.Backend.(*file.Backend).SetToken(ctx, peer, token)
-}
-
 func (c *countingBackend) SignCSR(ctx context.Context, csr []byte, d time.Duration) ([]byte, error) {
 	if c.refuse != nil {
 		if err := c.refuse(csr); err != nil {
@@ -207,7 +198,7 @@ func TestHandshakeTakesFourPassesThenNothing(t *testing.T) {
 	}
 	for i, s := range want {
 		out, plan := w.pass(s.cluster)
-		if got := strings.Join(plan.Steps, "; "); got != s.steps {
+		if got := strings.Join(reconcile.StepTexts(plan.Steps), "; "); got != s.steps {
 			t.Errorf("pass %d (%s): steps %q, want %q", i+1, s.cluster, got, s.steps)
 		}
 		if !strings.HasPrefix(plan.Message, s.cluster+": "+s.steps+"\n\nGitpeer-Cluster: "+s.cluster+"\n") {

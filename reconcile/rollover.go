@@ -25,11 +25,7 @@ func (p *pass) ownInfo(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	kr, ok := p.in.Backend.(backend.KeyRoller)
-	if !ok {
-		return err
-	}
-	prev, perr := kr.PreviousKey(ctx)
+	prev, perr := p.in.Backend.PreviousKey(ctx)
 	if errors.Is(perr, backend.ErrNoPreviousKey) {
 		return err
 	}

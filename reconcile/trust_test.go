@@ -20,6 +20,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 const identityFile = "clusters/alpha/inbox/beta/identity.yaml"
@@ -362,11 +363,11 @@ peerings: [{consumer: "alpha", provider: "beta"}, {consumer: "beta", provider: "
 func TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles(t *testing.T) {
 	for _, tc := range []struct {
 		name, spec string
-		peerings   [][2]string
+		peerings   []schema.Pair
 		refused    bool
 	}{
-		{"alpha only consumes from beta", twoClusters, [][2]string{{"alpha", "beta"}}, false},
-		{"alpha and beta provide for each other", twoWay, [][2]string{{"alpha", "beta"}, {"beta", "alpha"}}, true},
+		{"alpha only consumes from beta", twoClusters, []schema.Pair{{Consumer: "alpha", Provider: "beta"}}, false},
+		{"alpha and beta provide for each other", twoWay, []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, tc.spec)
@@ -383,13 +384,13 @@ func TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles(t *testing.T) {
 				t.Fatalf("beta's pin of alpha took the unsigned edit: %+v", got)
 			}
 			for _, pr := range tc.peerings {
-				ps := w.status("beta", pr[0], pr[1])
+				ps := w.status("beta", pr.Consumer, pr.Provider)
 				stalled := condition(ps, meta.StalledCondition)
 				switch {
 				case tc.refused && (stalled == nil || stalled.Reason != reconcile.ReasonKeyChanged || !strings.Contains(stalled.Message, "apiServer")):
-					t.Errorf("beta's view of %s → %s: %+v, want Stalled KeyChanged naming apiServer", pr[0], pr[1], ps.Conditions)
+					t.Errorf("beta's view of %s → %s: %+v, want Stalled KeyChanged naming apiServer", pr.Consumer, pr.Provider, ps.Conditions)
 				case !tc.refused && stalled != nil && stalled.Status == metav1.ConditionTrue:
-					t.Errorf("beta's view of %s → %s: %+v, want it to go on", pr[0], pr[1], ps.Conditions)
+					t.Errorf("beta's view of %s → %s: %+v, want it to go on", pr.Consumer, pr.Provider, ps.Conditions)
 				}
 			}
 		})

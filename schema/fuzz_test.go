@@ -119,9 +119,9 @@ func checkInvariants(t *testing.T, spec *Spec) {
 			t.Errorf("accepted fingerprint %q", fp)
 		}
 	}
-	pairs := map[[2]string]bool{}
+	pairs := map[Pair]bool{}
 	for _, p := range spec.Peerings {
-		pair := [2]string{p.Consumer, p.Provider}
+		pair := p.Pair()
 		if !ids[p.Consumer] || !ids[p.Provider] || p.Consumer == p.Provider || pairs[pair] {
 			t.Errorf("accepted peering %+v of clusters %v", p, ids)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // ciJob is one CI job of examples/ci: the shell it runs, and how deep it
@@ -263,8 +264,7 @@ func TestCIExamplesPinACommitThatExists(t *testing.T) {
 	if shallow := git(t, root, "rev-parse", "--is-shallow-repository"); shallow == "true" {
 		t.Skip("a shallow clone: cannot check the commit is in the history")
 	}
-	cmd := exec.Command("git", "merge-base", "--is-ancestor", pins[0], "HEAD")
-	cmd.Dir = root
+	cmd := testgit.Command(root, "merge-base", "--is-ancestor", pins[0], "HEAD")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("GITPEER_VERSION %s is not a commit of this repository's history (git merge-base --is-ancestor: %v %s)", pins[0], err, out)
 	}

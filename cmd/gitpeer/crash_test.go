@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -416,7 +416,7 @@ func checkApplied(t *testing.T, remote, id, stateDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := gogit.PlainOpen(remote)
+	repo, err := gitobj.Open(remote)
 	if err != nil {
 		t.Fatal(err)
 	}

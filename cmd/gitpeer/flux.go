@@ -9,12 +9,12 @@ import (
 	"sort"
 	"strings"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
 )
@@ -66,7 +66,7 @@ func fluxSource(id string, key crypto.Signer, format commitsig.Format, url, gitS
 // originURL is the fetch URL of remote origin of the working tree dir, ""
 // if none, without any credentials it holds: it is printed.
 func originURL(dir string) string {
-	r, err := gogit.PlainOpen(dir)
+	r, err := gitobj.Open(dir)
 	if err != nil {
 		return ""
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"io"
@@ -116,11 +117,11 @@ func (o *planOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	tree := src.Tree
-	wrapped, readOnly := newPlanBackend(b)
+	readOnly := newPlanBackend(b)
 	// out.Pins, out.Identities and out.Revoked are what the runner would
 	// save, store and remove after the push: plan drops them.
 	out, plan, err := runner.Compute(ctx, reconcile.Input{
-		Spec: spec, Tree: tree, Backend: wrapped, Now: time.Now(), CertificateLifetime: o.pass.lifetime,
+		Spec: spec, Tree: tree, Backend: readOnly, Now: time.Now(), CertificateLifetime: o.pass.lifetime,
 		LiqoClusterRoles: o.pass.clusterRoles, Pins: stored, StagedKey: next,
 	}, format)
 	if err != nil {
@@ -212,10 +213,12 @@ func sortedKeys(m map[string][]byte) []string {
 	return keys
 }
 
-// planBackend is a cluster's backend for a read-only pass: it reads keys,
-// nonces and tokens as the pass does, but signs no certificate with the
-// cluster's CA (with the kubernetes backend that would create and approve
-// a CertificateSigningRequest in the cluster), and stores nothing.
+// planBackend is a cluster's backend for a read-only pass: it reads keys
+// (the staged and previous ones too), nonces, pins and tokens as the pass
+// does, but signs no certificate with the cluster's CA (with the
+// kubernetes backend that would create and approve a
+// CertificateSigningRequest in the cluster), and stores, stages, promotes
+// or removes nothing.
 type planBackend struct {
 	backend.Backend
 
@@ -246,29 +249,29 @@ func (b *planBackend) StoreKubeconfig(context.Context, *authv1beta1.Identity) (s
 	return "", errors.New("plan stores no kubeconfig")
 }
 
-// planTokenBackend is planBackend over a backend that keeps tokens: the
-// pass reads them as it would (a backend without is a distinct case to the
-// pass, so planBackend alone does not claim to keep any).
-type planTokenBackend struct {
-	*planBackend
-	tokens backend.TokenStore
-}
-
-// newPlanBackend wraps b for a read-only pass.
-func newPlanBackend(b backend.Backend) (backend.Backend, *planBackend) {
-	pb := &planBackend{Backend: b}
-	if ts, ok := b.(backend.TokenStore); ok {
-		return &planTokenBackend{planBackend: pb, tokens: ts}, pb
-	}
-	return pb, pb
-}
-
-// Token reads the token shared with peer, as the pass does.
-func (b *planTokenBackend) Token(ctx context.Context, peer string) ([]byte, error) {
-	return b.tokens.Token(ctx, peer)
-}
-
 // SetToken is never called by a pass; plan writes nothing.
-func (b *planTokenBackend) SetToken(context.Context, string, []byte) error {
+func (b *planBackend) SetToken(context.Context, string, []byte) error {
 	return errors.New("plan writes no token")
 }
+
+// RemoveKubeconfig is never called by a pass; plan removes nothing.
+func (b *planBackend) RemoveKubeconfig(context.Context, string) error {
+	return errors.New("plan removes no kubeconfig")
+}
+
+// StageKey, MarkAnnounced and PromoteNextKey are the runner's, never a
+// pass's; plan rolls no key.
+func (b *planBackend) StageKey(context.Context, string) (*backend.NextKey, error) {
+	return nil, errPlanRollsNoKey
+}
+
+func (b *planBackend) MarkAnnounced(context.Context, time.Time) error { return errPlanRollsNoKey }
+
+func (b *planBackend) PromoteNextKey(context.Context) (crypto.Signer, error) {
+	return nil, errPlanRollsNoKey
+}
+
+var errPlanRollsNoKey = errors.New("plan rolls no key")
+
+// newPlanBackend wraps b for a read-only pass.
+func newPlanBackend(b backend.Backend) *planBackend { return &planBackend{Backend: b} }

@@ -113,6 +113,19 @@ func TestPlanShowsTheNextPassAndChangesNothing(t *testing.T) {
 		!strings.Contains(out, "+++ b/clusters/beta/flux/secret-gitpeer-signing.yaml") || !strings.Contains(out, "beta-next.sshpub") {
 		t.Fatalf("plan with a staged key: exit %d\n%s", code, out)
 	}
+	// The key promoted (a reconciler killed before its push): plan shows
+	// the switch the next pass publishes, read with the key it replaced.
+	fb, err := file.Open(state("beta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fb.PromoteNextKey(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = plan("--cluster", "beta", remote, "--state-dir", state("beta"))
+	if code != 1 || !strings.Contains(out, "Gitpeer-Step: publish the rolled-over cluster key\n") || !strings.Contains(out, "+++ b/clusters/beta/cluster.yaml") {
+		t.Fatalf("plan with a promoted key: exit %d\n%s%s", code, out, stderr)
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -175,12 +188,25 @@ func TestPlanSignsNothingWithTheClustersCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped, pb := newPlanBackend(signingBackend{Backend: b, t: t})
-	if _, ok := wrapped.(backend.TokenStore); ok {
-		t.Error("the wrapper of a backend keeping no tokens claims to keep some")
+	pb := newPlanBackend(signingBackend{Backend: b, t: t})
+	wrapped := backend.Backend(pb)
+	// It reads the tokens as the pass does, and writes, stages and
+	// removes nothing.
+	ctx := context.Background()
+	if err := b.SetToken(ctx, "alpha", []byte("t0ken")); err != nil {
+		t.Fatal(err)
 	}
-	if wrapped, _ := newPlanBackend(b); !implementsTokens(wrapped) {
-		t.Error("the wrapper of the file backend hides its tokens")
+	if tok, err := wrapped.Token(ctx, "alpha"); err != nil || string(tok) != "t0ken" {
+		t.Errorf("the wrapper reads token %q, %v; want the file backend's", tok, err)
+	}
+	if err := wrapped.SetToken(ctx, "alpha", []byte("other")); err == nil {
+		t.Error("the wrapper stored a token")
+	}
+	if _, err := wrapped.StageKey(ctx, ""); err == nil {
+		t.Error("the wrapper staged a key")
+	}
+	if err := wrapped.RemoveKubeconfig(ctx, "alpha"); err == nil {
+		t.Error("the wrapper removed a kubeconfig")
 	}
 	key, err := handshake.GenerateKey()
 	if err != nil {
@@ -202,5 +228,3 @@ func TestPlanSignsNothingWithTheClustersCA(t *testing.T) {
 		t.Errorf("%d placeholders counted, want 1", pb.placeholders())
 	}
 }
-
-func implementsTokens(b backend.Backend) bool { _, ok := b.(backend.TokenStore); return ok }

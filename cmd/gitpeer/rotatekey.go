@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/gitpeer/gitpeer/internal/backend"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
@@ -52,10 +51,6 @@ func stageKey(ctx context.Context, bf *backendFlags, cluster, repo, apiServer st
 	if err != nil {
 		return err
 	}
-	kr, ok := b.(backend.KeyRoller)
-	if !ok {
-		return fmt.Errorf("the %s backend cannot roll its key", bf.kind)
-	}
 	current, err := handshake.Fingerprint(b.Signer().Public())
 	if err != nil {
 		return err
@@ -66,11 +61,11 @@ func stageKey(ctx context.Context, bf *backendFlags, cluster, repo, apiServer st
 				layout.ClusterPath(cluster, layout.ClusterFile), published.Fingerprint, current, cluster)
 		}
 	}
-	staged, err := kr.Next(ctx)
+	staged, err := b.Next(ctx)
 	if err != nil {
 		return err
 	}
-	next, err := kr.StageKey(ctx, apiServer)
+	next, err := b.StageKey(ctx, apiServer)
 	if err != nil {
 		return err
 	}

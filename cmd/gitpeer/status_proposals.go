@@ -60,7 +60,7 @@ func unmergedBranches(ctx context.Context, src *repoSource, target, credentials 
 			_ = c()
 		}
 	}
-	repo, err := gogit.PlainOpenWithOptions(src.Dir, &gogit.PlainOpenOptions{EnableDotGitCommonDir: true})
+	repo, err := gitobj.Open(src.Dir)
 	if err != nil {
 		return nil, done
 	}

@@ -51,11 +51,7 @@ func (tc *tokenCommand) store(ctx context.Context) (backend.TokenStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, ok := b.(backend.TokenStore)
-	if !ok {
-		return nil, fmt.Errorf("--backend %s keeps no tokens", tc.backend.kind)
-	}
-	return store, nil
+	return b, nil
 }
 
 func newTokenGenerateCmd() *cobra.Command {

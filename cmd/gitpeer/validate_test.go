@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 func TestValidateChecksSlicesAgainstTheProvidersClasses(t *testing.T) {
@@ -319,9 +320,7 @@ func TestPreCommitExampleRefusesAnInvalidSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit := func(msg string) (string, error) {
-		cmd := exec.Command("git", "commit", "-qm", msg)
-		cmd.Dir = work
-		out, err := cmd.CombinedOutput()
+		out, err := testgit.Command(work, "commit", "-qm", msg).CombinedOutput()
 		return string(out), err
 	}
 	write(t, filepath.Join(work, "peering.cue"), badPeering)
@@ -333,7 +332,7 @@ func TestPreCommitExampleRefusesAnInvalidSpec(t *testing.T) {
 	if err == nil || !strings.Contains(out, `peering.cue:2:42: peerings[0].provider: unknown cluster "gamma" (known: alpha, beta)`) {
 		t.Fatalf("the hook let an invalid spec be committed (%v):\n%s", err, out)
 	}
-	if _, err := exec.Command("git", "-C", work, "rev-parse", "--verify", "-q", "HEAD").Output(); err == nil {
+	if _, err := testgit.Command(work, "rev-parse", "--verify", "-q", "HEAD").Output(); err == nil {
 		t.Fatal("a commit was made")
 	}
 	git(t, work, "add", "peering.cue")

@@ -46,14 +46,20 @@ type Backend interface {
 	// PinKeeper keeps the cluster's trust anchors beside its private
 	// material.
 	PinKeeper
+	// TokenStore keeps the tokens of the token acceptance policy.
+	TokenStore
+	// KubeconfigRemover deletes what StoreKubeconfig wrote.
+	KubeconfigRemover
+	// KeyRoller rolls the cluster key in steps (gitpeer rotate-key).
+	KeyRoller
 }
 
 // ErrNoToken means a backend holds no token for a peer.
 var ErrNoToken = errors.New("no token for this peer")
 
-// TokenStore is implemented by backends that keep the tokens admins hand
-// each other out of band for the token acceptance policy. Tokens never enter
-// Git: only a proof bound to the nonce does.
+// TokenStore keeps the tokens admins hand each other out of band for the
+// token acceptance policy: part of every Backend. Tokens never enter Git:
+// only a proof bound to the nonce does.
 type TokenStore interface {
 	// Token returns the token shared with peer, or an error wrapping ErrNoToken.
 	Token(ctx context.Context, peer string) ([]byte, error)
@@ -71,8 +77,8 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(raw), nil
 }
 
-// KubeconfigRemover is implemented by backends that can delete what
-// StoreKubeconfig wrote, when a peering is revoked.
+// KubeconfigRemover deletes what StoreKubeconfig wrote, when a peering is
+// revoked: part of every Backend.
 type KubeconfigRemover interface {
 	// RemoveKubeconfig deletes the kubeconfig obtained from providerID; a
 	// missing one is not an error.
@@ -149,8 +155,8 @@ func (n *NextKey) Restage(apiServer string) error {
 	return fmt.Errorf("a key is staged already with API server %s, not %s: let the reconciler promote it first", describe(n.APIServer), describe(apiServer))
 }
 
-// KeyRoller is implemented by backends that roll the cluster key in steps,
-// as DNSSEC and TUF roll keys: the next key is staged beside the current
+// KeyRoller rolls the cluster key in steps, as DNSSEC and TUF roll keys
+// (part of every Backend): the next key is staged beside the current
 // one, announced, then promoted; the key it replaces is kept to sign the
 // rotation statement (layout.SignRotation) until the next rotation.
 // Every method is safe to repeat after a crash at any point.

@@ -48,3 +48,26 @@ func TestConcurrentUseStaysWithinTheBound(t *testing.T) {
 		t.Fatalf("len %d, want 1..50", n)
 	}
 }
+
+// A Map bounded by size starts over when a value would pass the bound,
+// counts a replaced value once, and keeps no value larger than the bound.
+func TestASizedMapStartsOverAtItsBound(t *testing.T) {
+	c := NewSized[string, []byte](10, func(v []byte) int { return len(v) })
+	c.Put("a", []byte("1234"))
+	c.Put("b", []byte("5678"))
+	c.Put("a", []byte("12")) // replaced: 2+4, nothing dropped
+	if c.Len() != 2 || c.Size() != 6 {
+		t.Fatalf("len %d size %d, want 2 and 6", c.Len(), c.Size())
+	}
+	c.Put("c", []byte("abcde")) // 6+5 > 10: starts over
+	if _, ok := c.Get("b"); ok {
+		t.Error("b survived the reset")
+	}
+	if v, ok := c.Get("c"); !ok || string(v) != "abcde" || c.Len() != 1 || c.Size() != 5 {
+		t.Fatalf("after the reset: c = %q, %v; len %d size %d", v, ok, c.Len(), c.Size())
+	}
+	c.Put("big", make([]byte, 11))
+	if _, ok := c.Get("big"); ok || c.Len() != 1 || c.Size() != 5 {
+		t.Errorf("a value over the bound was kept, or dropped the others: len %d size %d", c.Len(), c.Size())
+	}
+}

@@ -89,72 +89,140 @@ type Commit struct {
 	Files   []string
 }
 
-// Run runs the demo, writing its narration to w.
+// Run runs the demo, writing its narration to w, in phases: choose the
+// seed, create the peering repo, publish each cluster's identity, converge
+// (in turns, or in rounds for a mesh), then report: status, verify,
+// kubeconfigs and commit signatures. Every peering must end Peered.
 func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
-	mesh := opts.Clusters > 0
-	if opts.Example == "" {
-		opts.Example = "two-clusters"
+	opts, err := opts.defaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.MaxRounds == 0 {
-		opts.MaxRounds = 10
+	sd, err := chooseSeed(opts)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	rep, err := createRepo(ctx, opts, sd, w)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Concurrent && !mesh {
-		return nil, errors.New("demo: concurrent rounds need a synthetic mesh (--clusters)")
+	if err := rep.publishClusters(ctx, opts, sd.spec, w); err != nil {
+		return nil, err
 	}
-	seed := opts.Files
-	source, seedMessage := "examples/"+opts.Example, "seed: peering spec from examples/"+opts.Example+"\n"
+	checkout, err := rep.converge(ctx, opts, sd.spec, w)
 	switch {
-	case mesh && seed != nil:
-		return nil, errors.New("demo: a synthetic mesh (--clusters) and seed files are exclusive")
-	case mesh:
+	case err != nil && opts.mesh():
+		return rep, err // its Rounds say how far the mesh came
+	case err != nil:
+		return nil, err
+	}
+	if err := rep.readStatus(checkout, sd.spec); err != nil {
+		return nil, err
+	}
+	rep.now = opts.Now
+	rep.printStatus(opts, w)
+	if err := verifyRepo(checkout, sd.spec, opts, w); err != nil {
+		return rep, err
+	}
+	rep.printKubeconfigs(opts, w)
+	if err := rep.printSignatures(opts, w); err != nil {
+		return rep, err
+	}
+	return rep, rep.peered()
+}
+
+// mesh reports whether the demo peers a synthetic mesh.
+func (o Options) mesh() bool { return o.Clusters > 0 }
+
+// defaults is o with its defaults set, or an error when its fields
+// contradict each other.
+func (o Options) defaults() (Options, error) {
+	if o.Example == "" {
+		o.Example = "two-clusters"
+	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = 10
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.Concurrent && !o.mesh():
+		return o, errors.New("demo: concurrent rounds need a synthetic mesh (--clusters)")
+	case o.mesh() && o.Files != nil:
+		return o, errors.New("demo: a synthetic mesh (--clusters) and seed files are exclusive")
+	}
+	return o, nil
+}
+
+// seed is what the peering repo starts from.
+type seed struct {
+	files map[string][]byte
+	// source names it for the narration, message is its commit's.
+	source, message string
+	spec            *schema.Spec
+}
+
+// chooseSeed is the demo's seed: a synthetic mesh, the files given, or
+// the example; the demo dir must be empty.
+func chooseSeed(opts Options) (*seed, error) {
+	sd := &seed{files: opts.Files, source: "examples/" + opts.Example}
+	sd.message = "seed: peering spec from " + sd.source + "\n"
+	switch {
+	case opts.mesh():
 		var err error
-		if seed, err = Mesh(opts.Clusters, opts.Peerings); err != nil {
+		if sd.files, err = Mesh(opts.Clusters, opts.Peerings); err != nil {
 			return nil, err
 		}
-		source = fmt.Sprintf("a synthetic mesh of %d clusters and %d peerings", opts.Clusters, opts.Peerings)
-		seedMessage = "seed: " + source + "\n"
-	case seed == nil:
+		sd.source = fmt.Sprintf("a synthetic mesh of %d clusters and %d peerings", opts.Clusters, opts.Peerings)
+		sd.message = "seed: " + sd.source + "\n"
+	case sd.files == nil:
 		var err error
-		if seed, err = examples.Get(opts.Example); err != nil {
+		if sd.files, err = examples.Get(opts.Example); err != nil {
 			return nil, err
 		}
 	}
 	if entries, err := os.ReadDir(opts.Dir); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("demo dir %s is not empty", opts.Dir)
 	}
-	specFile, specData, err := findSpec(seed)
+	specFile, specData, err := findSpec(sd.files)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := schema.Parse(specFile, specData)
-	if err != nil {
+	if sd.spec, err = schema.Parse(specFile, specData); err != nil {
 		return nil, fmt.Errorf("example %s: %w", opts.Example, err)
 	}
+	return sd, nil
+}
 
-	rep := &Report{Remote: filepath.Join(opts.Dir, "remote.git"), Kubeconfigs: map[string]string{}}
+// createRepo creates the bare peering repo in the demo dir and seeds it.
+func createRepo(ctx context.Context, opts Options, sd *seed, w io.Writer) (*Report, error) {
+	rep := &Report{Remote: filepath.Join(opts.Dir, "remote.git"), Kubeconfigs: map[string]string{}, maxRounds: opts.MaxRounds}
 	fmt.Fprintf(w, "demo dir: %s\n", opts.Dir)
 	if err := gitsync.InitBare(rep.Remote, "main"); err != nil {
 		return nil, err
 	}
 	seedOpts := gitsync.Options{URL: rep.Remote, Now: opts.Now,
 		Author: gitsync.Signature{Name: "gitpeer demo", Email: "demo@gitpeer.invalid"}}
-	if _, err := gitsync.Seed(ctx, seedOpts, seed, seedMessage); err != nil {
+	if _, err := gitsync.Seed(ctx, seedOpts, sd.files, sd.message); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "peering repo: %s (seeded from %s)\n\n", rep.Remote, source)
+	fmt.Fprintf(w, "peering repo: %s (seeded from %s)\n\n", rep.Remote, sd.source)
+	return rep, nil
+}
 
+// publishClusters sets up every cluster of spec, providers first, and
+// commits each one's cluster.yaml, signed, as gitpeer init and publish do.
+func (r *Report) publishClusters(ctx context.Context, opts Options, spec *schema.Spec, w io.Writer) error {
 	for _, id := range TurnOrder(spec) {
-		c, err := setUp(ctx, opts, rep.Remote, id)
+		c, err := setUp(ctx, opts, r.Remote, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rep.Clusters = append(rep.Clusters, c)
+		r.Clusters = append(r.Clusters, c)
 		info, err := c.Backend.ClusterInfo()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res, err := c.Runner.Repo.SyncTree(ctx, func(_ context.Context, tree *gitsync.TreeFS) (*gitsync.Change, error) {
 			files, err := layout.PublishFiles(tree, info)
@@ -168,97 +236,122 @@ func Run(ctx context.Context, opts Options, w io.Writer) (*Report, error) {
 			return &gitsync.Change{Writes: files, Message: trailer.Message(id, "publish cluster identity", "publish")}, err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("publish %s: %w", id, err)
+			return fmt.Errorf("publish %s: %w", id, err)
 		}
-		if mesh {
-			rep.record(id, res)
+		if opts.mesh() {
+			r.record(id, res)
 		} else {
-			rep.note(w, id, res, info.Fingerprint)
+			r.note(w, id, res, info.Fingerprint)
 		}
 	}
-	if mesh {
-		fmt.Fprintf(w, "published %d clusters' identities, one commit each\n", len(rep.Clusters))
+	if opts.mesh() {
+		fmt.Fprintf(w, "published %d clusters' identities, one commit each\n", len(r.Clusters))
 	}
 	fmt.Fprintln(w)
+	return nil
+}
 
-	rep.maxRounds = opts.MaxRounds
-	checkout := rep.Clusters[0].Runner.Repo.Dir()
-	if mesh {
-		if err := rep.runMesh(ctx, opts, spec, w); err != nil {
-			return rep, err
-		}
-		checkout = rep.observer.Dir()
-	} else if err := rep.Converge(ctx, w); err != nil {
-		return nil, err
+// converge runs the reconcilers until every handshake is done: in turns,
+// narrating each commit, or for a mesh in rounds. It returns the clone
+// whose tip the report reads.
+func (r *Report) converge(ctx context.Context, opts Options, spec *schema.Spec, w io.Writer) (string, error) {
+	if !opts.mesh() {
+		return r.Clusters[0].Runner.Repo.Dir(), r.Converge(ctx, w)
 	}
+	if err := r.runMesh(ctx, opts, spec, w); err != nil {
+		return "", err
+	}
+	return r.observer.Dir(), nil
+}
 
-	// The clone has no worktree: read the tip it fetched or pushed last.
+// readStatus reads every peering's status at the tip of the clone
+// checkout, which has no worktree: the tip it fetched or pushed last.
+func (r *Report) readStatus(checkout string, spec *schema.Spec) error {
 	tree, err := gitobj.OpenCommitTree(checkout, "")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Peerings, err = peerstatus.Collect(tree, spec)
-	tree.Close()
-	if err != nil {
-		return nil, err
+	defer tree.Close()
+	r.Peerings, err = peerstatus.Collect(tree, spec)
+	return err
+}
+
+// printStatus narrates each peering's status (for a mesh, a summary).
+func (r *Report) printStatus(opts Options, w io.Writer) {
+	if opts.mesh() {
+		r.printMeshStatus(w)
+		return
 	}
-	rep.now = opts.Now
-	if mesh {
-		rep.printMeshStatus(w)
-	} else {
-		fmt.Fprintln(w, "\nstatus:")
-		for _, p := range rep.Peerings {
-			fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
-			for _, s := range p.Slices {
-				fmt.Fprintf(w, "      slice %-10s authentication=%s resources=%s", s.Name, s.Authentication, s.Resources)
-				if s.Resources == "Denied" || s.Authentication == "Denied" {
-					fmt.Fprintf(w, "  %s: %s", s.Reason, s.Message)
-				}
-				fmt.Fprintln(w)
+	fmt.Fprintln(w, "\nstatus:")
+	for _, p := range r.Peerings {
+		fmt.Fprintf(w, "  %s → %s  %-15s ready=%t  %s\n", p.Consumer, p.Provider, p.Step, p.Ready, p.Summary())
+		for _, s := range p.Slices {
+			fmt.Fprintf(w, "      slice %-10s authentication=%s resources=%s", s.Name, s.Authentication, s.Resources)
+			if s.Resources == "Denied" || s.Authentication == "Denied" {
+				fmt.Fprintf(w, "  %s: %s", s.Reason, s.Message)
 			}
+			fmt.Fprintln(w)
 		}
 	}
+}
+
+// verifyRepo runs verify on the clone checkout, history included, and
+// names every problem it finds.
+func verifyRepo(checkout string, spec *schema.Spec, opts Options, w io.Writer) error {
 	problems, err := verify.Check(checkout, spec, verify.Options{Now: opts.Now(), RequireManifests: true, History: true})
 	if err != nil {
-		return rep, fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("verify: %w", err)
 	}
 	if len(problems) == 0 {
 		fmt.Fprintln(w, "\nverify: every check holds (signed manifests, kustomize builds, history, commit signatures, no private material in any commit)")
-	} else {
-		for _, p := range problems {
-			fmt.Fprintf(w, "verify: %s\n", p)
-		}
-		return rep, fmt.Errorf("verify found %d problems", len(problems))
+		return nil
 	}
-	keys := make([]string, 0, len(rep.Kubeconfigs))
-	for k := range rep.Kubeconfigs {
+	for _, p := range problems {
+		fmt.Fprintf(w, "verify: %s\n", p)
+	}
+	return fmt.Errorf("verify found %d problems", len(problems))
+}
+
+// printKubeconfigs names where each consumer's kubeconfigs went.
+func (r *Report) printKubeconfigs(opts Options, w io.Writer) {
+	keys := make([]string, 0, len(r.Kubeconfigs))
+	for k := range r.Kubeconfigs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if mesh {
+	if opts.mesh() {
 		fmt.Fprintf(w, "kubeconfigs: %d, under %s/state/<consumer>/kubeconfigs/\n", len(keys), opts.Dir)
-	} else {
-		for _, k := range keys {
-			cp := strings.SplitN(k, "/", 2)
-			fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], rep.Kubeconfigs[k])
-		}
+		return
 	}
-	show, n, err := rep.checkSignatures(opts.Dir, opts.SigningFormat)
+	for _, k := range keys {
+		cp := strings.SplitN(k, "/", 2)
+		fmt.Fprintf(w, "kubeconfig of %s for %s: %s\n", cp[0], cp[1], r.Kubeconfigs[k])
+	}
+}
+
+// printSignatures checks that every reconciler commit is signed by its
+// cluster's key and says how to look at them.
+func (r *Report) printSignatures(opts Options, w io.Writer) error {
+	show, n, err := r.checkSignatures(opts.Dir, opts.SigningFormat)
 	if err != nil {
-		return rep, fmt.Errorf("commit signatures: %w", err)
+		return fmt.Errorf("commit signatures: %w", err)
 	}
 	fmt.Fprintf(w, "signatures: all %d commits of the reconcilers are signed by their cluster's key\n", n)
-	fmt.Fprintf(w, "\nthe handshake as commits: git -C %s log --stat\n", rep.Remote)
+	fmt.Fprintf(w, "\nthe handshake as commits: git -C %s log --stat\n", r.Remote)
 	fmt.Fprintf(w, "their signatures:         %s\n", show)
-	// The demo ends once every handshake is done: an example may show a
-	// slice its provider denies (three-clusters' bigbatch), which keeps
-	// that peering from Ready but is what the demo means to show.
-	for _, p := range rep.Peerings {
+	return nil
+}
+
+// peered is nil once every handshake is done. An example may show a slice
+// its provider denies (three-clusters' bigbatch), which keeps that
+// peering from Ready but is what the demo means to show.
+func (r *Report) peered() error {
+	for _, p := range r.Peerings {
 		if !p.Peered {
-			return rep, fmt.Errorf("peering %s → %s is not Peered: %s", p.Consumer, p.Provider, p.Message)
+			return fmt.Errorf("peering %s → %s is not Peered: %s", p.Consumer, p.Provider, p.Message)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // Converge runs rounds (each cluster one pass, providers first) until a whole

@@ -14,12 +14,12 @@ import (
 	"testing/cryptotest"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/pmezard/go-difflib/difflib"
 
 	"github.com/gitpeer/gitpeer/internal/demo"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
@@ -58,7 +58,7 @@ func TestTwoClustersConvergedTree(t *testing.T) {
 // path → content.
 func treeFiles(t *testing.T, remote, branch string) map[string][]byte {
 	t.Helper()
-	repo, err := gogit.PlainOpen(remote)
+	repo, err := gitobj.Open(remote)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,12 +21,10 @@ import (
 const MaxMeshClusters = 500
 
 // Mesh returns the seed of a synthetic peering repo: a peering.cue with
-// clusters c001…cN (as many digits as N needs, at least two) and the first
-// peerings of the sequence (c_i consumes from c_{i+d mod N}) for d = 1, 2, …
-// and i = 1…N, so that each cluster consumes from and provides to about
-// peerings/N others. The same arguments give the same bytes. It fails
-// unless 2 ≤ clusters ≤ MaxMeshClusters and 1 ≤ peerings ≤
-// clusters×(clusters−1), the number of ordered pairs.
+// clusters c001…cN (MeshClusterIDs) peered as MeshSpec peers them. The
+// same arguments give the same bytes. It fails unless 2 ≤ clusters ≤
+// MaxMeshClusters and 1 ≤ peerings ≤ clusters×(clusters−1), the number of
+// ordered pairs.
 func Mesh(clusters, peerings int) (map[string][]byte, error) {
 	if clusters < 2 || clusters > MaxMeshClusters {
 		return nil, fmt.Errorf("mesh: --clusters must be between 2 and %d, got %d", MaxMeshClusters, clusters)
@@ -34,24 +32,36 @@ func Mesh(clusters, peerings int) (map[string][]byte, error) {
 	if most := clusters * (clusters - 1); peerings < 1 || peerings > most {
 		return nil, fmt.Errorf("mesh: --peerings must be between 1 and %d (every ordered pair of %d clusters), got %d", most, clusters, peerings)
 	}
-	ids := MeshClusterIDs(clusters)
 	var b strings.Builder
 	fmt.Fprintf(&b, "// A synthetic mesh: %d clusters, %d peerings (gitpeer demo --clusters %d --peerings %d).\n", clusters, peerings, clusters, peerings)
 	b.WriteString("// Cluster i consumes from cluster i+d (wrapping), for d = 1, 2, … until the count is reached.\n")
+	b.WriteString(MeshSpec(MeshClusterIDs(clusters), peerings))
+	return map[string][]byte{"peering.cue": []byte(b.String())}, nil
+}
+
+// MeshSpec is the CUE of a synthetic mesh of the clusters ids (n of them)
+// and its first peerings of the sequence ids[i] consumes from
+// ids[(i+d) mod n], for d = 1, 2, … and i = 0…n−1: each cluster consumes
+// from and provides to about peerings/n others, exactly peerings/n when n
+// divides peerings. It is the one mesh of the demo (Mesh) and of the
+// benchmarks (test/meshbench), which name their clusters differently. It
+// checks nothing: peerings beyond n×(n−1) repeat pairs.
+func MeshSpec(ids []string, peerings int) string {
+	var b strings.Builder
 	b.WriteString("clusters: [\n")
 	for _, id := range ids {
 		fmt.Fprintf(&b, "\t{id: %q},\n", id)
 	}
 	b.WriteString("]\n\npeerings: [\n")
 	n := 0
-	for d := 1; n < peerings; d++ {
-		for i := 0; i < clusters && n < peerings; i++ {
-			fmt.Fprintf(&b, "\t{consumer: %q, provider: %q},\n", ids[i], ids[(i+d)%clusters])
+	for d := 1; n < peerings && len(ids) > 0; d++ {
+		for i := 0; i < len(ids) && n < peerings; i++ {
+			fmt.Fprintf(&b, "\t{consumer: %q, provider: %q},\n", ids[i], ids[(i+d)%len(ids)])
 			n++
 		}
 	}
 	b.WriteString("]\n")
-	return map[string][]byte{"peering.cue": []byte(b.String())}, nil
+	return b.String()
 }
 
 // MeshClusterIDs are the IDs of Mesh's clusters, in spec order.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/crypto/ssh"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
 	"github.com/gitpeer/gitpeer/internal/demo"
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
@@ -45,7 +45,7 @@ type flux struct {
 // if Flux would refuse it.
 func (f *flux) fetch(after string) {
 	f.t.Helper()
-	repo, err := gogit.PlainOpen(f.remote)
+	repo, err := gitobj.Open(f.remote)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // checkSignatures verifies, with each cluster's key, the signature of
@@ -50,7 +50,7 @@ func (r *Report) checkSignatures(dir string, format commitsig.Format) (string, i
 		}
 		show = fmt.Sprintf("git -C %s -c gpg.ssh.allowedSignersFile=%s log --show-signature", r.Remote, file)
 	}
-	repo, err := git.PlainOpen(r.Remote)
+	repo, err := gitobj.Open(r.Remote)
 	if err != nil {
 		return "", 0, err
 	}

@@ -73,7 +73,7 @@ const MaxDocumentSize = 1 << 20
 // Kubernetes API server does) and checking apiVersion and kind, so a
 // malformed artifact is named rather than half-read.
 func decodeStrict(data []byte, apiVersion, kind string, out any) error {
-	j, err := decoded.json(data, apiVersion, kind)
+	j, err := cachedJSON(data, apiVersion, kind)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 // Caps count entries as well as bytes (docs/trust.md, "Peer isolation and
@@ -75,7 +76,7 @@ func (w *world) revertTo(rev string) string {
 
 func (w *world) mainTip() (*git.Repository, storer.EncodedObjectStorer, *object.Commit) {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	w.nothingSigned(before)
 	limit := fmt.Sprint(layout.MaxFolderEntries)
 	for _, id := range []string{"beta", "alpha"} {
-		for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}} {
-			w.mustStall(id, pr[0], pr[1], reconcile.ReasonTooManyEntries, folder, "tree object of", "more than "+limit+" entries")
+		for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
+			w.mustStall(id, pr.Consumer, pr.Provider, reconcile.ReasonTooManyEntries, folder, "tree object of", "more than "+limit+" entries")
 		}
 	}
 	w.mustBeReady("gamma", "beta")
@@ -198,7 +199,7 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	w.revertTo(settledAt)
 	w.converge()
 	w.nothingSigned(before)
-	for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}, {"gamma", "beta"}} {
-		w.mustBeReady(pr[0], pr[1])
+	for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}, {Consumer: "gamma", Provider: "beta"}} {
+		w.mustBeReady(pr.Consumer, pr.Provider)
 	}
 }

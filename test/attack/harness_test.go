@@ -29,6 +29,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
 	"github.com/gitpeer/gitpeer/internal/demo"
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -303,7 +304,7 @@ func (w *world) forbidLink(id, path string) {
 // pass), its tree holds nothing forbidden, and after a successful pass of
 // cluster self, the applied clusters/<self>/ is the one on main.
 func (w *world) checkApplied(self string, passed bool) error {
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		return err
 	}
@@ -449,7 +450,7 @@ func (w *world) pinStore(id string) *pins.Store {
 // points at, "" when it does not exist.
 func (w *world) ref(branch string) string {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -474,7 +475,7 @@ func (w *world) show(path string) ([]byte, bool) {
 // commit hash).
 func (w *world) showAt(rev, path string) ([]byte, bool) {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, err := gitobj.Open(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -896,10 +897,11 @@ func mustPEM(t *testing.T, pub crypto.PublicKey) []byte {
 // or changes passes guard.Check. It returns how many commits it checked.
 func (w *world) reconcilerCommitsClean() int {
 	w.t.Helper()
-	repo, err := git.PlainOpen(w.remote)
+	repo, done, err := gitobj.OpenHistory(w.remote)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	defer done()
 	keys := map[string]crypto.PublicKey{}
 	for id, c := range w.clusters {
 		for i, k := range c.keys {
@@ -933,37 +935,31 @@ func (w *world) reconcilerCommitsClean() int {
 			if err != nil {
 				return err
 			}
-			parent := &object.Tree{}
+			var parent plumbing.Hash // zero: the empty tree
 			if c.NumParents() > 0 {
 				p, err := c.Parent(0)
 				if err != nil {
 					return err
 				}
-				if parent, err = p.Tree(); err != nil {
-					return err
-				}
+				parent = p.TreeHash
 			}
-			changes, err := object.DiffTree(parent, tree)
-			if err != nil {
-				return err
-			}
-			for _, ch := range changes {
-				if ch.To.Name == "" {
-					continue // a deletion
+			return gitobj.Diff(gitobj.StoreTrees(repo.Storer), parent, c.TreeHash, func(name string, _, to *object.TreeEntry) error {
+				if to == nil || to.Mode == filemode.Dir {
+					return nil // a deletion, or a directory: its files come next
 				}
-				f, err := tree.File(ch.To.Name)
+				f, err := tree.File(name)
 				if err != nil {
-					continue // not a regular file (a link)
+					return nil // not a regular file (a link)
 				}
 				content, err := f.Contents()
 				if err != nil {
 					return err
 				}
-				if err := guard.Check(ch.To.Name, []byte(content)); err != nil {
+				if err := guard.Check(name, []byte(content)); err != nil {
 					w.t.Errorf("commit %s, signed by a reconciler: %v", c.Hash, err)
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 	})
 	if err != nil {

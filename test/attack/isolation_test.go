@@ -11,6 +11,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/schema"
 )
 
 // twoWaySpec: alpha and beta provide for each other, and beta also
@@ -93,8 +94,8 @@ func TestAPeerClusterInfoAboveItsCapIsRefusedBeforeItIsRead(t *testing.T) {
 	w.pass("gamma")
 	w.pass("beta")
 	w.nothingSigned(before)
-	for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}} {
-		w.mustStall("beta", pr[0], pr[1], reconcile.ReasonInvalidClusterInfo, alphaCluster, "more than", "bytes")
+	for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
+		w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonInvalidClusterInfo, alphaCluster, "more than", "bytes")
 	}
 	w.mustBeReady("gamma", "beta")
 	if got := w.pinsOf("beta"); !bytes.Equal(got, pinned) {
@@ -128,8 +129,8 @@ func TestAMalformedPeerClusterInfoAndAStrayFolderStallOnlyThatPeer(t *testing.T)
 	w.pass("gamma")
 	w.pass("beta")
 	w.nothingSigned(before)
-	for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}} {
-		w.mustStall("beta", pr[0], pr[1], reconcile.ReasonInvalidClusterInfo, alphaCluster)
+	for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
+		w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonInvalidClusterInfo, alphaCluster)
 	}
 	w.mustBeReady("gamma", "beta")
 	if got := w.mustShow("clusters/alpha/inbox/beta/identity.yaml"); !bytes.Equal(got, identity) {
@@ -184,8 +185,8 @@ func TestAnUnsignedProviderEndpointNeverReachesThePinsOfATwoWayPeer(t *testing.T
 			w.pass("gamma")
 			w.pass("beta")
 			w.nothingSigned(before)
-			for _, pr := range [][2]string{{"alpha", "beta"}, {"beta", "alpha"}} {
-				w.mustStall("beta", pr[0], pr[1], reconcile.ReasonKeyChanged, alphaCluster, tc.field)
+			for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
+				w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonKeyChanged, alphaCluster, tc.field)
 			}
 			w.mustBeReady("gamma", "beta")
 			if got := w.pinsOf("beta"); !bytes.Equal(got, pinned) {

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -158,7 +158,7 @@ func TestAnOpenPGPCommitOfAnotherKeyOnTheAppliedBranch(t *testing.T) {
 			if out, err := g.Git(w.remote, "verify-commit", "-v", applied); err == nil || strings.Contains(out, "Good signature") {
 				t.Errorf("GnuPG with alpha's key accepts the pushed head: %v\n%s", err, out)
 			}
-			repo, err := git.PlainOpen(w.remote)
+			repo, err := gitobj.Open(w.remote)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
@@ -172,7 +172,7 @@ func rollOverKey(ctx context.Context, t *testing.T, c, provider *cluster, work s
 // signedBy checks that commit rev of the repository at dir carries a
 // signature by key.
 func signedBy(dir, rev string, key crypto.PublicKey) error {
-	repo, err := gogit.PlainOpen(dir)
+	repo, err := gitobj.Open(dir)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/demo"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -42,22 +42,15 @@ func Size(tb testing.TB, def string) (clusters, peerings int) {
 }
 
 // Spec is the peering.cue of a mesh of n clusters (c0000…) and m
-// peerings: cluster i consumes from the m/n clusters after it (mod n), so
-// each takes part in 2m/n peerings.
+// peerings, as the demo's mesh peers them (demo.MeshSpec): cluster i
+// consumes from the m/n clusters after it (mod n), so each takes part in
+// 2m/n peerings.
 func Spec(n, m int) string {
-	var b strings.Builder
-	b.WriteString("clusters: [\n")
-	for i := range n {
-		fmt.Fprintf(&b, "\t{id: %q},\n", ID(i))
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = ID(i)
 	}
-	b.WriteString("]\npeerings: [\n")
-	for i := range n {
-		for j := 1; j <= m/n; j++ {
-			fmt.Fprintf(&b, "\t{consumer: %q, provider: %q},\n", ID(i), ID((i+j)%n))
-		}
-	}
-	b.WriteString("]\n")
-	return b.String()
+	return demo.MeshSpec(ids, m)
 }
 
 // ID is the cluster ID of the i-th cluster of a Spec mesh.
@@ -115,7 +108,9 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 		mesh.IDs = append(mesh.IDs, ID(i))
 	}
 	marker := filepath.Join(root, "mesh")
-	size := fmt.Sprintf("%dx%d commit=%v\n", n, m, opts.Commit)
+	// The marker names the generator's layout too: a mesh an older Spec
+	// built (its peerings in another order) is built again.
+	size := fmt.Sprintf("%dx%d commit=%v spec=demo.MeshSpec\n", n, m, opts.Commit)
 	if got, err := os.ReadFile(marker); err == nil && string(got) == size {
 		mesh.Backends = nil
 		return mesh

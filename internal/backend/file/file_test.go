@@ -32,12 +32,9 @@ import (
 
 var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-// The file backend must satisfy every interface the reconciler looks for.
-var (
-	_ backend.Backend           = (*file.Backend)(nil)
-	_ backend.TokenStore        = (*file.Backend)(nil)
-	_ backend.KubeconfigRemover = (*file.Backend)(nil)
-)
+// The file backend is a whole Backend (tokens, key rollover, kubeconfig
+// removal included).
+var _ backend.Backend = (*file.Backend)(nil)
 
 var stateFiles = []string{file.ConfigFile, file.KeyFile, file.CACertFile, file.CAKeyFile, file.NonceSecretFile}
 

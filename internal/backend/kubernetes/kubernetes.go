@@ -98,10 +98,7 @@ const (
 	nonceSecretSize = 32
 )
 
-var (
-	_ backend.Backend           = (*Backend)(nil)
-	_ backend.KubeconfigRemover = (*Backend)(nil)
-)
+var _ backend.Backend = (*Backend)(nil)
 
 // Options configure the backend.
 type Options struct {
@@ -950,8 +947,6 @@ func (b *Backend) SetToken(ctx context.Context, peer string, token []byte) error
 	}
 	return nil
 }
-
-var _ backend.TokenStore = (*Backend)(nil)
 
 // PinsSecretName is gitpeer's Secret in the Liqo namespace holding the pin
 // store (data key pins.yaml), next to Liqo's authentication-keys.

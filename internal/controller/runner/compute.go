@@ -33,14 +33,10 @@ func Compute(ctx context.Context, in reconcile.Input, format commitsig.Format) (
 }
 
 // StagedKey is the signer of the key rotate-key staged in b, which a pass
-// announces until it switches to it; nil when none is staged or b rolls no
-// keys. It reads and never promotes: for a read-only pass (plan).
+// announces until it switches to it; nil when none is staged. It reads and
+// never promotes: for a read-only pass (plan).
 func StagedKey(ctx context.Context, b backend.Backend) (crypto.Signer, error) {
-	kr, ok := b.(backend.KeyRoller)
-	if !ok {
-		return nil, nil
-	}
-	next, err := kr.Next(ctx)
+	next, err := b.Next(ctx)
 	if err != nil {
 		return nil, err
 	}

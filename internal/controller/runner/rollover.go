@@ -50,11 +50,7 @@ func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (annou
 			}
 		}
 	}
-	kr, ok := r.Backend.(backend.KeyRoller)
-	if !ok {
-		return nil, "", nil
-	}
-	next, err := kr.Next(ctx)
+	next, err := r.Backend.Next(ctx)
 	if err != nil || next == nil {
 		return nil, "", err
 	}
@@ -83,7 +79,7 @@ func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (annou
 	if !trusted {
 		return next, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
 	}
-	old, err := kr.PromoteNextKey(ctx)
+	old, err := r.Backend.PromoteNextKey(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
 	}

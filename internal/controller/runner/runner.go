@@ -152,7 +152,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		crashpoint.Reached(crashpoint.PinsSaved)
-		res.Output, res.Steps = out, plan.Steps
+		res.Output, res.Steps = out, reconcile.StepTexts(plan.Steps)
 		self := r.Backend.ClusterID()
 		seal, err := sealFiles(self, out.Files, layout.Capped(tree), r.Repo.Sealed(), r.Repo.Reviewed(layout.ClusterPath(self, layout.KustomizationFile)))
 		if err != nil {
@@ -185,7 +185,7 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 	// The staged key is announced once the applied branch holds a tree
 	// that trusts it: the pass changed nothing that awaits review.
 	if next != nil && next.Announced.IsZero() && gres.Proposed == "" && gres.Applied != "" && gres.AppliedHeld == "" {
-		if err := r.Backend.(backend.KeyRoller).MarkAnnounced(ctx, now()); err != nil {
+		if err := r.Backend.MarkAnnounced(ctx, now()); err != nil {
 			return nil, fmt.Errorf("cluster %s: key rollover: %w", r.Backend.ClusterID(), err)
 		}
 	}
@@ -206,11 +206,9 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		}
 		res.Kubeconfigs[string(id.Spec.ClusterID)] = where
 	}
-	if rm, ok := r.Backend.(backend.KubeconfigRemover); ok {
-		for _, provider := range res.Output.Revoked {
-			if err := rm.RemoveKubeconfig(ctx, provider); err != nil {
-				return nil, fmt.Errorf("cluster %s: remove kubeconfig for %s: %w", r.Backend.ClusterID(), provider, err)
-			}
+	for _, provider := range res.Output.Revoked {
+		if err := r.Backend.RemoveKubeconfig(ctx, provider); err != nil {
+			return nil, fmt.Errorf("cluster %s: remove kubeconfig for %s: %w", r.Backend.ClusterID(), provider, err)
 		}
 	}
 	if sr, ok := r.Backend.(backend.StuckReporter); ok {

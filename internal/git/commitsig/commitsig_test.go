@@ -24,6 +24,7 @@ import (
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
@@ -48,7 +49,8 @@ func gitCmd(dir string, args ...string) (string, error) {
 func repoAt(t *testing.T) (*git.Repository, string) {
 	t.Helper()
 	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
+	testgit.Git(t, dir, "init", "-q")
+	r, err := gitobj.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

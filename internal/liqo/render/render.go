@@ -2,12 +2,12 @@
 // peering, as Liqo's authentication/forge is for its controllers and
 // liqoctl: the reconciler writes exactly these objects under
 // clusters/<self>/liqo/<peer>/, verify accepts exactly these, and plan
-// names a change's steps from their kinds. Adding a Liqo object to a
-// peering touches this package only.
+// names a change's steps from their kinds (reconcile.Step). Adding a Liqo
+// object to a peering touches this package only, and reconcile's steps
+// when writing it is a step of its own.
 package render
 
 import (
-	"fmt"
 	"path"
 
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
@@ -61,27 +61,6 @@ func (o Object) Path(self string) string { return Path(self, o.Peer, o.Kind, o.N
 // rendered before look it up there.
 func Path(self, peer, kind, name string) string {
 	return path.Join(layout.PeerDir(self, peer), liqo.ObjectFileName(kind, name))
-}
-
-// Step names, in the handshake's words, what writing the object into the
-// repo does; existed tells that a former version is replaced. "" for the
-// objects that go with another's step (a Tenant's namespace and bindings,
-// its nonce Secret, the admission policy: plan names that one itself).
-func (o Object) Step(existed bool) string {
-	switch {
-	case o.Slice != "":
-		// A changed grant rewrites the slice while its Identity may stay.
-		return fmt.Sprintf("accept slice %s of %s", o.Slice, o.Peer)
-	case o.Kind == authv1beta1.IdentityKind:
-		return "accept identity of " + o.Peer
-	case o.Kind == authv1beta1.TenantKind && existed:
-		return "update tenant of " + o.Peer
-	case o.Kind == authv1beta1.TenantKind:
-		return "accept tenant of " + o.Peer
-	case o.Kind == KindClusterRole:
-		return "render Liqo cluster roles"
-	}
-	return ""
 }
 
 // Provided is the state of a peering on its provider's side, from which

@@ -75,9 +75,8 @@ func TestConsumerRendersItsIdentityThenEachAcceptedSlice(t *testing.T) {
 	if got := files(objs); !slices.Equal(got, want) {
 		t.Errorf("files %q, want %q", got, want)
 	}
-	steps := []string{objs[1].Step(false), objs[2].Step(false), objs[3].Step(true)}
-	if want := []string{"accept identity of beta", "accept slice pool of beta", "accept slice pool of beta"}; !slices.Equal(steps, want) {
-		t.Errorf("steps %q, want %q", steps, want)
+	if objs[1].Slice != "" || objs[2].Slice != "pool" || objs[3].Slice != "pool" {
+		t.Errorf("slices named %q %q %q, want the slice's objects to name it", objs[1].Slice, objs[2].Slice, objs[3].Slice)
 	}
 	if got := objs[1].Path("alpha"); got != "clusters/alpha/liqo/beta/identity-controlplane-beta.yaml" {
 		t.Errorf("path %s", got)
@@ -101,7 +100,7 @@ func TestAdmissionPolicyAdmitsTheGrants(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("policy differs from admission.Policy for the grants:\n%s", got)
 	}
-	if s := render.Shared(); len(s) != 2 || s[0].Step(false) != "render Liqo cluster roles" || s[0].Peer != render.SharedDir {
+	if s := render.Shared(); len(s) != 2 || s[0].Kind != render.KindClusterRole || s[0].Peer != render.SharedDir {
 		t.Errorf("shared objects %+v", s)
 	}
 }

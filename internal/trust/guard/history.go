@@ -13,7 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // Finding is one blob of a repository's history that Check refuses.
@@ -46,7 +46,7 @@ func ScanHistory(dir string) ([]Finding, error) {
 // kept in, cache (nil: none): content a caller already inspected, such as
 // the files of the checkout at the tip, is not scanned again.
 func ScanHistoryCached(dir string, cache *Cache) ([]Finding, error) {
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := gitobj.OpenHistory(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open repository %s: %w", dir, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
@@ -139,7 +138,7 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, 
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
-	_, done, err := gitrepo.Open(dir)
+	_, done, err := gitobj.OpenHistory(dir)
 	if err == nil {
 		done()
 	}

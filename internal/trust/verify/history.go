@@ -17,7 +17,6 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -76,7 +75,7 @@ func History(dir string, opts Options) ([]Finding, error) {
 // rendered, the history it returns lists which commit wrote each rendered
 // file (history.rendered); nil when HEAD has no commit.
 func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered bool) ([]Finding, *history, error) {
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := gitobj.OpenHistory(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", dir, err)
 	}

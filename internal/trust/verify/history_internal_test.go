@@ -10,7 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
@@ -100,7 +100,7 @@ func TestLearnedChangesAreTheFullDiffsThatCommitReads(t *testing.T) {
 	write("clusters", "a file where the clusters were")
 	write("clusters", "", "clusters/a/cluster.yaml", "a3", "clusters/a/inbox/b/manifest.yaml", "ib3")
 
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := gitobj.OpenHistory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -34,7 +33,7 @@ func notInSpec(dir string, tree fs.FS, spec *schema.Spec, opts Options, unheld [
 	if len(judged) == 0 {
 		return nil, nil
 	}
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := gitobj.OpenHistory(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}

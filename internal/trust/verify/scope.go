@@ -15,7 +15,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
-	"github.com/gitpeer/gitpeer/internal/git/gitrepo"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/schema"
@@ -184,7 +183,7 @@ var wholeTreeFiles = map[string]bool{".gitattributes": true, ".gitmodules": true
 // means the whole tree.
 func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScope, Scope, error) {
 	report := Scope{Base: opts.Base}
-	repo, done, err := gitrepo.Open(dir)
+	repo, done, err := gitobj.OpenHistory(dir)
 	if err != nil {
 		return nil, report, fmt.Errorf("open %s: %w", dir, err)
 	}
