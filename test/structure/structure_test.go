@@ -128,3 +128,56 @@ func TestNoProductionPackageImportsATestHarness(t *testing.T) {
 		}
 	}
 }
+
+// layerRow is a row of the package map with a numbered layer:
+// "| 4 core | `path` | what |".
+var layerRow = regexp.MustCompile("^\\| ([0-9]+) [^|]+ \\| `([a-z0-9/._-]+)` \\| ")
+
+// TestImportsRunDownTheLayers keeps the package map's layers an
+// architecture rather than labels: a production file imports only
+// packages of its own layer or a lower one (a higher number). Test files
+// are free to reach up, as test/attack does.
+func TestImportsRunDownTheLayers(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := map[string]int{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if m := layerRow.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			layer[m[2]] = n
+		}
+	}
+	if len(layer) == 0 {
+		t.Fatal("docs/design.md's package map numbers no layer")
+	}
+	for pkg, n := range layer {
+		files, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pkg), "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				dep, ok := strings.CutPrefix(path, module)
+				if !ok {
+					continue
+				}
+				m, numbered := layer[dep]
+				if !numbered {
+					t.Errorf("%s imports %s, which has no layer in docs/design.md's package map", f, dep)
+				} else if m < n {
+					t.Errorf("%s (layer %d) imports %s of layer %d, above it: move one of them, or the row in docs/design.md's package map", f, n, dep, m)
+				}
+			}
+		}
+	}
+}
