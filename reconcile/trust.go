@@ -238,6 +238,12 @@ func changes(ci *layout.ClusterInfo, pin *pins.Peer, provider bool) string {
 
 func (p *pass) pin(peer string, ci *layout.ClusterInfo) {
 	pin := p.pins.Peer(peer)
+	if pin.Repin && pin.PublicKey != "" && pin.PublicKey != ci.PublicKey {
+		// An admin's re-pin of a key other than the one pinned: recorded,
+		// and published signed (repins.yaml), for verify to tell it from a
+		// key swap nobody vouched for.
+		pin.RecordRepin(ci.Fingerprint)
+	}
 	pin.Fingerprint, pin.PublicKey, pin.APIServer, pin.CA, pin.Repin, pin.Damaged = ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA, false, ""
 }
 

@@ -210,6 +210,10 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if r.h != nil {
+		r.h.resolveRepinned(tree, spec)
+		r.findings = r.h.findings
+	}
 	findings = append(findings, r.findings...)
 	if len(unheld) > 0 {
 		f, err := notInSpec(dir, tree, spec, opts, unheld, r.h.rendered)

@@ -203,8 +203,18 @@ type history struct {
 	// commit may have repaired since (see resolveRepaired).
 	repairable []repairable
 	// manifestBy is, for each manifest content seen, the first commit
-	// in walk order that wrote it.
+	// in walk order that wrote it; likewise each repins.yaml.
 	manifestBy map[pathBlob]plumbing.Hash
+	// keyChanges are the KeyChanged findings, which the peers' signed
+	// re-pins may resolve (see resolveRepinned).
+	keyChanges []keyChange
+}
+
+// keyChange is a KeyChanged finding of h.findings (by index): cluster
+// published the key fingerprint without a rotation statement.
+type keyChange struct {
+	index                int
+	cluster, fingerprint string
 }
 
 // repairable is a finding of h.findings (by index) on path, in writer's
@@ -573,6 +583,11 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	ownInbox := layout.ClusterPath(principal, layout.InboxDir) + "/"
 	for _, ch := range changes {
 		writer, dir, inArea := manifest.Scope(ch.path)
+		if !ch.to.IsZero() && path.Base(ch.path) == layout.RepinsFile && path.Dir(ch.path) == layout.ClusterPath(writer) {
+			if k := (pathBlob{ch.path, ch.to}); h.manifestBy[k].IsZero() {
+				h.manifestBy[k] = n.c.Hash
+			}
+		}
 		if judge && principal != "" && !layout.Writable(principal, ch.path) {
 			h.add(n.c, ch.path, ReasonOwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
 		}
@@ -760,6 +775,7 @@ func (h *history) continuity(c *object.Commit, file string, id *identity, parent
 			continue
 		}
 		if err := id.info.VerifyRotation(prev.info.Fingerprint); err != nil {
+			h.keyChanges = append(h.keyChanges, keyChange{index: len(h.findings), cluster: id.info.ClusterID, fingerprint: id.info.Fingerprint})
 			h.add(c, file, ReasonKeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
 			return
 		}

@@ -117,3 +117,55 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// TestVerifyResolvesADocumentedKeyRecovery: alpha lost its state dir; its
+// admin runs gitpeer init on a new one and pushes the new cluster.yaml, as
+// docs/trust.md says. verify names the KeyChanged and fails, as it would
+// for a key swap; beta's admin checks the fingerprint and re-pins it
+// (gitpeer trust), beta's reconciler records that in repins.yaml, signed,
+// and from then on verify lists the KeyChanged as resolved and exits 0;
+// --strict still fails. A re-pin of another fingerprint resolves nothing.
+func TestVerifyResolvesADocumentedKeyRecovery(t *testing.T) {
+	o := newOperatorRepo(t)
+	o.converge(3)
+	lost := filepath.Join(o.root, "state", "alpha-lost")
+	if err := os.Rename(o.state("alpha"), lost); err != nil {
+		t.Fatal(err)
+	}
+	var fp string
+	recovery := o.push("alpha: new key after losing the state dir", func(dir string) {
+		code, _, stderr := gitpeer(t, "init", "--cluster", "alpha", "--api-server", "https://alpha.example:6443", "--state-dir", o.state("alpha"), "--repo", dir)
+		if code != 0 {
+			t.Fatalf("init: %d %s", code, stderr)
+		}
+		_, rest, _ := strings.Cut(stderr, "public key fingerprint: ")
+		fp, _, _ = strings.Cut(rest, "\n")
+		git(t, dir, "add", "-A")
+	})
+	code, out, _ := o.verify()
+	if code != 1 || !strings.Contains(out, "clusters/alpha/cluster.yaml: ") || !strings.Contains(out, "(KeyChanged, commit "+recovery[:12]+")") {
+		t.Fatalf("verify after the new key: exit %d\n%s", code, out)
+	}
+	trust := func(fingerprint string) {
+		t.Helper()
+		if code, _, stderr := gitpeer(t, "trust", "--cluster", "beta", "--peer", "alpha", "--fingerprint", fingerprint, "--state-dir", o.state("beta")); code != 0 {
+			t.Fatalf("trust: %d %s", code, stderr)
+		}
+	}
+	// The wrong fingerprint: beta refuses the key, and records nothing.
+	trust("sha256:" + strings.Repeat("ab", 32))
+	o.converge(1)
+	if code, out, _ := o.verify(); code != 1 || !strings.Contains(out, "(KeyChanged, commit "+recovery[:12]+")") || strings.Contains(out, "Repinned") {
+		t.Fatalf("verify after a re-pin of another key: exit %d\n%s", code, out)
+	}
+	trust(fp)
+	o.converge(3)
+	code, out, _ = o.verify()
+	if code != 0 || !strings.Contains(out, "(KeyChanged, commit "+recovery[:12]+"); resolved: beta re-pinned alpha's key "+fp) ||
+		!strings.Contains(out, "as clusters/beta/repins.yaml signed (Repinned, commit ") {
+		t.Fatalf("verify after beta re-pinned alpha's new key: exit %d\n%s", code, out)
+	}
+	if code, _, _ := o.verify("--strict"); code != 1 {
+		t.Fatalf("verify --strict after the re-pin: exit %d", code)
+	}
+}
