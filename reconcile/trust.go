@@ -300,7 +300,9 @@ func (p *pass) seal() error {
 			// An older manifest of ours, restored from history, is not
 			// kept even when it lists the same files: its readers saw a
 			// higher sequence since.
-			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" {
+			// Nor one of the key a switch replaces (p.rotated): readers
+			// verify with the key cluster.yaml publishes from this pass on.
+			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" && p.rotated == nil {
 				if data, err := fs.ReadFile(p.raw, file); err == nil {
 					p.out.Files[file] = data
 					continue
