@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/handshake"
 	"github.com/gitpeer/gitpeer/internal/gitrepo"
 	"github.com/gitpeer/gitpeer/layout"
+	"github.com/gitpeer/gitpeer/manifest"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -29,6 +31,13 @@ var rotationReasons = map[string]bool{
 	artifact.ReasonKeyNotPinned: true, artifact.ReasonUntrustedCA: true, artifact.ReasonUntrustedAPIServer: true,
 	handshake.ReasonUntrustedCertificate: true,
 }
+
+// signedReasons are the reasons of the tree findings on a file that its
+// writer's manifest does not vouch for. A rotation explains one only on a
+// directory of the rotated cluster still signed, as before the rotation,
+// by its previous key (the cluster re-signs it with the new key at its
+// next pass): the file and the manifest unchanged since.
+var signedReasons = map[string]bool{ReasonUnsignedChange: true, ReasonManifestInvalid: true}
 
 // maxRotationWalk bounds the commits resolveRotation walks back (first
 // parents) to find where a rotation was published.
@@ -58,7 +67,7 @@ type rotationFinding struct {
 func resolveRotation(dir string, head plumbing.Hash, tree fs.FS, spec *schema.Spec, opts Options, findings []Finding) error {
 	var candidates []rotationFinding
 	for i, f := range findings {
-		if f.Commit != "" || f.Resolved != nil || !rotationReasons[f.Reason] {
+		if f.Commit != "" || f.Resolved != nil || !rotationReasons[f.Reason] && !signedReasons[f.Reason] {
 			continue
 		}
 		if sides := sidesOf(f.File, spec); len(sides) > 0 {
@@ -102,10 +111,19 @@ func resolveRotation(dir string, head plumbing.Hash, tree fs.FS, spec *schema.Sp
 		var mine []rotationFinding
 		files := map[string]bool{}
 		for _, c := range candidates {
-			if findings[c.index].Resolved == nil && contains(c.clusters, id) {
-				mine = append(mine, c)
-				files[findings[c.index].File] = true
+			f := findings[c.index]
+			if f.Resolved != nil || !contains(c.clusters, id) {
+				continue
 			}
+			if signedReasons[f.Reason] {
+				writer, dir, ok := manifest.Scope(f.File)
+				if !ok || writer != id {
+					continue // only the rotated cluster's own signature lags
+				}
+				files[path.Join(dir, manifest.FileName)] = true
+			}
+			mine = append(mine, c)
+			files[f.File] = true
 		}
 		if len(mine) == 0 {
 			continue
@@ -140,6 +158,12 @@ func resolveRotation(dir string, head plumbing.Hash, tree fs.FS, spec *schema.Sp
 			f := &findings[c.index]
 			if !kept[f.File] || held[[2]string{f.File, ""}] && f.Reason != ReasonUnexpectedObject || held[[2]string{f.File, f.Field}] {
 				continue
+			}
+			if signedReasons[f.Reason] {
+				_, dir, _ := manifest.Scope(f.File)
+				if m := path.Join(dir, manifest.FileName); !kept[m] || held[[2]string{m, ""}] {
+					continue
+				}
 			}
 			f.Resolved = &Resolution{Reason: ResolutionKeyRotationInProgress, Commit: r.Hash.String(),
 				Message: fmt.Sprintf("%s rotated its key to %s with a statement signed by its previous key %s; this is as it was before, when it held every check: kept until the peering answers the new key",
