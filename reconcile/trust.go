@@ -300,9 +300,9 @@ func (p *pass) seal() error {
 			// An older manifest of ours, restored from history, is not
 			// kept even when it lists the same files: its readers saw a
 			// higher sequence since.
-			// Nor one of the key a switch replaces (p.rotated): readers
+			// Nor one of the key a switch replaces (ownKey): readers
 			// verify with the key cluster.yaml publishes from this pass on.
-			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" && p.rotated == nil {
+			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" && !p.switchesKey() {
 				if data, err := fs.ReadFile(p.raw, file); err == nil {
 					p.out.Files[file] = data
 					continue
@@ -391,4 +391,12 @@ func (p *pass) carry(dirs ...string) error {
 		}
 	}
 	return nil
+}
+
+// switchesKey reports whether the pass is a rollover's switch: the tree's
+// files of this cluster are signed by another key (ownKey) than the one
+// it signs with.
+func (p *pass) switchesKey() bool {
+	a, ok := p.ownKey.(interface{ Equal(crypto.PublicKey) bool })
+	return !ok || !a.Equal(p.in.Backend.Signer().Public())
 }

@@ -104,6 +104,7 @@ func historyWith(dir string, opts Options, verified *manifest.Cache, rendered bo
 		manifests:  map[manifestKey]*manifestAt{},
 		verified:   verified,
 		manifestBy: map[pathBlob]plumbing.Hash{},
+		lastChange: map[string]plumbing.Hash{},
 	}
 	if rendered {
 		h.rendered = map[pathBlob]plumbing.Hash{}
@@ -205,6 +206,10 @@ type history struct {
 	// manifestBy is, for each manifest content seen, the first commit
 	// in walk order that wrote it; likewise each repins.yaml.
 	manifestBy map[pathBlob]plumbing.Hash
+	// lastChange is, for each path of a repairable finding, the last
+	// commit in walk order that changed it (the finding's commit, or one
+	// that repaired it since).
+	lastChange map[string]plumbing.Hash
 	// keyChanges are the KeyChanged findings, which the peers' signed
 	// re-pins may resolve (see resolveRepinned).
 	keyChanges []keyChange
@@ -582,6 +587,9 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	own := layout.ClusterPath(principal) + "/"
 	ownInbox := layout.ClusterPath(principal, layout.InboxDir) + "/"
 	for _, ch := range changes {
+		if _, watched := h.lastChange[ch.path]; watched {
+			h.lastChange[ch.path] = n.c.Hash
+		}
 		writer, dir, inArea := manifest.Scope(ch.path)
 		if !ch.to.IsZero() && path.Base(ch.path) == layout.RepinsFile && path.Dir(ch.path) == layout.ClusterPath(writer) {
 			if k := (pathBlob{ch.path, ch.to}); h.manifestBy[k].IsZero() {
@@ -681,6 +689,7 @@ func (h *history) merge(tree *object.Tree, parents []*known) (*known, error) {
 // that the writer's manifest did not vouch for.
 func (h *history) addRepairable(c *object.Commit, path, writer, dir, reason, format string, a ...any) {
 	h.repairable = append(h.repairable, repairable{index: len(h.findings), path: path, writer: writer, dir: dir})
+	h.lastChange[path] = c.Hash
 	h.add(c, path, reason, format, a...)
 }
 
@@ -1058,9 +1067,12 @@ func (h *history) resolveRepaired(head *object.Commit) error {
 			res.Message = fmt.Sprintf("at %s it is as %s signs it in %s (sequence %d)", shortHash(head.Hash.String()), r.writer, file, m.Sequence)
 			if e, err := tree.FindEntry(file); err == nil {
 				if c := h.manifestBy[pathBlob{file, e.Hash}]; !c.IsZero() {
-					res.Commit = c.String()
+					res.Commit = c.String() // the writer adopted the content
 				}
 			}
+		}
+		if c := h.lastChange[r.path]; !c.IsZero() && c.String() != h.findings[r.index].Commit {
+			res.Commit = c.String() // the commit that put it back
 		}
 		h.findings[r.index].Resolved = res
 	}
