@@ -132,7 +132,13 @@ func resolveRotation(dir string, head plumbing.Hash, tree fs.FS, spec *schema.Sp
 		if err != nil || p == nil {
 			continue // not found within the walk: nothing excused
 		}
-		var pTree fs.FS = gitobj.TreeFSOf(repo.Storer, p.TreeHash, gitobj.NewTreeCache())
+		// Read under gitobj's lock: the checks read it in parallel.
+		ct, err := gitobj.OpenCommitTree(dir, p.Hash.String())
+		if err != nil {
+			continue
+		}
+		defer ct.Close()
+		var pTree fs.FS = newBlobCachedTree(ct.TreeFS)
 		before, err := layout.ReadClusterInfo(pTree, id)
 		if err != nil || before.Fingerprint == ci.Fingerprint || ci.VerifyRotation(before.Fingerprint) != nil {
 			continue // not a rotation from the key published before

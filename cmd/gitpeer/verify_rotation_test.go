@@ -30,8 +30,8 @@ func (o *operatorRepo) mustVerify(when string, args ...string) string {
 
 // TestVerifyStaysGreenThroughAKeyRotation rolls alpha's key (the consumer),
 // then beta's (the provider), without review branches, with verify run on
-// main (applied branches fetched) after every pass: it exits 0 at every
-// step. While beta still holds alpha's old grant, or alpha still applies
+// main (applied branches fetched) after every pass, and verify --base on
+// what each pass pushed: it exits 0 at every step. While beta still holds alpha's old grant, or alpha still applies
 // beta's Identity for its old key, verify lists those files as resolved
 // (KeyRotationInProgress) and --strict fails on them; once both answered,
 // nothing is left, --strict included.
@@ -44,8 +44,12 @@ func TestVerifyStaysGreenThroughAKeyRotation(t *testing.T) {
 		inProgress := 0
 		for i := range 3 {
 			for _, pass := range []string{"beta", "alpha"} {
+				o.fetch()
+				before := strings.TrimSpace(git(t, o.check, "rev-parse", "origin/main"))
 				o.pass(pass)
 				when := "rotation of " + id + ", round " + string(rune('1'+i)) + ", after " + pass + "'s pass"
+				// What the pass pushed passes the pull-request check too.
+				o.mustVerify(when, "--base", before)
 				if out := o.mustVerify(when); strings.Contains(out, "(KeyRotationInProgress, commit ") {
 					inProgress++
 					if code, _, _ := o.verify("--strict"); code != 1 {
