@@ -76,7 +76,26 @@ func (s switching) PromoteNextKey(context.Context) (crypto.Signer, error) {
 	return nil, errSwitchUnderReview
 }
 
-var _ backend.KeyRoller = switching{}
+// Token and SetToken are the backend's tokens (backend.TokenStore), none
+// when it keeps none: a switch changes no token policy.
+func (s switching) Token(ctx context.Context, peer string) ([]byte, error) {
+	if ts, ok := s.Backend.(backend.TokenStore); ok {
+		return ts.Token(ctx, peer)
+	}
+	return nil, backend.ErrNoToken
+}
+
+func (s switching) SetToken(ctx context.Context, peer string, token []byte) error {
+	if ts, ok := s.Backend.(backend.TokenStore); ok {
+		return ts.SetToken(ctx, peer, token)
+	}
+	return errors.New("this cluster's backend keeps no tokens")
+}
+
+var (
+	_ backend.KeyRoller  = switching{}
+	_ backend.TokenStore = switching{}
+)
 
 // switchMerged reports whether tree (the shared branch's tip) publishes
 // cluster id's staged key next in its cluster.yaml, with a rotation

@@ -17,7 +17,9 @@
 //   - Check runs all of it on a checkout, and guard.ScanHistory on request.
 //
 // Findings name the file, the field, a reason code (Reason*), a message and,
-// from history, the commit.
+// from history, the commit. A finding that a later signed state resolved
+// (Finding.Resolved: a repaired hand edit, a re-pinned key, a rotation in
+// progress) is legitimate history: Failing leaves it out unless strict.
 package verify
 
 import (
