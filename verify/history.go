@@ -1065,6 +1065,9 @@ func (h *history) resolveRepaired(head *object.Commit) error {
 		} else {
 			file := path.Join(r.dir, manifest.FileName)
 			res.Message = fmt.Sprintf("at %s it is as %s signs it in %s (sequence %d)", shortHash(head.Hash.String()), r.writer, file, m.Sequence)
+			if _, err := tree.FindEntry(r.path); err != nil {
+				res.Message = fmt.Sprintf("removed since, and %s, signed by %s, no longer lists it", file, r.writer)
+			}
 			if e, err := tree.FindEntry(file); err == nil {
 				if c := h.manifestBy[pathBlob{file, e.Hash}]; !c.IsZero() {
 					res.Commit = c.String() // the writer adopted the content
