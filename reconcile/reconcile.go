@@ -411,6 +411,9 @@ func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 		return err
 	}
 	p.out.Files[root+layout.StatusFile] = s
+	if r := p.repins(); r != nil {
+		p.out.Files[root+layout.RepinsFile] = r
+	}
 	p.out.Status = status
 	// cluster.yaml is published by gitpeer init and checked against the
 	// backend above: the pass signs it as it is, unless it switches keys.
@@ -428,4 +431,29 @@ func (p *pass) finish(status, prev *layout.ClusterStatus) error {
 		p.out.Files[root+layout.OpenPGPKeyFile] = p.in.OpenPGPKey
 	}
 	return p.seal()
+}
+
+// repins is clusters/<self>/repins.yaml: the keys of its peers this
+// cluster pinned on an admin's re-pin request, as its pin store records
+// them (never as the repo says); nil when there are none.
+func (p *pass) repins() []byte {
+	r := &layout.Repins{APIVersion: layout.APIVersion, Kind: layout.RepinsKind, ClusterID: p.self}
+	ids := make([]string, 0, len(p.pins.Peers))
+	for id, pin := range p.pins.Peers {
+		if pin != nil && len(pin.Repinned) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		r.Peers = append(r.Peers, layout.RepinnedPeer{Peer: id, Fingerprints: slices.Clone(p.pins.Peers[id].Repinned)})
+	}
+	data, err := r.Encode()
+	if err != nil {
+		return nil // not reached: fingerprints and IDs encode
+	}
+	return data
 }

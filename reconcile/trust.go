@@ -238,6 +238,12 @@ func changes(ci *layout.ClusterInfo, pin *pins.Peer, provider bool) string {
 
 func (p *pass) pin(peer string, ci *layout.ClusterInfo) {
 	pin := p.pins.Peer(peer)
+	if pin.Repin && pin.PublicKey != "" && pin.PublicKey != ci.PublicKey {
+		// An admin's re-pin of a key other than the one pinned: recorded,
+		// and published signed (repins.yaml), for verify to tell it from a
+		// key swap nobody vouched for.
+		pin.RecordRepin(ci.Fingerprint)
+	}
 	pin.Fingerprint, pin.PublicKey, pin.APIServer, pin.CA, pin.Repin, pin.Damaged = ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA, false, ""
 }
 
@@ -294,7 +300,9 @@ func (p *pass) seal() error {
 			// An older manifest of ours, restored from history, is not
 			// kept even when it lists the same files: its readers saw a
 			// higher sequence since.
-			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" {
+			// Nor one of the key a switch replaces (ownKey): readers
+			// verify with the key cluster.yaml publishes from this pass on.
+			if _, rolledBack := p.ownRolledBackWhy(dir); old.SameFiles(files) && rolledBack == "" && !p.switchesKey() {
 				if data, err := fs.ReadFile(p.raw, file); err == nil {
 					p.out.Files[file] = data
 					continue
@@ -383,4 +391,12 @@ func (p *pass) carry(dirs ...string) error {
 		}
 	}
 	return nil
+}
+
+// switchesKey reports whether the pass is a rollover's switch: the tree's
+// files of this cluster are signed by another key (ownKey) than the one
+// it signs with.
+func (p *pass) switchesKey() bool {
+	a, ok := p.ownKey.(interface{ Equal(crypto.PublicKey) bool })
+	return !ok || !a.Equal(p.in.Backend.Signer().Public())
 }

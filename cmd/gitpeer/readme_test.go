@@ -105,7 +105,9 @@ func readmeWalkthrough(t *testing.T) string {
 // a file committed unsigned into a cluster's own tree, after README's
 // walkthrough: gitpeer status never shows it, alpha's next pass removes it
 // with a commit saying so, and gitpeer verify names it (UnsignedChange)
-// before and after, with the commit that wrote it.
+// before and after, with the commit that wrote it: failing before,
+// resolved after (Repaired, by the commit that removed it; --strict still
+// fails).
 func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
 	data, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -124,18 +126,26 @@ func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
 	planted := strings.TrimSpace(git(t, work, "rev-parse", "--short=12", "HEAD"))
 	git(t, work, "push", "-q", "origin", "main")
 
-	check := func(when string) {
+	check := func(when string, repaired string) {
 		t.Helper()
 		if code, out, stderr := gitpeer(t, "status", work); code != 0 || strings.Contains(out+stderr, "planted") {
 			t.Errorf("status %s: exit %d, it names the planted file or fails:\n%s%s", when, code, out, stderr)
 		}
 		code, out, stderr := gitpeer(t, "verify", work)
 		want := "clusters/alpha/planted.yaml: not listed with this content in clusters/alpha/manifest.yaml, signed by alpha (UnsignedChange, commit " + planted + ")"
-		if code != 1 || !strings.Contains(out, want) {
-			t.Errorf("verify %s: exit %d, want 1 and %q:\n%s%s", when, code, want, out, stderr)
+		wantCode := 1
+		if repaired != "" {
+			want += "; resolved: removed since, and clusters/alpha/manifest.yaml, signed by alpha, no longer lists it (Repaired, commit " + repaired + ")"
+			wantCode = 0
+			if code, _, _ := gitpeer(t, "verify", "--strict", work); code != 1 {
+				t.Errorf("verify --strict %s: exit %d, want 1", when, code)
+			}
+		}
+		if code != wantCode || !strings.Contains(out, want) {
+			t.Errorf("verify %s: exit %d, want %d and %q:\n%s%s", when, code, wantCode, want, out, stderr)
 		}
 	}
-	check("with the file planted")
+	check("with the file planted", "")
 	code, out, stderr := gitpeer(t, "reconcile", "--once", "--cluster", "alpha", "--repo", filepath.Join(peer, "peering.git"), "--state-dir", filepath.Join(peer, "alpha"))
 	if code != 0 || !strings.HasPrefix(out, removed+" (") {
 		t.Fatalf("alpha's next pass: exit %d, want a commit %q:\n%s%s", code, removed, out, stderr)
@@ -144,7 +154,7 @@ func TestREADMEUnsignedFileInOwnTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "clusters", "alpha", "planted.yaml")); !os.IsNotExist(err) {
 		t.Errorf("clusters/alpha/planted.yaml is still on main after alpha's pass (%v)", err)
 	}
-	check("after alpha's pass removed it")
+	check("after alpha's pass removed it", strings.TrimSpace(git(t, work, "rev-parse", "--short=12", "HEAD")))
 }
 
 // TestREADMETryItSaysWhatMakeDemoRuns: README's "Try it" says that make demo

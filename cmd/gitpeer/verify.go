@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -21,6 +22,7 @@ func errUsage(err error) error { return &exitError{code: 2, err: err} }
 type verifyOptions struct {
 	output, base, ref               string
 	history, requireManifests, full bool
+	strict                          bool
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -97,12 +99,30 @@ are revoked; not a finding, since a removal may be meant).
 A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused.
 
-Output: one line per finding (file: field: message (Reason, commit)), or with
--o json or yaml a FindingList (apiVersion gitpeer.io/v1alpha1, kind
-FindingList, items), each item {file, field, reason, message, commit}. Exit status: 0 when
-every check holds, 1 when something was found, 2 when verify could not check
-(bad flag or spec, a spec over its limits, unreadable repository, unknown
---base or --ref).`,
+History tells legitimate work from attacks: a finding that a later signed
+state resolved is listed apart, as resolved, and does not fail the check:
+  - Repaired: a change its writer did not sign (a hand edit) to a path that
+    is, at the commit checked, again exactly as the writer's manifest signs
+    it (its reconciler's next pass repaired it);
+  - Repinned: a key changed without a rotation statement (a lost key, then
+    gitpeer init), which every peer's admin re-pinned (gitpeer trust): each
+    peer's reconciler records that in clusters/<peer>/repins.yaml, signed;
+  - KeyRotationInProgress: a finding of the tree on a file left as it was
+    before a cluster of its peering rotated its key with a valid rotation
+    statement, which held no finding then (a peer keeps the old grant or
+    Identity until it answers the new key).
+--strict fails on those too: on any finding in history.
+
+Output: one line per finding (file: field: message (Reason, commit)), then
+the resolved ones under "resolved:" (each line ends "; resolved: what
+resolved it (Reason, commit)"), or with -o json or yaml a FindingList
+(apiVersion gitpeer.io/v1alpha1, kind FindingList, items: the findings that
+fail, resolved: those resolved, left out when none), each item {file,
+field, reason, message, commit}, a resolved one with resolved {reason,
+message, commit}. Exit status: 0 when every check holds (resolved findings
+aside, unless --strict), 1 when something was found, 2 when verify could
+not check (bad flag or spec, a spec over its limits, unreadable repository,
+unknown --base or --ref).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
@@ -112,6 +132,7 @@ every check holds, 1 when something was found, 2 when verify could not check
 	cmd.Flags().StringVar(&o.base, "base", "", "judge only the commits reachable from HEAD but not from this revision (a pull request's base), and only the clusters they touch and those depending on them")
 	cmd.Flags().BoolVar(&o.full, "full", false, "with --base, check the whole tree (the commits judged are still those since --base)")
 	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on every finding in history, also those a later signed state resolved (a repaired hand edit, a re-pinned key, a rotation in progress)")
 	cmd.Flags().BoolVar(&o.requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
 	addSpecLimitFlags(cmd)
 	return cmd
@@ -192,26 +213,56 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	return o.report(cmd, src, spec, findings)
 }
 
+// findingList is verify's -o json|yaml output: a FindingList whose items
+// are the findings that fail the check and resolved those a later signed
+// state resolved (left out when none, so a clean repo's list is as before).
+type findingList struct {
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Items      []verify.Finding `json:"items"`
+	Resolved   []verify.Finding `json:"resolved,omitempty"`
+}
+
 // report prints findings in --output's format, or that every check holds
-// over spec's peerings in src: errProblems when there are findings.
+// over spec's peerings in src: errProblems when some fail (any, with
+// --strict; else those no later signed state resolved).
 func (o *verifyOptions) report(cmd *cobra.Command, src *repoSource, spec *schema.Spec, findings []verify.Finding) error {
-	if o.output != "text" {
-		if findings == nil {
-			findings = []verify.Finding{}
+	open, resolved := []verify.Finding{}, []verify.Finding(nil)
+	for _, f := range findings {
+		if f.Resolved != nil {
+			resolved = append(resolved, f)
+		} else {
+			open = append(open, f)
 		}
-		if err := writeList(cmd.OutOrStdout(), o.output, kindFindingList, findings); err != nil {
+	}
+	if o.output != "text" {
+		if err := writeObject(cmd.OutOrStdout(), o.output, findingList{APIVersion: layout.APIVersion, Kind: kindFindingList, Items: open, Resolved: resolved}); err != nil {
 			return errUsage(err)
 		}
 	} else {
-		for _, f := range findings {
+		for _, f := range open {
 			fmt.Fprintln(cmd.OutOrStdout(), f.String())
 		}
+		if len(resolved) > 0 {
+			note := "not failing the check; --strict fails on them"
+			if o.strict {
+				note = "failing the check: --strict"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "resolved (%s):\n", note)
+			for _, f := range resolved {
+				fmt.Fprintln(cmd.OutOrStdout(), "  "+f.String())
+			}
+		}
 	}
-	if len(findings) > 0 {
+	if len(verify.Failing(findings, o.strict)) > 0 {
 		return errProblems
 	}
 	if o.output == "text" {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: every check holds (%d peerings)\n", src.Where(), len(spec.Peerings))
+		held := fmt.Sprintf("%s: every check holds (%d peerings)", src.Where(), len(spec.Peerings))
+		if len(resolved) > 0 {
+			held += fmt.Sprintf("; %d findings resolved", len(resolved))
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), held)
 	}
 	return nil
 }

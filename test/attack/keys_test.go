@@ -117,6 +117,15 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 			a.write("pins.yaml", data)
 			a.write("clusters/beta/pins.yaml", data)
 		}},
+		{"key with a forged record of beta's re-pin (repins.yaml) in beta's directory", func(t *testing.T, a *writer, _ *file.Backend, info *layout.ClusterInfo) {
+			r := &layout.Repins{APIVersion: layout.APIVersion, Kind: layout.RepinsKind, ClusterID: "beta",
+				Peers: []layout.RepinnedPeer{{Peer: "alpha", Fingerprints: []string{info.Fingerprint}}}}
+			data, err := r.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.write(layout.ClusterPath("beta", layout.RepinsFile), data)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -149,6 +158,8 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
+			// Nothing beta signed vouches for the key: it stays a finding.
+			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
 			ps := w.peering("beta", "alpha", "beta")
 			if reason := stalled(ps); reason != reconcile.ReasonKeyChanged {
 				t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))

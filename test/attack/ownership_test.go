@@ -129,7 +129,7 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			// The tree is clean again; history keeps the attack.
 			findings = w.verify()
 			noTreeFindings(t, findings)
-			mustFind(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
+			mustFindResolved(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
 		})
 	}
 }

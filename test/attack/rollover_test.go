@@ -7,6 +7,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
+	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -108,4 +109,28 @@ func TestALostKeyRepinnedGetsNoGrace(t *testing.T) {
 	}
 	w.converge()
 	w.mustBeReady("alpha", "beta")
+}
+
+// TestATamperDuringARotationIsNoRotationInProgress: alpha rotates its key
+// with a statement signed by the old one, and before beta answers, a
+// writer edits the Tenant beta keeps for alpha's old key (another name in
+// its spec) and the Identity beta issued for it. verify reports what beta
+// keeps for the old key, untouched, as a rotation in progress, but never
+// a file changed since the rotation: the edits fail the check, in the tree
+// and in history.
+func TestATamperDuringARotationIsNoRotationInProgress(t *testing.T) {
+	t.Parallel()
+	w := settled(t, twoSpec)
+	w.clock.Advance(time.Minute)
+	w.rotateKey("alpha", func(old crypto.Signer) crypto.Signer { return old })
+	w.pass("alpha")
+	mustFindResolved(t, w.verify(), acceptedTenant, verify.ReasonRenderedMismatch, "")
+	attack := w.attack("mallory <mallory@example.com>", "beta: tidy", func(a *writer) {
+		a.edit(acceptedTenant, "name: alpha", "name: alpha-admin")
+		a.write(identityFile, append(a.read(identityFile), "# reviewed\n"...))
+	})
+	findings := w.verify()
+	mustFind(t, findings, acceptedTenant, verify.ReasonRenderedMismatch, "")
+	mustFind(t, findings, acceptedTenant, verify.ReasonUnsignedChange, attack)
+	mustFind(t, findings, identityFile, verify.ReasonUnsignedChange, "")
 }

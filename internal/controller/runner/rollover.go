@@ -37,37 +37,50 @@ const NoKeyRolloverWait time.Duration = -1
 // its Flux Secret trusts the new key alone. Flux verifies that head with
 // the keys the last one made it trust, old and new, so it never refuses
 // one.
-func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (announce *backend.NextKey, note string, err error) {
+//
+// With review branches covering cluster.yaml, the switch is proposed, not
+// made: proposal is the staged key for the pass to compute the switch
+// with (see switching), and the backend keeps its key, signing the
+// commits and seals, until the shared branch holds the switch; the first
+// pass that finds it merged promotes the key.
+func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (announce, proposal *backend.NextKey, note string, err error) {
 	if kl, ok := r.Backend.(backend.KeyReloader); ok {
 		// Another replica may have switched keys while this one stood by.
 		changed, err := kl.ReloadKey(ctx)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		if changed {
 			if err := rekey(r.Repo, r.Backend); err != nil {
-				return nil, "", err
+				return nil, nil, "", err
 			}
 		}
 	}
 	next, err := r.Backend.Next(ctx)
 	if err != nil || next == nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	id := r.Backend.ClusterID()
 	// The Secret holds the staged key in both forms: its authorized_keys
 	// line tells whether Flux's copy is the announced one.
 	value, err := fluxtrust.SSHKey(id, next.Signer.Public(), true)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	fp, err := handshake.Fingerprint(next.Signer.Public())
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
+	}
+	review := r.Repo.Reviewed(layout.ClusterPath(id, layout.ClusterFile))
+	if review && switchMerged(tree, id, next.Signer.Public(), r.Backend.Signer().Public()) {
+		// The switch this cluster proposed is merged: its gates held
+		// when it was proposed, and the shared branch now publishes the
+		// new key, which the backend takes up at once.
+		return r.promote(ctx, r.Backend, fp, "its proposal is merged", true)
 	}
 	trusted, why, err := r.trusts(ctx, next, value, now)
 	if err != nil {
-		return nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
+		return nil, nil, "", fmt.Errorf("key rollover to %s: %w", fp, err)
 	}
 	if waiting := unanswered(tree, id, r.Backend.Signer().Public()); trusted && waiting != "" {
 		// A provider that has not answered the last rotation still holds
@@ -77,17 +90,30 @@ func (r *Runner) rollover(ctx context.Context, tree fs.FS, now time.Time) (annou
 		trusted, why = false, waiting+" has answered this cluster's previous key rotation"
 	}
 	if !trusted {
-		return next, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
+		return next, nil, fmt.Sprintf("key rollover to %s: announced to Flux in clusters/%s/flux/, signing with the current key until %s", fp, id, why), nil
 	}
-	old, err := r.Backend.PromoteNextKey(ctx)
+	if review {
+		return nil, next, fmt.Sprintf("key rollover to %s (%s): the switch is proposed for review; the backend switches to it, and signs with it, once %s holds the proposal", fp, why, r.Repo.Branch()), nil
+	}
+	return r.promote(ctx, r.Backend, fp, why, false)
+}
+
+// promote makes the staged key (fingerprint fp) the cluster key, and the
+// Repo sign with it; why says what the switch waited for, merged that the
+// shared branch publishes it already (a switch proposed for review).
+func (r *Runner) promote(ctx context.Context, kr backend.KeyRoller, fp, why string, merged bool) (announce, proposal *backend.NextKey, note string, err error) {
+	old, err := kr.PromoteNextKey(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
+		return nil, nil, "", fmt.Errorf("key rollover to %s: promote: %w", fp, err)
 	}
 	if err := rekey(r.Repo, r.Backend); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	was, _ := handshake.Fingerprint(old.Public())
-	return nil, fmt.Sprintf("key rollover: %s replaces %s (%s); this pass publishes cluster.yaml with the rotation statement %s signed, and Flux trusts the new key alone from its next revision", fp, was, why, was), nil
+	if merged {
+		return nil, nil, fmt.Sprintf("key rollover: %s replaces %s (%s): the backend signs with it from this pass on, and Flux trusts the new key alone from its next revision", fp, was, why), nil
+	}
+	return nil, nil, fmt.Sprintf("key rollover: %s replaces %s (%s); this pass publishes cluster.yaml with the rotation statement %s signed, and Flux trusts the new key alone from its next revision", fp, was, why, was), nil
 }
 
 // trusts reports whether the cluster trusts next for the commits it

@@ -123,19 +123,33 @@ func (r *Runner) Pass(ctx context.Context) (*Result, error) {
 		// before anything is signed: the rest of the pass, its commit and
 		// its seal are made with the key it promotes.
 		var note string
-		if next, note, err = r.rollover(ctx, tree, now()); err != nil {
+		var proposal *backend.NextKey
+		if next, proposal, note, err = r.rollover(ctx, tree, now()); err != nil {
 			return nil, err
 		}
 		if note != "" { // a retry on a new tip after the switch has none
 			res.KeyRollover = note
 		}
+		b, stagedKey := r.Backend, staged(next)
+		if proposal != nil {
+			// The switch as it will be once merged; Flux keeps trusting
+			// the key in force beside the new one until then.
+			b, stagedKey = switching{Backend: r.Backend, next: proposal, prev: r.Backend.Signer()}, r.Backend.Signer()
+		}
 		out, plan, err := Compute(ctx, reconcile.Input{
-			Spec: spec, Tree: tree, Backend: r.Backend, Now: now(), CertificateLifetime: r.CertificateLifetime,
+			Spec: spec, Tree: tree, Backend: b, Now: now(), CertificateLifetime: r.CertificateLifetime,
 			LiqoClusterRoles: r.LiqoClusterRoles, Pins: stored, Cache: r.cache,
-			Pending: r.Repo.Pending(), StagedKey: staged(next),
+			Pending: r.Repo.Pending(), StagedKey: stagedKey,
 		}, r.Repo.SignatureFormat())
 		if err != nil {
 			return nil, err
+		}
+		if proposal != nil {
+			// What would reach the shared branch unreviewed (handshake
+			// artifacts, with --review-scope applied) is signed by the new
+			// key, which the shared branch does not publish yet: it waits
+			// for the merge with the rest.
+			plan.Writes, plan.Deletes = reviewedOnly(r.Repo, plan.Writes, plan.Deletes)
 		}
 		// Pins first, then the push: an epoch issued or a sequence seen is
 		// remembered even if the push is lost, never the other way round.
@@ -279,4 +293,22 @@ func staged(next *backend.NextKey) crypto.Signer {
 		return nil
 	}
 	return next.Signer
+}
+
+// reviewedOnly keeps of writes and deletes the paths whose change repo
+// proposes for review.
+func reviewedOnly(repo *gitsync.Repo, writes map[string][]byte, deletes []string) (map[string][]byte, []string) {
+	kept := make(map[string][]byte, len(writes))
+	for p, data := range writes {
+		if repo.Reviewed(p) {
+			kept[p] = data
+		}
+	}
+	var del []string
+	for _, p := range deletes {
+		if repo.Reviewed(p) {
+			del = append(del, p)
+		}
+	}
+	return kept, del
 }

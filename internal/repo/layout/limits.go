@@ -147,6 +147,8 @@ func SizeLimit(name string) int64 {
 		return MaxClusterInfoSize
 	case rest == StatusFile:
 		return MaxStatusSize
+	case rest == RepinsFile:
+		return MaxRepinsSize
 	case rest == KustomizationFile:
 		return MaxKustomizationSize
 	}

@@ -125,6 +125,23 @@ func (p *Peer) check() error {
 	if len(p.Damaged) > maxDamaged {
 		return fmt.Errorf("damaged: %d bytes, more than %d: %w", len(p.Damaged), maxDamaged, ErrDamaged)
 	}
+	if err := checkRepinned(p.Repinned); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrDamaged)
+	}
+	return nil
+}
+
+// checkRepinned checks Peer.Repinned: at most MaxRepinned fingerprints,
+// each sha256:<64 hex>.
+func checkRepinned(fps []string) error {
+	if len(fps) > MaxRepinned {
+		return fmt.Errorf("repinned: %d fingerprints, more than %d", len(fps), MaxRepinned)
+	}
+	for i, fp := range fps {
+		if !fingerprintRE.MatchString(fp) {
+			return fmt.Errorf("repinned[%d]: %.80q is not sha256:<64 hex digits>", i, fp)
+		}
+	}
 	return nil
 }
 
@@ -222,6 +239,26 @@ type Peer struct {
 	// bounds or malformed (and dropped): the peer is trusted again only
 	// once an admin re-pins it (Repin), never anew by itself.
 	Damaged string `json:"damaged,omitempty"`
+	// Repinned are the fingerprints ("sha256:<hex>") of the keys a pass
+	// pinned on an admin's re-pin request (Repin), oldest first, at most
+	// MaxRepinned: the cluster publishes them, signed, in
+	// clusters/<self>/repins.yaml, for gitpeer verify to tell a key
+	// recovery its admin vouched for from a key swap.
+	Repinned []string `json:"repinned,omitempty"`
+}
+
+// MaxRepinned is how many re-pinned fingerprints a Peer remembers: a
+// re-pin is a rare admin's act, and the newest are those the repo's
+// history still shows.
+const MaxRepinned = 8
+
+// RecordRepin records fp as a key pinned on an admin's re-pin request,
+// keeping the newest MaxRepinned.
+func (p *Peer) RecordRepin(fp string) {
+	p.Repinned = append(slices.DeleteFunc(p.Repinned, func(s string) bool { return s == fp }), fp)
+	if len(p.Repinned) > MaxRepinned {
+		p.Repinned = p.Repinned[len(p.Repinned)-MaxRepinned:]
+	}
 }
 
 // Nonce is a provider's record of the nonces it issued to one consumer.
@@ -339,6 +376,11 @@ func clonePeers(m map[string]*Peer) map[string]*Peer {
 		}
 		q := *p
 		q.Sequences = cloneSequences(p.Sequences)
+		if len(p.Repinned) > 0 {
+			q.Repinned = slices.Clone(p.Repinned)
+		} else {
+			q.Repinned = nil
+		}
 		if p.Nonce != nil {
 			n := *p.Nonce
 			n.Expires = jsonTime(p.Nonce.Expires)
@@ -482,6 +524,11 @@ func (p *Peer) repair() {
 	if len(p.Sequences) > MaxSequences {
 		damaged = append(damaged, fmt.Sprintf("sequences: %d directories, more than %d", len(p.Sequences), MaxSequences))
 		p.Sequences = nil
+	}
+	if checkRepinned(p.Repinned) != nil {
+		// A record, not a trust anchor: dropped without distrusting the
+		// peer (verify then names the key change unresolved).
+		p.Repinned = nil
 	}
 	if p.Nonce != nil && len(p.Nonce.Issued) > MaxIssuedEpochs {
 		slices.Sort(p.Nonce.Issued)

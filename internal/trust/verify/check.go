@@ -8,6 +8,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
@@ -208,6 +209,13 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	r := <-commits
 	if r.err != nil {
 		return nil, r.err
+	}
+	if r.h != nil {
+		r.h.resolveRepinned(tree, spec)
+		r.findings = r.h.findings
+	}
+	if err := resolveRotation(dir, plumbing.NewHash(opts.Ref), tree, spec, opts, findings); err != nil {
+		return nil, err
 	}
 	findings = append(findings, r.findings...)
 	if len(unheld) > 0 {

@@ -238,7 +238,7 @@ func (v *verifier) peeringPaths(found []string) []string {
 	add := func(elem ...string) { set[layout.ClusterPath(elem[0], elem[1:]...)] = true }
 	if v.spec != nil {
 		for _, c := range v.spec.Clusters {
-			for _, f := range []string{layout.ClusterFile, layout.KustomizationFile, layout.StatusFile, layout.OpenPGPKeyFile, dirmanifest.FileName} {
+			for _, f := range []string{layout.ClusterFile, layout.KustomizationFile, layout.StatusFile, layout.RepinsFile, layout.OpenPGPKeyFile, dirmanifest.FileName} {
 				add(c.ID, f)
 			}
 		}

@@ -95,13 +95,15 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 		return nil, nil, fmt.Errorf("%s: HEAD: %w", dir, err)
 	}
 	h := &history{
-		repo:      repo,
-		opts:      opts,
-		sums:      map[plumbing.Hash]string{},
-		trees:     map[plumbing.Hash][]object.TreeEntry{},
-		infos:     map[infoKey]*identity{},
-		manifests: map[manifestKey]*manifestAt{},
-		verified:  verified,
+		repo:       repo,
+		opts:       opts,
+		sums:       map[plumbing.Hash]string{},
+		trees:      map[plumbing.Hash][]object.TreeEntry{},
+		infos:      map[infoKey]*identity{},
+		manifests:  map[manifestKey]*manifestAt{},
+		verified:   verified,
+		manifestBy: map[pathBlob]plumbing.Hash{},
+		lastChange: map[string]plumbing.Hash{},
 	}
 	if rendered {
 		h.rendered = map[pathBlob]plumbing.Hash{}
@@ -153,6 +155,11 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 			}
 		}
 	}
+	if len(order) > 0 {
+		if err := h.resolveRepaired(order[len(order)-1].c); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
 	if h.signed != nil && len(order) > 0 {
 		if err := h.applied(order, states[order[len(order)-1].c.Hash]); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", dir, err)
@@ -191,6 +198,34 @@ type history struct {
 	// onto the branch counts), and its content, the last such commit in
 	// walk order (see Check's PeeringNotInSpec).
 	rendered map[pathBlob]plumbing.Hash
+	// repairable are the findings on a change a writer's manifest did
+	// not vouch for, which the writer's signed state at the checked
+	// commit may have repaired since (see resolveRepaired).
+	repairable []repairable
+	// manifestBy is, for each manifest content seen, the first commit
+	// in walk order that wrote it; likewise each repins.yaml.
+	manifestBy map[pathBlob]plumbing.Hash
+	// lastChange is, for each path of a repairable finding, the last
+	// commit in walk order that changed it (the finding's commit, or one
+	// that repaired it since).
+	lastChange map[string]plumbing.Hash
+	// keyChanges are the KeyChanged findings, which the peers' signed
+	// re-pins may resolve (see resolveRepinned).
+	keyChanges []keyChange
+}
+
+// keyChange is a KeyChanged finding of h.findings (by index): cluster
+// published the key fingerprint without a rotation statement.
+type keyChange struct {
+	index                int
+	cluster, fingerprint string
+}
+
+// repairable is a finding of h.findings (by index) on path, in writer's
+// directory dir.
+type repairable struct {
+	index             int
+	path, writer, dir string
 }
 
 type infoKey struct {
@@ -551,7 +586,15 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 	own := layout.ClusterPath(principal) + "/"
 	ownInbox := layout.ClusterPath(principal, layout.InboxDir) + "/"
 	for _, ch := range changes {
+		if _, watched := h.lastChange[ch.path]; watched {
+			h.lastChange[ch.path] = n.c.Hash
+		}
 		writer, dir, inArea := dirmanifest.Scope(ch.path)
+		if !ch.to.IsZero() && path.Base(ch.path) == layout.RepinsFile && path.Dir(ch.path) == layout.ClusterPath(writer) {
+			if k := (pathBlob{ch.path, ch.to}); h.manifestBy[k].IsZero() {
+				h.manifestBy[k] = n.c.Hash
+			}
+		}
 		if judge && principal != "" && !layout.Writable(principal, ch.path) {
 			h.add(n.c, ch.path, ReasonOwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
 		}
@@ -576,6 +619,11 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 				mutable().identities[writer] = id
 			}
 		case rel == dirmanifest.FileName:
+			if !ch.to.IsZero() {
+				if k := (pathBlob{ch.path, ch.to}); h.manifestBy[k].IsZero() {
+					h.manifestBy[k] = n.c.Hash
+				}
+			}
 			if !judge && h.sequenced != nil && !h.sequenced[dir] {
 				continue // no judged commit compares with its sequence
 			}
@@ -634,6 +682,14 @@ func (h *history) merge(tree *object.Tree, parents []*known) (*known, error) {
 		}
 	}
 	return out, nil
+}
+
+// addRepairable is add for a change to path, in writer's directory dir,
+// that the writer's manifest did not vouch for.
+func (h *history) addRepairable(c *object.Commit, path, writer, dir, reason, format string, a ...any) {
+	h.repairable = append(h.repairable, repairable{index: len(h.findings), path: path, writer: writer, dir: dir})
+	h.lastChange[path] = c.Hash
+	h.add(c, path, reason, format, a...)
 }
 
 func (h *history) add(c *object.Commit, file, reason, format string, a ...any) {
@@ -727,6 +783,7 @@ func (h *history) continuity(c *object.Commit, file string, id *identity, parent
 			continue
 		}
 		if err := id.info.VerifyRotation(prev.info.Fingerprint); err != nil {
+			h.keyChanges = append(h.keyChanges, keyChange{index: len(h.findings), cluster: id.info.ClusterID, fingerprint: id.info.Fingerprint})
 			h.add(c, file, ReasonKeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
 			return
 		}
@@ -860,25 +917,25 @@ func (h *history) vouched(c *object.Commit, tree *object.Tree, ch change, writer
 			return nil
 		}
 		if deleted {
-			h.add(c, ch.path, ReasonUnsignedChange, "deleted while %s has no manifest signed by %s", dir, writer)
+			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "deleted while %s has no manifest signed by %s", dir, writer)
 		} else {
-			h.add(c, ch.path, ReasonUnsignedChange, "written while %s has no manifest signed by %s", dir, writer)
+			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "written while %s has no manifest signed by %s", dir, writer)
 		}
 	case ma.m == nil:
-		h.add(c, ch.path, ma.reason, "changed, but the manifest does not vouch for it: %s", ma.detail)
+		h.addRepairable(c, ch.path, writer, dir, ma.reason, "changed, but the manifest does not vouch for it: %s", ma.detail)
 	case deleted:
 		if _, listed := ma.m.Lookup(rel); listed {
-			h.add(c, ch.path, ReasonUnsignedChange, "deleted, but %s/%s, signed by %s, still lists it", dir, dirmanifest.FileName, writer)
+			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "deleted, but %s/%s, signed by %s, still lists it", dir, dirmanifest.FileName, writer)
 		}
 	case ch.mode == filemode.Submodule:
-		h.add(c, ch.path, ReasonUnsignedChange, "a submodule: no manifest can vouch for it")
+		h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "a submodule: no manifest can vouch for it")
 	default:
 		sum, err := h.sum(ch.to)
 		if err != nil {
 			return err
 		}
 		if listed, ok := ma.m.Lookup(rel); !ok || listed != sum {
-			h.add(c, ch.path, ReasonUnsignedChange, "not listed with this content in %s/%s, signed by %s", dir, dirmanifest.FileName, writer)
+			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "not listed with this content in %s/%s, signed by %s", dir, dirmanifest.FileName, writer)
 		}
 	}
 	return nil
@@ -977,4 +1034,81 @@ var signatureName = map[commitsig.Format]string{commitsig.FormatSSH: "SSH", comm
 // reports as a missing object.
 func missingEntry(err error) bool {
 	return errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, plumbing.ErrObjectNotFound)
+}
+
+// resolveRepaired marks Resolved (ResolutionRepaired) each repairable
+// finding whose path is, at the checked commit head, exactly as its
+// writer signs it: listed with its content in the directory's manifest,
+// verified with the key the writer publishes at head; or absent and not
+// listed, or gone with its whole directory. What a reader acts on at head
+// is then the writer's own signed state: the hand edit is history.
+func (h *history) resolveRepaired(head *object.Commit) error {
+	if len(h.repairable) == 0 {
+		return nil
+	}
+	tree, err := head.Tree()
+	if err != nil {
+		return err
+	}
+	for _, r := range h.repairable {
+		ok, m, err := h.signedAt(tree, r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		res := &Resolution{Reason: ResolutionRepaired}
+		if m == nil {
+			res.Message = fmt.Sprintf("%s was withdrawn since, with its manifest", r.dir)
+		} else {
+			file := path.Join(r.dir, dirmanifest.FileName)
+			res.Message = fmt.Sprintf("at %s it is as %s signs it in %s (sequence %d)", shortHash(head.Hash.String()), r.writer, file, m.Sequence)
+			if _, err := tree.FindEntry(r.path); err != nil {
+				res.Message = fmt.Sprintf("removed since, and %s, signed by %s, no longer lists it", file, r.writer)
+			}
+			if e, err := tree.FindEntry(file); err == nil {
+				if c := h.manifestBy[pathBlob{file, e.Hash}]; !c.IsZero() {
+					res.Commit = c.String() // the writer adopted the content
+				}
+			}
+		}
+		if c := h.lastChange[r.path]; !c.IsZero() && c.String() != h.findings[r.index].Commit {
+			res.Commit = c.String() // the commit that put it back
+		}
+		h.findings[r.index].Resolved = res
+	}
+	return nil
+}
+
+// signedAt reports whether r's path in tree is as its writer signs it
+// there, and the manifest that says so (nil when the directory is gone).
+func (h *history) signedAt(tree *object.Tree, r repairable) (bool, *dirmanifest.Manifest, error) {
+	e, err := tree.FindEntry(r.path)
+	present := err == nil
+	if err != nil && !missingEntry(err) {
+		return false, nil, err
+	}
+	if !present {
+		gone, err := dirGone(tree, r.dir)
+		if err != nil || gone {
+			return gone, nil, err
+		}
+	}
+	ma, err := h.manifestOf(tree, r.writer, r.dir)
+	if err != nil || ma == nil || ma.m == nil {
+		return false, nil, err
+	}
+	listed, ok := ma.m.Lookup(strings.TrimPrefix(r.path, r.dir+"/"))
+	if !present {
+		return !ok, ma.m, nil
+	}
+	if e.Mode != filemode.Regular || !ok {
+		return false, nil, nil
+	}
+	sum, err := h.sum(e.Hash)
+	if err != nil {
+		return false, nil, err
+	}
+	return sum == listed, ma.m, nil
 }

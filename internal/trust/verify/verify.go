@@ -17,7 +17,9 @@
 //   - Check runs all of it on a checkout, and guard.ScanHistory on request.
 //
 // Findings name the file, the field, a reason code (Reason*), a message and,
-// from history, the commit.
+// from history, the commit. A finding that a later signed state resolved
+// (Finding.Resolved: a repaired hand edit, a re-pinned key, a rotation in
+// progress) is legitimate history: Failing leaves it out unless strict.
 package verify
 
 import (
@@ -51,12 +53,63 @@ import (
 // constants, or an artifact's condition reason such as
 // SignatureVerificationFailed), the message a person reads to act, and, for
 // a finding from history, the full hash of the commit that introduced it.
+//
+// Resolved, when set, says which later signed state made the finding
+// legitimate history: a hand edit the writer's own signature covers again,
+// a key change every peer re-pinned, a rotation in progress. Such a
+// finding does not fail the default check (gitpeer verify exits 0), and
+// fails the strict one (gitpeer verify --strict).
 type Finding struct {
-	File    string `json:"file"`
-	Field   string `json:"field"`
+	File     string      `json:"file"`
+	Field    string      `json:"field"`
+	Reason   string      `json:"reason"`
+	Message  string      `json:"message"`
+	Commit   string      `json:"commit"`
+	Resolved *Resolution `json:"resolved,omitempty"`
+}
+
+// Resolution is what resolved a finding: a reason code (one of the
+// Resolution* constants), the message a person reads, and the full hash
+// of the commit holding the signed state that resolved it ("" when the
+// history checked does not hold it, e.g. before --base).
+type Resolution struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
-	Commit  string `json:"commit"`
+	Commit  string `json:"commit,omitempty"`
+}
+
+// Resolution reasons.
+const (
+	// ResolutionRepaired: the path a change did not vouch for is, at the
+	// checked commit, again exactly as its writer's manifest signs it
+	// (or gone, and no longer listed): the writer's reconciler repaired
+	// the hand edit.
+	ResolutionRepaired = "Repaired"
+	// ResolutionRepinned: every peer of the cluster whose key changed
+	// without a rotation statement records, in a file it signs
+	// (clusters/<peer>/repins.yaml), that its admin re-pinned that very
+	// key (gitpeer trust).
+	ResolutionRepinned = "Repinned"
+	// ResolutionKeyRotationInProgress: a finding of the tree on a file
+	// left as it was before a cluster of its peering rotated its key
+	// with a valid rotation statement, and which held no finding then:
+	// what a peer keeps until it answers the new key.
+	ResolutionKeyRotationInProgress = "KeyRotationInProgress"
+)
+
+// Failing returns the findings that fail the check: all of them when
+// strict, else those no later signed state resolved.
+func Failing(findings []Finding, strict bool) []Finding {
+	if strict {
+		return findings
+	}
+	var out []Finding
+	for _, f := range findings {
+		if f.Resolved == nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Problem is the former name of Finding.
@@ -84,6 +137,13 @@ func (f Finding) String() string {
 	}
 	if len(tail) > 0 {
 		b.WriteString(" (" + strings.Join(tail, ", ") + ")")
+	}
+	if r := f.Resolved; r != nil {
+		b.WriteString("; resolved: " + r.Message + " (" + r.Reason)
+		if r.Commit != "" {
+			b.WriteString(", commit " + shortHash(r.Commit))
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }
