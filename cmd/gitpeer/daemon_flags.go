@@ -21,7 +21,11 @@ import (
 const daemonHelp = `
 
 Without --once, reconcile is a daemon, run as Flux controllers run (package
-daemon): JSON logs (--log-encoding console for people; an idle pass is one
+daemon). It runs a pass every --interval, and at once when the remote's
+branch (a peer's step, a merged spec change) or the cluster's applied branch
+moved: it reads the remote's refs every --poll-interval (5s; one ref listing,
+no fetch; backing off on errors and on a host's rate limit), and with
+--watch it watches a local repository's refs. JSON logs (--log-encoding console for people; an idle pass is one
 debug line), Prometheus metrics gitpeer_* on --metrics-addr, /healthz and
 /readyz on --health-addr (ready once the repo has been fetched), the last
 pass's outcome as JSON on --health-addr's /status and in <checkout>.status.json
@@ -46,13 +50,14 @@ type daemonFlags struct {
 	leaseDuration, renewAfter time.Duration
 	retryPeriod               time.Duration
 	releaseOnCancel           bool
+	pollInterval              time.Duration
 }
 
 // Flags of daemon mode, refused with --once.
 var daemonOnlyFlags = []string{
 	"log-level", "log-encoding", "metrics-addr", "health-addr", "leader-elect", "lease-namespace",
 	"leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period",
-	"leader-election-release-on-cancel",
+	"leader-election-release-on-cancel", "poll-interval",
 }
 
 // register adds the daemon's flags to cmd, its help, and their checks
@@ -68,6 +73,7 @@ func (f *daemonFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.renewAfter, "leader-election-renew-deadline", daemon.DefaultRenewDeadline, "how long the leader retries renewing before it gives up the Lease and stops its pass")
 	fs.DurationVar(&f.retryPeriod, "leader-election-retry-period", daemon.DefaultRetryPeriod, "time between tries to acquire or renew the Lease")
 	fs.BoolVar(&f.releaseOnCancel, "leader-election-release-on-cancel", true, "release the Lease on shutdown, after the pass stopped, so a standby takes over at once")
+	fs.DurationVar(&f.pollInterval, "poll-interval", daemon.DefaultPollInterval, "how often to read the remote's refs (no fetch: one ref listing) and run a pass at once when the branch moved; jittered, backing off on errors and rate limits; 0: only every --interval")
 	cmd.Long += daemonHelp
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return f.check(cmd) }
 }
@@ -86,6 +92,9 @@ func (f *daemonFlags) check(cmd *cobra.Command) error {
 	}
 	if interval, _ := fs.GetDuration("interval"); interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", interval)
+	}
+	if f.pollInterval != 0 && f.pollInterval < time.Second {
+		return fmt.Errorf("--poll-interval must be 0 (off) or 1s at least, got %s", f.pollInterval)
 	}
 	if !slices.Contains([]string{"json", "console"}, f.log.LogEncoding) {
 		return fmt.Errorf("--log-encoding: %q is not one of: json, console", f.log.LogEncoding)
@@ -132,7 +141,17 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 	// Beside the checkout, where `gitpeer status <checkout>` finds it.
 	status := &daemon.Status{File: daemon.StatusFile(r.Repo.Dir())}
 	d := &daemon.Daemon{
-		Cluster: cluster, Pass: r.Pass, Interval: interval, Trigger: trigger, Log: log, Metrics: metrics, Status: status,
+		Cluster: cluster, Pass: r.Pass, Interval: interval, Log: log, Metrics: metrics, Status: status,
+	}
+	if f.pollInterval > 0 {
+		d.Poller = &daemon.Poller{Refs: r.Repo, Interval: f.pollInterval}
+	}
+	if trigger != nil {
+		go func() {
+			for range trigger { // closed when ctx ends
+				d.Wake(daemon.WakeWatch)
+			}
+		}()
 	}
 	if review != nil {
 		d.Compare = review.compare
@@ -160,7 +179,7 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 			_ = s.Close(sctx)
 		}
 	}()
-	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "leaderElection", f.leaderElect,
+	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "pollInterval", f.pollInterval.String(), "leaderElection", f.leaderElect,
 		"signingFormat", string(r.Repo.SignatureFormat())}
 	if s := servers[f.metricsAddr]; s != nil {
 		kv = append(kv, "metricsAddr", s.Addr())

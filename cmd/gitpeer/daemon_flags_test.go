@@ -31,6 +31,8 @@ func TestDaemonFlagsAreChecked(t *testing.T) {
 		{"a health address without a port", []string{"--health-addr", "localhost"}, `--health-addr: "localhost" is not host:port`},
 		{"an unknown log level", []string{"--log-level", "verbose"}, `--log-level: "verbose" is not one of`},
 		{"a zero interval", []string{"--interval", "0s"}, "--interval must be positive"},
+		{"a poll interval under a second", []string{"--poll-interval", "100ms"}, "--poll-interval must be 0 (off) or 1s at least"},
+		{"a poll interval with --once", []string{"--once", "--poll-interval", "10s"}, "--poll-interval does not apply to --once"},
 		{"an unknown signing format", []string{"--signing-format", "gpg"}, `--signing-format: signing format "gpg" is not one of: ssh, openpgp`},
 		{"an unknown signing format with --once", []string{"--once", "--signing-format", "x509"}, `--signing-format: signing format "x509" is not one of: ssh, openpgp`},
 	} {
