@@ -195,7 +195,9 @@ func TestPinSource(t *testing.T) {
 					t.Errorf("Kustomization %s patch %s %s, want gitpeer-alpha merge patch %s", p.GetName(), p.GetPatchType(), p.GetPatch(), want)
 				}
 			}
-			if slices.ContainsFunc(c.objs, func(o runtime.Object) bool { return o.(*unstructured.Unstructured).GetName() == "gitpeer-alpha" && o.GetObjectKind().GroupVersionKind().Kind == "Kustomization" }) && c.requests > 0 {
+			if slices.ContainsFunc(c.objs, func(o runtime.Object) bool {
+				return o.(*unstructured.Unstructured).GetName() == "gitpeer-alpha" && o.GetObjectKind().GroupVersionKind().Kind == "Kustomization"
+			}) && c.requests > 0 {
 				if got := annotation(t, dyn, KustomizationResource, FluxNamespace, "gitpeer-alpha", FluxReconcileAnnotation); got != token {
 					t.Errorf("Kustomization %s = %q, want %q", FluxReconcileAnnotation, got, token)
 				}
