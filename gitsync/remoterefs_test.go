@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/git/gitauth"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
@@ -133,4 +134,45 @@ func TestRetryAfterParsesSecondsAndDates(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %s, want %s", v, got, want)
 		}
 	}
+}
+
+// BenchmarkRemoteRefs is the cost of one poll of the refs (the daemon's
+// every --poll-interval) on the HTTPS host, against a Sync that fetches
+// and finds nothing new (what a pass per poll would cost instead).
+func BenchmarkRemoteRefs(b *testing.B) {
+	ctx := context.Background()
+	root := b.TempDir()
+	testgit.Bare(b, filepath.Join(root, "peering.git"))
+	https := testgit.StartHTTPS(b, root, testgit.HTTPAuth{Token: httpToken})
+	url := https.URL("peering.git")
+	dir := filepath.Join(b.TempDir(), "creds")
+	testgit.WriteFiles(b, dir, map[string][]byte{gitauth.BearerTokenFile: []byte(httpToken), gitauth.CAFile: https.CACert})
+	src, err := gitauth.New(dir, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := testOptions(b, url, "alpha")
+	opts.Credentials = src
+	if _, err := Seed(ctx, opts, map[string][]byte{"peering.cue": []byte("clusters: []\n")}, "seed"); err != nil {
+		b.Fatal(err)
+	}
+	opts.Dir = filepath.Join(b.TempDir(), "alpha")
+	r, err := Open(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("RemoteRefs", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.RemoteRefs(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("SyncNoChange", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := r.SyncTree(ctx, func(context.Context, *TreeFS) (*Change, error) { return &Change{}, nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
