@@ -43,6 +43,7 @@ func (r *Repo) trackPushed(branch string, commit plumbing.Hash) error {
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(tracking, commit)); err != nil {
 		return fmt.Errorf("update %s: %w", tracking, err)
 	}
+	r.seen.see(branch, commit)
 	return nil
 }
 

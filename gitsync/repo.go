@@ -254,6 +254,10 @@ type Repo struct {
 	headMu sync.Mutex
 	head   string
 
+	// seen is where the watched remote refs pointed at the last fetch or
+	// push (RemoteRefs, Unseen).
+	seen seenRefs
+
 	// pending is the tree of this cluster's own proposal on the push
 	// branch while a pass of SyncTree runs with Options.PushBranch
 	// (Pending); nil otherwise.

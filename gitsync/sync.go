@@ -597,6 +597,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 		if err := r.repo.Storer.RemoveReference(tracking); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("fetch %s: %w", r.opts.URL, err)
 		}
+		r.seeTracking()
 		return plumbing.ZeroHash, nil
 	default:
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, r.explain(err))
@@ -605,6 +606,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("fetch %s from %s: %w", r.opts.Branch, r.opts.URL, err)
 	}
+	r.seeTracking()
 	return ref.Hash(), nil
 }
 

@@ -200,8 +200,9 @@ func TestDeployOverlaysFromDocs(t *testing.T) {
 			// The one GitOps source gitpeer may read and pin is the
 			// cluster's own.
 			for _, r := range objs.roles {
-				if r.Name == "gitpeer-flux" && (len(r.Rules) == 0 || !slices.Equal(r.Rules[0].ResourceNames, []string{"gitpeer-" + params["CLUSTER_ID"]})) {
-					t.Errorf("Role gitpeer-flux rules %+v: want its first rule limited to GitRepository gitpeer-%s (manifests/deploy/cluster-id)", r.Rules, params["CLUSTER_ID"])
+				if r.Name == "gitpeer-flux" && (len(r.Rules) < 2 || !slices.Equal(r.Rules[0].ResourceNames, []string{"gitpeer-" + params["CLUSTER_ID"]}) ||
+					!slices.Equal(r.Rules[1].Resources, []string{"kustomizations"}) || !slices.Equal(r.Rules[1].ResourceNames, []string{"gitpeer-" + params["CLUSTER_ID"]})) {
+					t.Errorf("Role gitpeer-flux rules %+v: want its first rules limited to GitRepository and Kustomization gitpeer-%s (manifests/deploy/cluster-id)", r.Rules, params["CLUSTER_ID"])
 				}
 			}
 			if check := documentedOverlays[overlay]; check != nil {
@@ -316,6 +317,19 @@ var documentedOverlays = map[string]func(*testing.T, *built){
 		c := container(t, objs.deployment(t))
 		if got := flags(c.Args)["signing-format"]; got != "openpgp" {
 			t.Errorf("--signing-format=%q, want openpgp", got)
+		}
+	},
+	"alpha-webhook": func(t *testing.T, objs *built) {
+		c := container(t, objs.deployment(t))
+		if got := flags(c.Args)["webhook-addr"]; got != ":9292" {
+			t.Errorf("--webhook-addr=%q, want :9292", got)
+		}
+		var secret bool
+		for _, e := range c.Env {
+			secret = secret || e.Name == "GITPEER_WEBHOOK_SECRET" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil
+		}
+		if !secret {
+			t.Errorf("no GITPEER_WEBHOOK_SECRET from a Secret in %+v", c.Env)
 		}
 	},
 	"alpha-liqo-system": func(t *testing.T, objs *built) {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"time"
 
@@ -21,7 +24,11 @@ import (
 const daemonHelp = `
 
 Without --once, reconcile is a daemon, run as Flux controllers run (package
-daemon): JSON logs (--log-encoding console for people; an idle pass is one
+daemon). It runs a pass every --interval, and at once when the remote's
+branch (a peer's step, a merged spec change) or the cluster's applied branch
+moved: it reads the remote's refs every --poll-interval (5s; one ref listing,
+no fetch; backing off on errors and on a host's rate limit), and with
+--watch it watches a local repository's refs. JSON logs (--log-encoding console for people; an idle pass is one
 debug line), Prometheus metrics gitpeer_* on --metrics-addr, /healthz and
 /readyz on --health-addr (ready once the repo has been fetched), the last
 pass's outcome as JSON on --health-addr's /status and in <checkout>.status.json
@@ -46,13 +53,19 @@ type daemonFlags struct {
 	leaseDuration, renewAfter time.Duration
 	retryPeriod               time.Duration
 	releaseOnCancel           bool
+	pollInterval              time.Duration
+	webhookAddr, webhookFile  string
 }
+
+// webhookSecretEnv holds the webhook's secret when --webhook-secret-file
+// is not given.
+const webhookSecretEnv = "GITPEER_WEBHOOK_SECRET"
 
 // Flags of daemon mode, refused with --once.
 var daemonOnlyFlags = []string{
 	"log-level", "log-encoding", "metrics-addr", "health-addr", "leader-elect", "lease-namespace",
 	"leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period",
-	"leader-election-release-on-cancel",
+	"leader-election-release-on-cancel", "poll-interval", "webhook-addr", "webhook-secret-file",
 }
 
 // register adds the daemon's flags to cmd, its help, and their checks
@@ -68,6 +81,9 @@ func (f *daemonFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.renewAfter, "leader-election-renew-deadline", daemon.DefaultRenewDeadline, "how long the leader retries renewing before it gives up the Lease and stops its pass")
 	fs.DurationVar(&f.retryPeriod, "leader-election-retry-period", daemon.DefaultRetryPeriod, "time between tries to acquire or renew the Lease")
 	fs.BoolVar(&f.releaseOnCancel, "leader-election-release-on-cancel", true, "release the Lease on shutdown, after the pass stopped, so a standby takes over at once")
+	fs.DurationVar(&f.pollInterval, "poll-interval", daemon.DefaultPollInterval, "how often to read the remote's refs (no fetch: one ref listing) and run a pass at once when the branch moved; jittered, backing off on errors and rate limits; 0: only every --interval")
+	fs.StringVar(&f.webhookAddr, "webhook-addr", "", "serve the Git host's push webhook at /hook on this address, e.g. :9292 (GitHub, GitLab, Gitea, Forgejo; HMAC-verified): a push to --branch runs a pass at once (default none)")
+	fs.StringVar(&f.webhookFile, "webhook-secret-file", "", "file holding the webhook's secret (default $"+webhookSecretEnv+"); required with --webhook-addr")
 	cmd.Long += daemonHelp
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return f.check(cmd) }
 }
@@ -87,13 +103,23 @@ func (f *daemonFlags) check(cmd *cobra.Command) error {
 	if interval, _ := fs.GetDuration("interval"); interval <= 0 {
 		return fmt.Errorf("--interval must be positive, got %s", interval)
 	}
+	if f.pollInterval != 0 && f.pollInterval < time.Second {
+		return fmt.Errorf("--poll-interval must be 0 (off) or 1s at least, got %s", f.pollInterval)
+	}
 	if !slices.Contains([]string{"json", "console"}, f.log.LogEncoding) {
 		return fmt.Errorf("--log-encoding: %q is not one of: json, console", f.log.LogEncoding)
 	}
 	if !slices.Contains([]string{"trace", "debug", "info", "error"}, f.log.LogLevel) {
 		return fmt.Errorf("--log-level: %q is not one of: trace, debug, info, error", f.log.LogLevel)
 	}
-	for name, addr := range map[string]string{"metrics-addr": f.metricsAddr, "health-addr": f.healthAddr} {
+	if f.webhookAddr != "" {
+		if _, err := f.webhookSecret(); err != nil {
+			return err
+		}
+	} else if f.webhookFile != "" {
+		return errors.New("--webhook-secret-file needs --webhook-addr")
+	}
+	for name, addr := range map[string]string{"metrics-addr": f.metricsAddr, "health-addr": f.healthAddr, "webhook-addr": f.webhookAddr} {
 		if _, port, err := net.SplitHostPort(addr); addr != "" && (err != nil || port == "") {
 			return fmt.Errorf("--%s: %q is not host:port (for example :8080, or 127.0.0.1:8080)", name, addr)
 		}
@@ -121,7 +147,9 @@ func (f *daemonFlags) check(cmd *cobra.Command) error {
 // run runs r as a daemon until ctx ends: passes every interval and on
 // trigger, with the logs, metrics, probes, Events and leader election the
 // flags ask for.
-func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlags, interval time.Duration, trigger <-chan struct{}, review *reviewFlow) error {
+// refs are the full names of the refs whose push events (--webhook-addr)
+// run a pass.
+func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlags, interval time.Duration, trigger <-chan struct{}, review *reviewFlow, refs []string) error {
 	log := logger.NewLogger(f.log)
 	logger.SetLogger(log) // client-go's (klog) lines go through it too
 	cluster := r.Backend.ClusterID()
@@ -132,7 +160,17 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 	// Beside the checkout, where `gitpeer status <checkout>` finds it.
 	status := &daemon.Status{File: daemon.StatusFile(r.Repo.Dir())}
 	d := &daemon.Daemon{
-		Cluster: cluster, Pass: r.Pass, Interval: interval, Trigger: trigger, Log: log, Metrics: metrics, Status: status,
+		Cluster: cluster, Pass: r.Pass, Interval: interval, Log: log, Metrics: metrics, Status: status,
+	}
+	if f.pollInterval > 0 {
+		d.Poller = &daemon.Poller{Refs: r.Repo, Interval: f.pollInterval}
+	}
+	if trigger != nil {
+		go func() {
+			for range trigger { // closed when ctx ends
+				d.Wake(daemon.WakeWatch)
+			}
+		}()
 	}
 	if review != nil {
 		d.Compare = review.compare
@@ -147,9 +185,18 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 		}
 		defer stop()
 	}
-	servers, err := daemon.Endpoints{
+	ep := daemon.Endpoints{
 		MetricsAddr: f.metricsAddr, HealthAddr: f.healthAddr, Gatherer: registry, Health: health, Status: status, Log: log,
-	}.Listen()
+	}
+	if f.webhookAddr != "" {
+		secret, err := f.webhookSecret()
+		if err != nil {
+			return err
+		}
+		ep.WebhookAddr = f.webhookAddr
+		ep.Webhook = &daemon.Webhook{Secret: secret, Refs: refs, Wake: d.Wake, Log: log.WithName("webhook").WithValues("cluster", cluster)}
+	}
+	servers, err := ep.Listen()
 	if err != nil {
 		return err
 	}
@@ -160,13 +207,16 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 			_ = s.Close(sctx)
 		}
 	}()
-	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "leaderElection", f.leaderElect,
+	kv := []any{"cluster", cluster, "version", buildVersion(), "interval", interval.String(), "pollInterval", f.pollInterval.String(), "leaderElection", f.leaderElect,
 		"signingFormat", string(r.Repo.SignatureFormat())}
 	if s := servers[f.metricsAddr]; s != nil {
 		kv = append(kv, "metricsAddr", s.Addr())
 	}
 	if s := servers[f.healthAddr]; s != nil {
 		kv = append(kv, "healthAddr", s.Addr())
+	}
+	if s := servers[f.webhookAddr]; s != nil {
+		kv = append(kv, "webhookAddr", s.Addr())
 	}
 	log.Info("starting", kv...)
 	return d.Run(ctx)
@@ -214,4 +264,24 @@ func (f *daemonFlags) kubernetes(d *daemon.Daemon, bf *backendFlags, health *dae
 		health.AddHealthzCheck("leader-election", d.Leader.Check)
 	}
 	return stop, nil
+}
+
+// webhookSecret reads the webhook's secret from --webhook-secret-file, else
+// $GITPEER_WEBHOOK_SECRET, without its trailing newline; an empty one is
+// an error.
+func (f *daemonFlags) webhookSecret() ([]byte, error) {
+	secret := []byte(os.Getenv(webhookSecretEnv))
+	where := "$" + webhookSecretEnv
+	if f.webhookFile != "" {
+		b, err := os.ReadFile(f.webhookFile)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-secret-file: %w", err)
+		}
+		secret, where = b, f.webhookFile
+	}
+	secret = bytes.TrimRight(secret, "\r\n")
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("--webhook-addr needs a secret: %s is empty (--webhook-secret-file FILE or $%s; the same secret as the host's webhook)", where, webhookSecretEnv)
+	}
+	return secret, nil
 }

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +37,10 @@ func TestDaemonFlagsAreChecked(t *testing.T) {
 		{"a health address without a port", []string{"--health-addr", "localhost"}, `--health-addr: "localhost" is not host:port`},
 		{"an unknown log level", []string{"--log-level", "verbose"}, `--log-level: "verbose" is not one of`},
 		{"a zero interval", []string{"--interval", "0s"}, "--interval must be positive"},
+		{"a poll interval under a second", []string{"--poll-interval", "100ms"}, "--poll-interval must be 0 (off) or 1s at least"},
+		{"a poll interval with --once", []string{"--once", "--poll-interval", "10s"}, "--poll-interval does not apply to --once"},
+		{"a webhook without a secret", []string{"--webhook-addr", "127.0.0.1:0"}, "--webhook-addr needs a secret: $GITPEER_WEBHOOK_SECRET is empty"},
+		{"a webhook secret file without the webhook", []string{"--webhook-secret-file", "x"}, "--webhook-secret-file needs --webhook-addr"},
 		{"an unknown signing format", []string{"--signing-format", "gpg"}, `--signing-format: signing format "gpg" is not one of: ssh, openpgp`},
 		{"an unknown signing format with --once", []string{"--once", "--signing-format", "x509"}, `--signing-format: signing format "x509" is not one of: ssh, openpgp`},
 	} {
@@ -95,5 +105,87 @@ func TestReconcileRunsAsADaemon(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("reconcile did not stop")
+	}
+}
+
+// TestReconcileRunsAPassOnAVerifiedWebhook runs the daemon with an hour's
+// interval and no polling: a Gitea push event signed with the secret of
+// --webhook-secret-file runs a pass at once; an unsigned one is refused
+// and runs none.
+func TestReconcileRunsAPassOnAVerifiedWebhook(t *testing.T) {
+	root, remote, _ := peeringRepo(t, spec)
+	metricsAddr, hookAddr := testgit.FreeLoopbackAddr(t), testgit.FreeLoopbackAddr(t)
+	secretFile := filepath.Join(root, "webhook-secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret-hook\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"reconcile", "--cluster", "alpha", "--repo", remote,
+			"--state-dir", filepath.Join(root, "state", "alpha"), "--interval", "1h", "--poll-interval", "0",
+			"--metrics-addr", metricsAddr, "--webhook-addr", hookAddr, "--webhook-secret-file", secretFile, "--log-level", "error"}, io.Discard, io.Discard)
+	}()
+	passes := func() int {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return -1
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		n := 0
+		for _, m := range regexp.MustCompile(`(?m)^gitpeer_passes_total\{result="\w+"\} (\d+)$`).FindAllStringSubmatch(string(body), -1) {
+			k, _ := strconv.Atoi(m[1])
+			n += k
+		}
+		return n
+	}
+	waitPasses := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for passes() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d passes, want %d", passes(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitPasses(1)
+	body := []byte(`{"ref":"refs/heads/main","after":"` + strings.Repeat("a", 40) + `"}`)
+	send := func(sig string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+hookAddr+"/hook", bytes.NewReader(body))
+		req.Header.Set("X-Gitea-Event", "push")
+		if sig != "" {
+			req.Header.Set("X-Gitea-Signature", sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send(""); code != http.StatusUnauthorized {
+		t.Errorf("unsigned: %d, want 401", code)
+	}
+	mac := hmac.New(sha256.New, []byte("s3cret-hook"))
+	mac.Write(body)
+	if code := send(hex.EncodeToString(mac.Sum(nil))); code != http.StatusAccepted {
+		t.Fatalf("signed: %d, want 202", code)
+	}
+	waitPasses(2)
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `gitpeer_wakeups_total{source="webhook"} 1`) {
+		t.Errorf("want one webhook wake-up (the signed event alone):\n%s", metrics)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
 	}
 }

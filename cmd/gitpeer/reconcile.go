@@ -196,7 +196,8 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 			return fmt.Errorf("--watch: %w", err)
 		}
 	}
-	return o.daemon.run(cmd.Context(), r, &o.pass.backend, o.interval, pushed, review)
+	refs := []string{"refs/heads/" + o.branch, "refs/heads/" + layout.AppliedBranch(o.pass.cluster)}
+	return o.daemon.run(cmd.Context(), r, &o.pass.backend, o.interval, pushed, review, refs)
 }
 
 // branchFlagError names --branch in an error saying that the branch does

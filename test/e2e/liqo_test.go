@@ -705,6 +705,53 @@ spec:
 		}
 	})
 
+	check(t, "time to peer: both reconcilers started as daemons with default flags as the spec change is merged peer the clusters again; the test prints the time from the merge", func(t *testing.T) {
+		// Default flags: --interval 1m, --poll-interval 5s; Flux's own
+		// intervals are manifests/flux's (1m, 10m). What makes it fast is
+		// the poll, and the reconcile request each pin carries. The
+		// daemons start with the merge, as a new user's would: the time
+		// includes their start.
+		if _, err := s.git(ctx, work, "pull", "--quiet", "--ff-only", "origin", "main"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(liqoSpec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range order {
+			startProc(t, owner, "gitpeer-daemon-"+c.id, filepath.Join(c.dir, "daemon.log"), nil, s.gitpeer,
+				"reconcile", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id,
+				"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(c.dir, "checkout"))
+		}
+		commitAndPush(ctx, t, work, "Peer gamma (consumer) with delta (provider) again")
+		merged := time.Now()
+		var established, virtualNode time.Duration
+		err := eventually(ctx, 2*liqoTimeout, 250*time.Millisecond, func() error {
+			if virtualNode == 0 && kubeField(ctx, cons.cluster, "{.metadata.name}", "virtualnodes.offloading.liqo.io", grantedSlice, "-n", consTenantNS) != "" {
+				virtualNode = time.Since(merged)
+			}
+			if established == 0 {
+				// APIServerStatus stays Established through the revocation
+				// above: the new Identity and Liqo's verdict on it say the
+				// peering is back.
+				id := kubeField(ctx, cons.cluster, "{.items[*].metadata.name}", "identities.authentication.liqo.io", "-n", consTenantNS, "-l", "liqo.io/remote-cluster-id="+liqoProviderID)
+				api := kubeField(ctx, cons.cluster, `{.status.conditions[?(@.type=="APIServerStatus")].status}`, "foreignclusters.core.liqo.io", liqoProviderID)
+				auth := kubeField(ctx, cons.cluster, `{.status.modules.authentication.conditions[?(@.type=="AuthIdentityControlPlaneStatus")].status}`, "foreignclusters.core.liqo.io", liqoProviderID)
+				if id != "" && api == "Established" && auth == "Ready" {
+					established = time.Since(merged)
+				}
+			}
+			if established == 0 || virtualNode == 0 {
+				return fmt.Errorf("%.0fs after the merge: APIServerStatus Established after %s, VirtualNode %s after %s", time.Since(merged).Seconds(), established, grantedSlice, virtualNode)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("TIME TO PEER (default flags): merge → consumer's Identity Ready with APIServerStatus Established %.1fs, → VirtualNode %s on the consumer %.1fs",
+			established.Seconds(), grantedSlice, virtualNode.Seconds())
+	})
+
 	for _, c := range order {
 		if w := warnings(ctx, c.cluster, ""); w != "" {
 			t.Logf("Warning events on %s:\n%s", c.id, w)

@@ -43,12 +43,13 @@ func TestRBACManifestsShape(t *testing.T) {
 		m.FluxRoleBinding.RoleRef.Name != m.FluxRole.Name || m.FluxRoleBinding.RoleRef.Kind != "Role" || !slices.Equal(m.FluxRoleBinding.Subjects, []rbacv1.Subject{sa}) {
 		t.Errorf("Flux role %s/%s, binding %+v", m.FluxRole.Namespace, m.FluxRole.Name, m.FluxRoleBinding)
 	}
-	// The cluster's own GitRepository alone, read and pinned (patch), and
-	// of Secrets the verify Secret alone, read only: the Role is in Flux's
+	// The cluster's own GitRepository alone, read and pinned (patch), its
+	// Kustomization alone, asked to reconcile (patch), and of Secrets the verify Secret alone, read only: the Role is in Flux's
 	// namespace, which holds Flux's Git credentials and the cluster's own
 	// sources too.
 	fluxRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"gitrepositories"}, ResourceNames: []string{FluxGitRepositoryPrefix + rbactest.ClusterIDPlaceholder}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, ResourceNames: []string{FluxKustomizationPrefix + rbactest.ClusterIDPlaceholder}, Verbs: []string{"patch"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{FluxVerifySecretName}, Verbs: []string{"get"}},
 	}
 	if fmt.Sprint(m.FluxRole.Rules) != fmt.Sprint(fluxRules) {
@@ -207,7 +208,7 @@ func TestRBACFluxRoleIsExactlyWhatTheBackendDoesWithFlux(t *testing.T) {
 		cs := newClientset()
 		var objs []runtime.Object
 		if c.repo != nil {
-			objs = append(objs, c.repo("alpha"))
+			objs = append(objs, c.repo("alpha"), fluxKustomization("alpha"))
 		}
 		if c.secret != nil {
 			cs.Tracker().Add(c.secret("alpha"))

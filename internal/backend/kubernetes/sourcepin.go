@@ -2,13 +2,17 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gitpeer/gitpeer/internal/backend"
@@ -33,7 +37,26 @@ const (
 	// may apply these objects with this manager name: server-side apply
 	// would drop every other field it owned.
 	SourcePinFieldManager = "gitpeer"
+
+	// FluxReconcileAnnotation asks a Flux object to reconcile now, whatever
+	// its interval: its value (a timestamp, RFC 3339) is what `flux
+	// reconcile` sets and what the controller echoes in
+	// status.lastHandledReconcileAt (fluxcd/pkg/apis/meta
+	// ReconcileRequestAnnotation).
+	FluxReconcileAnnotation = "reconcile.fluxcd.io/requestedAt"
+	// ArgoRefreshAnnotation asks Argo CD to refresh an Application now
+	// (value "normal": compare with the source again), as `argocd app
+	// get --refresh` does; Argo CD removes it once done.
+	ArgoRefreshAnnotation = "argocd.argoproj.io/refresh"
+	// FluxKustomizationPrefix prefixes the cluster ID in the name of the
+	// Kustomization flux-system/gitpeer-<cluster ID> of manifests/flux,
+	// which applies clusters/<cluster ID>/ from the GitRepository.
+	FluxKustomizationPrefix = "gitpeer-"
 )
+
+// KustomizationResource is Flux's Kustomization
+// (kustomize.toolkit.fluxcd.io/v1).
+var KustomizationResource = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 
 // ArgoApplicationResource is Argo CD's Application (argoproj.io/v1alpha1).
 var ArgoApplicationResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
@@ -67,6 +90,15 @@ var _ backend.SourcePinner = (*Backend)(nil)
 // war. A source pinned
 // to commit already is only read. Forbidden errors name the Role rule of
 // manifests/rbac that grants the request.
+//
+// So that the seal is applied in seconds rather than at the engine's next
+// interval, the same apply that moves the pin asks the engine to act now,
+// as `flux reconcile source git` and `argocd app get --refresh` do: the
+// annotation FluxReconcileAnnotation (the time, RFC 3339) on the
+// GitRepository, then a JSON merge patch of the same annotation on the
+// Kustomization flux-system/gitpeer-<cluster ID> that applies the tree
+// (as `flux reconcile kustomization` does; none there is fine); or
+// ArgoRefreshAnnotation on the Application.
 func (b *Backend) PinSource(ctx context.Context, commit string) (string, error) {
 	if !isCommitHash(commit) {
 		return "", fmt.Errorf("pin source: %q is not a commit hash (40 or 64 lowercase hex digits)", commit)
@@ -102,7 +134,40 @@ func (b *Backend) pinFlux(ctx context.Context, dyn dynamic.Interface, commit str
 			return "", fmt.Errorf("%s: spec.ref is %T, not an object", src.where(), ref)
 		}
 	}
-	return src.pin(ctx, dyn, obj, commit)
+	token := b.opts.Now().UTC().Format(time.RFC3339Nano)
+	src.annotation = [2]string{FluxReconcileAnnotation, token}
+	where, moved, err := src.pin(ctx, dyn, obj, commit)
+	if err != nil || !moved {
+		return where, err
+	}
+	if err := b.requestKustomization(ctx, dyn, token); err != nil {
+		return "", err
+	}
+	return where, nil
+}
+
+// requestKustomization asks Kustomization flux-system/gitpeer-<id> to
+// reconcile now (FluxReconcileAnnotation set to token), by a JSON merge
+// patch as `flux reconcile kustomization` makes it: it never creates the
+// object, and no applier of the Kustomization sets the annotation, so
+// there is no field to contend for. None there (named otherwise, or Flux
+// without it) is not an error: Flux applies the seal at its interval.
+func (b *Backend) requestKustomization(ctx context.Context, dyn dynamic.Interface, token string) error {
+	name := FluxKustomizationPrefix + b.clusterID
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{FluxReconcileAnnotation: token}}})
+	if err != nil {
+		return err
+	}
+	_, err = dyn.Resource(KustomizationResource).Namespace(FluxNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: SourcePinFieldManager})
+	where := "Kustomization " + FluxNamespace + "/" + name
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("request a reconcile of %s: %w (gitpeer needs patch on %s named %s in %s: Role gitpeer-flux of manifests/rbac)",
+			where, err, KustomizationResource.GroupResource(), name, FluxNamespace)
+	}
+	return fmt.Errorf("request a reconcile of %s: %w", where, err)
 }
 
 // pinArgo pins Application argocd/gitpeer-<id>; "" and no error when there
@@ -119,7 +184,8 @@ func (b *Backend) pinArgo(ctx context.Context, dyn dynamic.Interface, commit str
 		// until the first seal, so whatever applies it owns the field
 		// too: gitpeer takes it, and that applier must ignore it
 		// (ignoreDifferences with RespectIgnoreDifferences, docs/gitops.md).
-		force: true,
+		force:      true,
+		annotation: [2]string{ArgoRefreshAnnotation, "normal"},
 	}
 	obj, err := src.get(ctx, b, dyn)
 	if obj == nil || err != nil {
@@ -131,7 +197,8 @@ func (b *Backend) pinArgo(ctx context.Context, dyn dynamic.Interface, commit str
 		}
 		return "", fmt.Errorf("%s has no spec.source: gitpeer cannot pin it to seal %s", src.where(), commit)
 	}
-	return src.pin(ctx, dyn, obj, commit)
+	where, _, err := src.pin(ctx, dyn, obj, commit)
+	return where, err
 }
 
 // pinTarget is one GitOps source object and the field that pins it.
@@ -143,6 +210,9 @@ type pinTarget struct {
 	// force takes the field from another manager. Without it, another
 	// manager owning the field is a Conflict error naming it.
 	force bool
+	// annotation is the annotation (name, value) the same apply sets to
+	// ask the engine to act on the new pin now.
+	annotation [2]string
 }
 
 func (p pinTarget) where() string { return p.kind + " " + p.namespace + "/" + p.name }
@@ -169,15 +239,16 @@ func (p pinTarget) get(ctx context.Context, b *Backend, dyn dynamic.Interface) (
 	return obj, nil
 }
 
-// pin sets the field of obj (as read) to commit unless it holds it.
-func (p pinTarget) pin(ctx context.Context, dyn dynamic.Interface, obj *unstructured.Unstructured, commit string) (string, error) {
+// pin sets the field of obj (as read) to commit, and p.annotation, unless
+// the field holds commit already; moved says whether it wrote.
+func (p pinTarget) pin(ctx context.Context, dyn dynamic.Interface, obj *unstructured.Unstructured, commit string) (where string, moved bool, err error) {
 	field := strings.Join(p.field, ".")
 	cur, _, err := unstructured.NestedFieldNoCopy(obj.Object, p.field...)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: %w", p.where(), field, err)
+		return "", false, fmt.Errorf("%s: %s: %w", p.where(), field, err)
 	}
 	if cur == commit {
-		return p.where(), nil
+		return p.where(), false, nil
 	}
 	// Only the pinned field and what identifies the object: server-side
 	// apply merges it into the object (the ref and source maps are
@@ -190,20 +261,54 @@ func (p pinTarget) pin(ctx context.Context, dyn dynamic.Interface, obj *unstruct
 	patch.SetNamespace(p.namespace)
 	patch.SetName(p.name)
 	patch.SetUID(obj.GetUID())
-	if err := unstructured.SetNestedField(patch.Object, commit, p.field...); err != nil {
-		return "", err
+	if p.annotation[0] != "" {
+		patch.SetAnnotations(map[string]string{p.annotation[0]: p.annotation[1]})
 	}
-	_, err = dyn.Resource(p.gvr).Namespace(p.namespace).Apply(ctx, p.name, patch, metav1.ApplyOptions{FieldManager: SourcePinFieldManager, Force: p.force})
+	if err := unstructured.SetNestedField(patch.Object, commit, p.field...); err != nil {
+		return "", false, err
+	}
+	apply := func(force bool) error {
+		_, err := dyn.Resource(p.gvr).Namespace(p.namespace).Apply(ctx, p.name, patch, metav1.ApplyOptions{FieldManager: SourcePinFieldManager, Force: force})
+		return err
+	}
+	err = apply(p.force)
+	if isFieldConflict(err) && onlyAnnotationConflicts(err, p.annotation[0]) {
+		// `flux reconcile` (a merge patch) took the request annotation
+		// from this manager: a request token, nobody's to keep. The pinned
+		// field itself is never forced this way.
+		err = apply(true)
+	}
 	switch {
 	case apierrors.IsForbidden(err):
-		return "", fmt.Errorf("pin %s to %s: %w (gitpeer needs %s)", p.where(), commit, err, p.permission())
+		return "", false, fmt.Errorf("pin %s to %s: %w (gitpeer needs %s)", p.where(), commit, err, p.permission())
 	case isFieldConflict(err):
-		return "", fmt.Errorf("pin %s to %s: %w (%s has another writer: whatever applies %s must leave that field out, gitpeer (field manager %s) is its only writer; docs/gitops.md)",
+		return "", false, fmt.Errorf("pin %s to %s: %w (%s has another writer: whatever applies %s must leave that field out, gitpeer (field manager %s) is its only writer; docs/gitops.md)",
 			p.where(), commit, err, field, p.kind, SourcePinFieldManager)
 	case err != nil:
-		return "", fmt.Errorf("pin %s to %s: %w", p.where(), commit, err)
+		return "", false, fmt.Errorf("pin %s to %s: %w", p.where(), commit, err)
 	}
-	return p.where(), nil
+	return p.where(), true, nil
+}
+
+// onlyAnnotationConflicts reports whether every field of a server-side
+// apply conflict is the annotation name (fields read as
+// .metadata.annotations.<name>).
+func onlyAnnotationConflicts(err error, name string) bool {
+	var status apierrors.APIStatus
+	if name == "" || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	n := 0
+	for _, c := range status.Status().Details.Causes {
+		if c.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		if c.Field != ".metadata.annotations."+name {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // permission names the Role rule that grants get and patch on the object.

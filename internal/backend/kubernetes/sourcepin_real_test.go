@@ -49,6 +49,8 @@ func TestPinSourceRealCluster(t *testing.T) {
 	apps := dyn.Resource(ArgoApplicationResource).Namespace(ArgoNamespace)
 	installCRD(ctx, t, dyn, "../../../manifests/flux/testdata/crds/source.toolkit.fluxcd.io_gitrepositories.yaml", GitRepositoryResource)
 	installCRD(ctx, t, dyn, "../../../manifests/argocd/testdata/crds/application-crd.yaml", ArgoApplicationResource)
+	installCRD(ctx, t, dyn, "../../../manifests/flux/testdata/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml", KustomizationResource)
+	kusts := dyn.Resource(KustomizationResource).Namespace(FluxNamespace)
 
 	m := loadRBAC(t).ForCluster(id)
 	sa := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "gitpeer-system"}}
@@ -82,6 +84,7 @@ func TestPinSourceRealCluster(t *testing.T) {
 		_ = repos.Delete(ctx, "gitpeer-"+id, metav1.DeleteOptions{})
 		_ = repos.Delete(ctx, other, metav1.DeleteOptions{})
 		_ = apps.Delete(ctx, "gitpeer-"+id, metav1.DeleteOptions{})
+		_ = kusts.Delete(ctx, "gitpeer-"+id, metav1.DeleteOptions{})
 	})
 
 	impersonate := func(user string) (*Backend, dynamic.Interface) {
@@ -109,8 +112,11 @@ func TestPinSourceRealCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := dyn.Resource(GitRepositoryResource).Namespace(obj.GetNamespace())
-		if obj.GetKind() == "Application" {
+		switch obj.GetKind() {
+		case "Application":
 			r = dyn.Resource(ArgoApplicationResource).Namespace(obj.GetNamespace())
+		case "Kustomization":
+			r = kusts
 		}
 		if _, err := r.Patch(ctx, obj.GetName(), "application/apply-patch+yaml", data, metav1.PatchOptions{FieldManager: manager, Force: &force}); err != nil {
 			t.Fatal(err)
@@ -139,8 +145,10 @@ func TestPinSourceRealCluster(t *testing.T) {
 			t.Fatalf("PinSource: %q, %v", where, err)
 		}
 	})
-	t.Run("the GitRepository is pinned, branch and verify kept, field manager gitpeer owning spec.ref.commit alone", func(t *testing.T) {
+	t.Run("the GitRepository is pinned, branch and verify kept, field manager gitpeer owning spec.ref.commit and the reconcile request alone", func(t *testing.T) {
 		applyAs(t, applier, manifest)
+		applyAs(t, applier, fluxKustomization(id))
+		b.opts.Now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }
 		where, err := b.PinSource(ctx, sealOld)
 		if err != nil || where != "GitRepository flux-system/gitpeer-"+id {
 			t.Fatalf("PinSource: %q, %v", where, err)
@@ -152,8 +160,38 @@ func TestPinSourceRealCluster(t *testing.T) {
 			}
 		}
 		owned := ownedBy(obj, SourcePinFieldManager)
-		if owned != `{"f:spec":{"f:ref":{"f:commit":{}}}}` {
-			t.Errorf("field manager %s owns %s, want spec.ref.commit alone", SourcePinFieldManager, owned)
+		if owned != `{"f:metadata":{"f:annotations":{"f:reconcile.fluxcd.io/requestedAt":{}}},"f:spec":{"f:ref":{"f:commit":{}}}}` {
+			t.Errorf("field manager %s owns %s, want spec.ref.commit and the reconcile request alone", SourcePinFieldManager, owned)
+		}
+		const token = "2026-01-02T03:04:05.000000006Z"
+		if got := obj.GetAnnotations()[FluxReconcileAnnotation]; got != token {
+			t.Errorf("GitRepository %s = %q, want %q", FluxReconcileAnnotation, got, token)
+		}
+		k, err := kusts.Get(ctx, "gitpeer-"+id, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := k.GetAnnotations()[FluxReconcileAnnotation]; got != token {
+			t.Errorf("Kustomization %s = %q, want %q", FluxReconcileAnnotation, got, token)
+		}
+	})
+	t.Run("after flux reconcile took the request annotation, the next seal still pins and requests", func(t *testing.T) {
+		// What `flux reconcile source git` sends: a merge patch by manager flux.
+		patch := []byte(`{"metadata":{"annotations":{"` + FluxReconcileAnnotation + `":"by-hand"}}}`)
+		if _, err := repos.Patch(ctx, "gitpeer-"+id, "application/merge-patch+json", patch, metav1.PatchOptions{FieldManager: "flux"}); err != nil {
+			t.Fatal(err)
+		}
+		b.opts.Now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC) }
+		if _, err := b.PinSource(ctx, sealNew); err != nil {
+			t.Fatalf("PinSource after flux reconcile: %v", err)
+		}
+		obj := get(t, repos)
+		if c, _, _ := unstructured.NestedString(obj.Object, "spec", "ref", "commit"); c != sealNew || obj.GetAnnotations()[FluxReconcileAnnotation] != "2026-01-02T03:04:06Z" {
+			t.Fatalf("spec.ref.commit %q, annotation %q", c, obj.GetAnnotations()[FluxReconcileAnnotation])
+		}
+		// Back to the older seal for the subtests below.
+		if _, err := b.PinSource(ctx, sealOld); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("the applier applying manifests/flux's GitRepository again leaves the pin", func(t *testing.T) {
@@ -235,8 +273,11 @@ func TestPinSourceRealCluster(t *testing.T) {
 				t.Errorf("%s = %q, want %q", path, got, want)
 			}
 		}
-		if owned := ownedBy(obj, SourcePinFieldManager); owned != `{"f:spec":{"f:source":{"f:targetRevision":{}}}}` {
-			t.Errorf("field manager %s owns %s, want spec.source.targetRevision alone", SourcePinFieldManager, owned)
+		if owned := ownedBy(obj, SourcePinFieldManager); owned != `{"f:metadata":{"f:annotations":{"f:argocd.argoproj.io/refresh":{}}},"f:spec":{"f:source":{"f:targetRevision":{}}}}` {
+			t.Errorf("field manager %s owns %s, want spec.source.targetRevision and the refresh request alone", SourcePinFieldManager, owned)
+		}
+		if got := obj.GetAnnotations()[ArgoRefreshAnnotation]; got != "normal" {
+			t.Errorf("Application %s = %q, want normal", ArgoRefreshAnnotation, got)
 		}
 		if owned := ownedBy(obj, "argocd-application-controller"); strings.Contains(owned, "f:targetRevision") {
 			t.Errorf("the applier still owns targetRevision: %s", owned)

@@ -3,8 +3,11 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +44,27 @@ func argoApp(id string) *unstructured.Unstructured {
 	}}
 }
 
+// fluxKustomization is Kustomization flux-system/gitpeer-<id> as
+// manifests/flux makes it (the fields PinSource may touch).
+func fluxKustomization(id string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+		"kind":       "Kustomization",
+		"metadata":   map[string]any{"name": "gitpeer-" + id, "namespace": FluxNamespace},
+		"spec":       map[string]any{"interval": "10m", "prune": true, "path": "./clusters/" + id, "sourceRef": map[string]any{"kind": "GitRepository", "name": "gitpeer-" + id}},
+	}}
+}
+
+// annotation is the annotation name of obj name of gvr in ns.
+func annotation(t *testing.T, dyn *dynfake.FakeDynamicClient, gvr schema.GroupVersionResource, ns, name, key string) string {
+	t.Helper()
+	obj, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetAnnotations()[key]
+}
+
 // pinnedRepo is fluxRepo (verifying with gitpeer-signing) with
 // spec.ref.commit set to commit.
 func pinnedRepo(id, commit string) *unstructured.Unstructured {
@@ -60,6 +84,7 @@ func newSourceDynamic(objs ...runtime.Object) *dynfake.FakeDynamicClient {
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		GitRepositoryResource:   "GitRepositoryList",
 		ArgoApplicationResource: "ApplicationList",
+		KustomizationResource:   "KustomizationList",
 	}, objs...)
 	dyn.PrependReactor("patch", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.PatchAction)
@@ -130,30 +155,54 @@ func field(t *testing.T, dyn *dynfake.FakeDynamicClient, gvr schema.GroupVersion
 
 func TestPinSource(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		objs    []runtime.Object
-		where   string
-		applies int // server-side applies made
+		name     string
+		objs     []runtime.Object
+		where    string
+		applies  int // server-side applies made
+		requests int // merge patches of the Kustomization
 	}{
-		{"an unpinned GitRepository is pinned", []runtime.Object{pinnedRepo("alpha", "")}, "GitRepository flux-system/gitpeer-alpha", 1},
-		{"a GitRepository on an older seal moves to the newest", []runtime.Object{pinnedRepo("alpha", sealOld)}, "GitRepository flux-system/gitpeer-alpha", 1},
-		{"a GitRepository on the seal already is only read", []runtime.Object{pinnedRepo("alpha", sealNew)}, "GitRepository flux-system/gitpeer-alpha", 0},
-		{"the GitRepository first, the Application left alone", []runtime.Object{pinnedRepo("alpha", ""), argoApp("alpha")}, "GitRepository flux-system/gitpeer-alpha", 1},
-		{"without a GitRepository, the Application", []runtime.Object{argoApp("alpha")}, "Application argocd/gitpeer-alpha", 1},
-		{"another cluster's sources are not this cluster's", []runtime.Object{pinnedRepo("beta", ""), argoApp("beta")}, "", 0},
-		{"no source at all", nil, "", 0},
+		{"an unpinned GitRepository is pinned", []runtime.Object{pinnedRepo("alpha", "")}, "GitRepository flux-system/gitpeer-alpha", 1, 1},
+		{"a GitRepository on an older seal moves to the newest", []runtime.Object{pinnedRepo("alpha", sealOld), fluxKustomization("alpha")}, "GitRepository flux-system/gitpeer-alpha", 1, 1},
+		{"a GitRepository on the seal already is only read", []runtime.Object{pinnedRepo("alpha", sealNew), fluxKustomization("alpha")}, "GitRepository flux-system/gitpeer-alpha", 0, 0},
+		{"the GitRepository first, the Application left alone", []runtime.Object{pinnedRepo("alpha", ""), argoApp("alpha")}, "GitRepository flux-system/gitpeer-alpha", 1, 1},
+		{"without a GitRepository, the Application", []runtime.Object{argoApp("alpha")}, "Application argocd/gitpeer-alpha", 1, 0},
+		{"another cluster's sources are not this cluster's", []runtime.Object{pinnedRepo("beta", ""), argoApp("beta"), fluxKustomization("beta")}, "", 0, 0},
+		{"no source at all", nil, "", 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dyn := newSourceDynamic(c.objs...)
 			b := pinBackend(t, dyn)
+			token := b.opts.Now().UTC().Format(time.RFC3339Nano)
 			where, err := b.PinSource(context.Background(), sealNew)
 			if err != nil || where != c.where {
 				t.Fatalf("PinSource: %q, %v; want %q", where, err, c.where)
 			}
-			if w := writesOf(dyn); len(w) != c.applies {
-				t.Fatalf("%d writes, want %d: %v", len(w), c.applies, w)
-			}
+			var applies, requests []k8stesting.Action
 			for _, a := range writesOf(dyn) {
+				if a.GetResource() == KustomizationResource {
+					requests = append(requests, a)
+				} else {
+					applies = append(applies, a)
+				}
+			}
+			if len(applies) != c.applies || len(requests) != c.requests {
+				t.Fatalf("%d applies and %d Kustomization patches, want %d and %d: %v", len(applies), len(requests), c.applies, c.requests, writesOf(dyn))
+			}
+			for _, a := range requests {
+				p := a.(k8stesting.PatchAction)
+				want := `{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"` + token + `"}}}`
+				if p.GetPatchType() != types.MergePatchType || p.GetName() != "gitpeer-alpha" || string(p.GetPatch()) != want {
+					t.Errorf("Kustomization %s patch %s %s, want gitpeer-alpha merge patch %s", p.GetName(), p.GetPatchType(), p.GetPatch(), want)
+				}
+			}
+			if slices.ContainsFunc(c.objs, func(o runtime.Object) bool {
+				return o.(*unstructured.Unstructured).GetName() == "gitpeer-alpha" && o.GetObjectKind().GroupVersionKind().Kind == "Kustomization"
+			}) && c.requests > 0 {
+				if got := annotation(t, dyn, KustomizationResource, FluxNamespace, "gitpeer-alpha", FluxReconcileAnnotation); got != token {
+					t.Errorf("Kustomization %s = %q, want %q", FluxReconcileAnnotation, got, token)
+				}
+			}
+			for _, a := range applies {
 				p := a.(k8stesting.PatchAction)
 				if p.GetPatchType() != types.ApplyPatchType || a.GetVerb() != "patch" {
 					t.Errorf("write %s %s, want a server-side apply", a.GetVerb(), p.GetPatchType())
@@ -184,6 +233,14 @@ func TestPinSource(t *testing.T) {
 				}
 				if patch.GetUID() == "" {
 					t.Errorf("apply patch without the UID read: %s", p.GetPatch())
+				}
+				// And the engine's request to act now, in the same apply.
+				wantAnn := map[string]string{FluxReconcileAnnotation: token}
+				if a.GetResource() == ArgoApplicationResource {
+					wantAnn = map[string]string{ArgoRefreshAnnotation: "normal"}
+				}
+				if !maps.Equal(patch.GetAnnotations(), wantAnn) {
+					t.Errorf("apply patch annotations %v, want %v", patch.GetAnnotations(), wantAnn)
 				}
 			}
 			switch {
@@ -239,6 +296,9 @@ func TestPinSourceRefuses(t *testing.T) {
 		{name: "another manager owns spec.ref.commit", commit: sealNew, objs: []runtime.Object{pinnedRepo("alpha", sealOld)},
 			reactor: func(d *dynfake.FakeDynamicClient) { d.PrependReactor("patch", "gitrepositories", conflict) },
 			want:    []string{`conflict with "kustomize-controller"`, "spec.ref.commit has another writer", "gitpeer (field manager gitpeer) is its only writer"}},
+		{name: "the Kustomization may not be patched", commit: sealNew, objs: []runtime.Object{pinnedRepo("alpha", ""), fluxKustomization("alpha")},
+			reactor: func(d *dynfake.FakeDynamicClient) { d.PrependReactor("patch", "kustomizations", forbid) },
+			want:    []string{"request a reconcile of Kustomization flux-system/gitpeer-alpha", "gitpeer needs patch on kustomizations.kustomize.toolkit.fluxcd.io named gitpeer-alpha in flux-system: Role gitpeer-flux of manifests/rbac"}},
 		{name: "an Application of several sources", commit: sealNew, objs: []runtime.Object{multi},
 			want: []string{"Application argocd/gitpeer-alpha has spec.sources"}},
 	} {
@@ -258,5 +318,35 @@ func TestPinSourceRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPinSourceTakesBackTheReconcileRequest: `flux reconcile source git`
+// (a merge patch) takes the annotation from field manager gitpeer, and the
+// next pin's apply conflicts on it alone: it is a request token, so the
+// pin applies again forced; a conflict on the pinned field is never
+// forced (TestPinSourceRefuses).
+func TestPinSourceTakesBackTheReconcileRequest(t *testing.T) {
+	dyn := newSourceDynamic(pinnedRepo("alpha", sealOld))
+	var forced []bool
+	dyn.PrependReactor("patch", "gitrepositories", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		opts := a.(k8stesting.PatchActionImpl).PatchOptions
+		forced = append(forced, opts.Force != nil && *opts.Force)
+		if opts.Force != nil && *opts.Force {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewApplyConflict([]metav1.StatusCause{{Type: metav1.CauseTypeFieldManagerConflict,
+			Message: `conflict with "flux" using source.toolkit.fluxcd.io/v1`, Field: ".metadata.annotations." + FluxReconcileAnnotation}},
+			`Apply failed with 1 conflict: conflict with "flux": .metadata.annotations.`+FluxReconcileAnnotation)
+	})
+	b := pinBackend(t, dyn)
+	if _, err := b.PinSource(context.Background(), sealNew); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(forced, []bool{false, true}) {
+		t.Errorf("applies forced %v, want an unforced one, then a forced one", forced)
+	}
+	if got := field(t, dyn, GitRepositoryResource, FluxNamespace, "gitpeer-alpha", "spec", "ref", "commit"); got != sealNew {
+		t.Errorf("spec.ref.commit %q, want %s", got, sealNew)
 	}
 }

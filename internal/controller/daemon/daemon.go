@@ -13,6 +13,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,6 +41,9 @@ type Daemon struct {
 	// Trigger runs a pass at once when it receives, e.g. gitsync.Watch's
 	// channel; nil never does.
 	Trigger <-chan struct{}
+	// Poller, when set, reads the remote's refs every few seconds while
+	// this process runs passes, and runs a pass as soon as one moved.
+	Poller *Poller
 	// RetryBase is how soon a pass follows one that gave up pushing
 	// because other writers kept moving the branch (gitsync.ErrPushConflict):
 	// doubled for each such pass in a row, jittered, at most Interval;
@@ -70,12 +74,36 @@ type Daemon struct {
 	// k8s.io/utils/clock/testing FakeClock and step it.
 	Clock clock.WithTicker
 
+	// wake holds at most one pending wake-up (Wake); made once, by
+	// wakeChan.
+	wakeOnce sync.Once
+	wake     chan struct{}
+
 	// tracker remembers what the last passes reported, to publish changes.
 	tracker tracker
 	// failingSince is when the first of the failed passes in a row
 	// started, zero after a good one; lastSuccess when the last good pass
 	// ended. Only the loop's goroutine uses them.
 	failingSince, lastSuccess time.Time
+}
+
+// Wake runs a pass as soon as the one running (if any) ends, for the
+// reason source (WakePoll, WakeWebhook, WakeWatch): a Git host's push
+// event, refs that moved. Wake-ups coalesce: many while a pass runs start
+// one more. It never blocks, and may be called before Run and from any
+// goroutine.
+func (d *Daemon) Wake(source string) {
+	d.Metrics.observeWake(source)
+	select {
+	case d.wakeChan() <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// wakeChan is the channel of Wake, made on first use.
+func (d *Daemon) wakeChan() chan struct{} {
+	d.wakeOnce.Do(func() { d.wake = make(chan struct{}, 1) })
+	return d.wake
 }
 
 // Run runs passes until ctx ends, and returns nil then: a pass running at
@@ -99,6 +127,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	lead := func(ctx context.Context) {
 		d.Metrics.setLeading(true)
 		defer d.Metrics.setLeading(false)
+		if d.Poller != nil {
+			pctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				d.Poller.run(pctx, d.Clock, d.Log.WithName("poll"), d.Metrics, d.Wake)
+			}()
+			defer func() { cancel(); <-done }()
+		}
 		d.loop(ctx)
 	}
 	var err error

@@ -41,7 +41,7 @@ const publishTimeout = 10 * time.Second
 // DefaultRetryBase is the default Daemon.RetryBase.
 const DefaultRetryBase = time.Second
 
-// loop runs a pass at once, then at every tick or trigger, until ctx ends;
+// loop runs a pass at once, then at every tick, trigger or Wake, until ctx ends;
 // after a pass whose every push was rejected, sooner (retryAfter). It
 // never starts a pass once ctx is done, even if a tick is also ready.
 func (d *Daemon) loop(ctx context.Context) {
@@ -60,6 +60,7 @@ func (d *Daemon) loop(ctx context.Context) {
 		case <-t.C():
 		case <-retry:
 		case <-d.Trigger: // nil: never ready
+		case <-d.wakeChan():
 		}
 		if timer != nil {
 			timer.Stop()

@@ -31,6 +31,10 @@ var Steps = []layout.Step{
 //	gitpeer_push_retries_total               push attempts after a rejected one (the remote had moved)
 //	gitpeer_push_rejected_passes_total       passes that gave up pushing: the remote moved on every
 //	                                         attempt (also counted as failed passes)
+//	gitpeer_wakeups_total{source}            passes asked for before the next interval, by Wake* source
+//	                                         (poll, webhook, watch); wake-ups during a pass start one more
+//	gitpeer_ref_polls_total{result}          reads of the remote's refs by Poll* result (unchanged,
+//	                                         moved, failed, rate_limited)
 //	gitpeer_last_success_timestamp_seconds   Unix time of the end of the last good pass
 //	gitpeer_leader                           1 while this process may run passes (holds the Lease)
 //	gitpeer_peering_ready{consumer,provider,role}        1 when this side's Ready condition is True
@@ -51,6 +55,8 @@ type Metrics struct {
 	rejected     prometheus.Counter
 	lastSuccess  prometheus.Gauge
 	leader       prometheus.Gauge
+	wakeups      *prometheus.CounterVec
+	polls        *prometheus.CounterVec
 	peerings     *peeringCollector
 }
 
@@ -83,7 +89,19 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gitpeer_leader", Help: "1 while this process may run passes: it holds the Lease, or runs without leader election.",
 		}),
+		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitpeer_wakeups_total", Help: "Passes asked for before the next interval, by source: poll, webhook or watch.",
+		}, []string{"source"}),
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gitpeer_ref_polls_total", Help: "Reads of the remote's refs by result: unchanged, moved, failed or rate_limited.",
+		}, []string{"result"}),
 		peerings: newPeeringCollector(time.Now),
+	}
+	for _, s := range []string{WakePoll, WakeWebhook, WakeWatch} {
+		m.wakeups.WithLabelValues(s)
+	}
+	for _, r := range []string{PollUnchanged, PollMoved, PollFailed, PollRateLimited} {
+		m.polls.WithLabelValues(r)
 	}
 	for _, r := range []string{ResultCommitted, ResultProposed, ResultWithdrawn, ResultUnchanged, ResultFailed, ResultAbandoned} {
 		m.passes.WithLabelValues(r)
@@ -98,7 +116,7 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.passDuration, m.passes, m.commits, m.pushAttempts, m.pushRetries, m.rejected,
-		m.lastSuccess, m.leader, m.peerings, info,
+		m.lastSuccess, m.leader, m.wakeups, m.polls, m.peerings, info,
 	)
 	return m, reg
 }
@@ -124,6 +142,20 @@ func (m *Metrics) observePass(result string, rejected bool, res *runner.Result, 
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
 	case ResultProposed, ResultWithdrawn, ResultUnchanged:
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
+	}
+}
+
+// observeWake counts a wake-up from source.
+func (m *Metrics) observeWake(source string) {
+	if m != nil {
+		m.wakeups.WithLabelValues(source).Inc()
+	}
+}
+
+// observePoll counts a poll of the remote's refs with result.
+func (m *Metrics) observePoll(result string) {
+	if m != nil {
+		m.polls.WithLabelValues(result).Inc()
 	}
 }
 

@@ -21,7 +21,8 @@ type Server struct {
 
 // Endpoints are the daemon's HTTP endpoints: /metrics on MetricsAddr,
 // /healthz, /readyz and /status on HealthAddr (Flux controllers use :8080 and
-// :9440). An empty address serves nothing; the same address serves both.
+// :9440), /hook on WebhookAddr. An empty address serves nothing; one
+// address may serve several.
 type Endpoints struct {
 	MetricsAddr, HealthAddr string
 	Gatherer                prometheus.Gatherer
@@ -29,7 +30,11 @@ type Endpoints struct {
 	// Status, when set, is served as GET /status on HealthAddr: the last
 	// pass's outcome as JSON (PassStatus).
 	Status *Status
-	Log    logr.Logger
+	// WebhookAddr, when set, serves Webhook at WebhookPath (a Git host's
+	// push events).
+	WebhookAddr string
+	Webhook     http.Handler
+	Log         logr.Logger
 }
 
 // Listen listens on each address and serves its handlers, until Close.
@@ -51,6 +56,9 @@ func (e Endpoints) Listen() (map[string]*Server, error) {
 		if e.Status != nil {
 			mux(e.HealthAddr).Handle("/status", e.Status)
 		}
+	}
+	if e.WebhookAddr != "" && e.Webhook != nil {
+		mux(e.WebhookAddr).Handle(WebhookPath, e.Webhook)
 	}
 	servers := map[string]*Server{}
 	for addr, m := range muxes {
