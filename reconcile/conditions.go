@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -33,23 +34,11 @@ func (p *peeringObject) DeepCopyObject() runtime.Object {
 	return &peeringObject{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), status: &st}
 }
 
-// Condition reasons for the handshake's progress (refusals use artifact.Reason*).
-const (
-	ReasonWaitingForCluster  = "WaitingForCluster"
-	ReasonInvalidClusterInfo = "InvalidClusterInfo"
-	ReasonWaitingForNonce    = "WaitingForNonce"
-	ReasonWaitingForTenant   = "WaitingForTenant"
-	ReasonWaitingForIdentity = "WaitingForIdentity"
-	ReasonIdentityIssued     = "IdentityIssued"
-	ReasonIdentityAccepted   = "IdentityAccepted"
-	ReasonProgressing        = meta.ProgressingReason
-)
-
 // progress marks a peering as moving on: Ready=False with why, Reconciling=True.
 func progress(o *peeringObject, step layout.Step, reason, format string, a ...any) {
 	o.status.Step = step
 	conditions.MarkFalse(o, meta.ReadyCondition, reason, format, a...)
-	conditions.MarkReconciling(o, ReasonProgressing, format, a...)
+	conditions.MarkReconciling(o, reasons.Progressing, format, a...)
 }
 
 // stall marks a peering as stuck on something a human must fix.

@@ -10,23 +10,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
-
-// ReasonPeeringFailed: this cluster's part of the pass for one peering
-// failed (a signer that refused a peer's CSR, say, or anything else the
-// peering's inputs led to). What was signed for that peer before is kept as
-// it was; the other peerings went on. The message says what failed.
-const ReasonPeeringFailed = "PeeringFailed"
-
-// ReasonTooManyEntries: a folder of one peering (this cluster's inbox
-// folder of the peer, or its own folder in the peer's inbox) holds more
-// entries than its cap (layout.EntryLimit), so nothing of the peering is
-// read or written until it is back under it. The message names the
-// folder, its count (or its tree object's size) and the cap. What was
-// signed for the peer before is kept; the other peerings go on.
-const ReasonTooManyEntries = dirmanifest.ReasonTooManyEntries
 
 // refusedFolder is the first folder of the peering with peer that is
 // refused for its number of entries (layout.ErrTooManyEntries), as its
@@ -70,13 +57,13 @@ func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, run 
 		}
 	}
 	identities, certificates, slices := len(p.out.Identities), len(p.out.Certificates), len(st.status.Slices)
-	reason := ReasonPeeringFailed
+	reason := reasons.PeeringFailed
 	// A folder of the peering too large to read is not read at all (run
 	// would find its artifacts missing and act on that): run is skipped,
 	// and st is Stalled TooManyEntries.
 	err := p.refusedFolder(peer)
 	if err != nil {
-		reason = ReasonTooManyEntries
+		reason = reasons.TooManyEntries
 		err = fmt.Errorf("%w: nothing of this peering is read or written until it is back under its cap (revert the commit that added them)", err)
 	} else if err = run(); err == nil {
 		return nil
@@ -101,7 +88,7 @@ func (p *pass) confine(ctx context.Context, peer string, st *peeringObject, run 
 	// peering, wins over the earlier state carry brought back.
 	maps.Copy(p.out.Files, kept)
 	step := st.status.Step
-	if reason == ReasonTooManyEntries {
+	if reason == reasons.TooManyEntries {
 		step = st.prevStep // nothing was read to move it
 	}
 	stall(st, step, reason, "%v; kept what was signed for %s before, the other peerings went on", err, peer)

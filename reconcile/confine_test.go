@@ -10,7 +10,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gitpeer/gitpeer/reconcile"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // hub: beta provides for alpha and for gamma.
@@ -44,7 +44,7 @@ func TestASignerRefusingOnePeersCSRStallsOnlyThatPeering(t *testing.T) {
 		t.Fatalf("beta's view of alpha: %+v", w.status("beta", "alpha", "beta").Conditions)
 	}
 	c := condition(w.status("beta", "gamma", "beta"), meta.StalledCondition)
-	if c == nil || c.Reason != reconcile.ReasonPeeringFailed || !strings.Contains(c.Message, "denied by policy") {
+	if c == nil || c.Reason != reasons.PeeringFailed || !strings.Contains(c.Message, "denied by policy") {
 		t.Fatalf("beta's view of gamma: %+v, want Stalled PeeringFailed naming the refusal", w.status("beta", "gamma", "beta").Conditions)
 	}
 	if w.has("clusters/gamma/inbox/beta/identity.yaml") {

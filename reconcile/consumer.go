@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
@@ -36,9 +37,9 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	}
 	if !found {
 		if p.hasIdentity(provider) {
-			return p.keepIdentity(provider, st, ReasonWaitingForNonce, fmt.Sprintf("%s is missing%s", nonceFile, note))
+			return p.keepIdentity(provider, st, reasons.WaitingForNonce, fmt.Sprintf("%s is missing%s", nonceFile, note))
 		}
-		progress(st, layout.StepPending, ReasonWaitingForNonce, "waiting for %s to send a nonce in %s%s", provider, nonceFile, note)
+		progress(st, layout.StepPending, reasons.WaitingForNonce, "waiting for %s to send a nonce in %s%s", provider, nonceFile, note)
 		return nil
 	}
 	nonce, err := artifact.ParseNonce(nonceFile, data, p.self)
@@ -76,12 +77,12 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	}
 	if !found {
 		if p.hasIdentity(provider) {
-			return p.keepIdentity(provider, st, ReasonWaitingForIdentity, fmt.Sprintf("%s is missing%s", identityFile, note))
+			return p.keepIdentity(provider, st, reasons.WaitingForIdentity, fmt.Sprintf("%s is missing%s", identityFile, note))
 		}
 		for _, r := range requests {
 			st.status.Slices = append(st.status.Slices, r.pending(provider))
 		}
-		progress(st, layout.StepTenantSent, ReasonWaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s%s", provider, identityFile, note)
+		progress(st, layout.StepTenantSent, reasons.WaitingForIdentity, "tenant sent to %s; waiting for its Identity in %s%s", provider, identityFile, note)
 		return nil
 	}
 	_, keyDER, err := handshake.ParsePublicKey([]byte(p.me.PublicKey))
@@ -98,7 +99,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 			if err := p.carryIdentity(provider); err != nil {
 				return err
 			}
-			ready(st, layout.StepReady, ReasonKeyRotationInProgress, "kept the Identity %s issued for this cluster's previous key %s until it answers the Tenant of the new key %s%s",
+			ready(st, layout.StepReady, reasons.KeyRotationInProgress, "kept the Identity %s issued for this cluster's previous key %s until it answers the Tenant of the new key %s%s",
 				provider, was, p.me.Fingerprint, note)
 			return nil
 		}
@@ -118,7 +119,7 @@ func (p *pass) consume(ctx context.Context, pr schema.Peering, st *peeringObject
 	p.out.Identities = append(p.out.Identities, liqo.ControlPlaneIdentity(p.self, provider, identity.Spec.AuthParams))
 	_, notAfter, _ := handshake.CertificateValidity(identity.Spec.AuthParams.SignedCRT)
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: p.self, Provider: provider, Role: layout.RoleConsumer, NotAfter: notAfter})
-	ready(st, layout.StepReady, ReasonIdentityAccepted, "identity from %s accepted; certificate valid until %s%s",
+	ready(st, layout.StepReady, reasons.IdentityAccepted, "identity from %s accepted; certificate valid until %s%s",
 		provider, notAfter.UTC().Format(time.RFC3339), note)
 	return nil
 }
@@ -397,5 +398,5 @@ func artifactReason(err error) string {
 	if errors.As(err, &ae) {
 		return ae.Reason
 	}
-	return artifact.ReasonMalformed
+	return reasons.MalformedArtifact
 }

@@ -14,17 +14,11 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo/admission"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
-
-// ReasonSliceNotSigned: this provider granted a slice but its signer did
-// not sign the slice's CSR (it refused the subject, or the backend failed).
-// The answer given before to the same request is kept, or none is written;
-// the pass goes on for the other slices and peers, and the next pass tries
-// again.
-const ReasonSliceNotSigned = "SliceNotSigned"
 
 // keptAnswer is an answer this cluster gave to a request it cannot read now
 // (see keepAnswers).
@@ -141,7 +135,7 @@ func (p *pass) notSigned(answerFile string, prev, req *authv1beta1.ResourceSlice
 	if errors.Is(err, context.DeadlineExceeded) {
 		why = "the signer of this cluster timed out"
 	}
-	s := layout.SliceStatus{Name: req.Name, Authentication: "Accepted", Resources: "Pending", Reason: ReasonSliceNotSigned,
+	s := layout.SliceStatus{Name: req.Name, Authentication: "Accepted", Resources: "Pending", Reason: reasons.SliceNotSigned,
 		Message: fmt.Sprintf("granted, but the CSR of slice %s was not signed: %s", req.Name, why)}
 	if prev != nil && reflect.DeepEqual(prev.Spec, req.Spec) {
 		if data, found, rerr := p.read(answerFile); rerr == nil && found {
@@ -160,5 +154,5 @@ func refusedName(name string, err error) layout.SliceStatus {
 		name = strings.ToValidUTF8(name[:64], "") + "…"
 	}
 	return layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
-		Reason: policy.ReasonSliceNameRefused, Message: err.Error()}
+		Reason: reasons.SliceNameRefused, Message: err.Error()}
 }

@@ -18,10 +18,9 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
-	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // request signs into provider's inbox, as consumer (holding its own key),
@@ -84,7 +83,7 @@ func TestASliceRequestBeyondTheSpecIsDeniedAndNotSigned(t *testing.T) {
 	if got := w.backends["beta"].signed; got != signed {
 		t.Fatalf("beta signed %d CSRs for requests beyond the spec", got-signed)
 	}
-	for name, why := range map[string]string{"extra": policy.ReasonSliceNotInSpec, "pool": policy.ReasonSliceDiffersFromSpec} {
+	for name, why := range map[string]string{"extra": reasons.SliceNotInSpec, "pool": reasons.SliceDiffersFromSpec} {
 		s := w.slice("beta", "alpha", "beta", name)
 		if s.Resources != "Denied" || s.Reason != why {
 			t.Errorf("beta's status of %s: %+v, want Denied %s", name, s, why)
@@ -126,7 +125,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [
 			if s.Resources != want {
 				t.Errorf("%s's status of %s: %+v, want %s", side, name, s, want)
 			}
-			if want == "Denied" && (s.Reason != policy.ReasonSliceOverClassTotal ||
+			if want == "Denied" && (s.Reason != reasons.SliceOverClassTotal ||
 				!strings.Contains(s.Message, "cpu: 2 requested and 3 already granted in class default make 5, over its cap 4")) {
 				t.Errorf("%s's status of %s: %+v, want SliceOverClassTotal naming cpu", side, name, s)
 			}
@@ -165,7 +164,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	if pool.Accepted || pool.Slice.Status.AuthParams != nil {
 		t.Fatalf("pool, removed from the spec, is still granted: %+v", pool.Slice.Status)
 	}
-	if s := w.slice("beta", "alpha", "beta", "pool"); s.Reason != policy.ReasonSliceNotInSpec {
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Reason != reasons.SliceNotInSpec {
 		t.Errorf("pool: %+v, want SliceNotInSpec", s)
 	}
 }
@@ -210,7 +209,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 		return cn == handshake.ResourceSliceCommonName("pool", "alpha") || down && cn == handshake.ResourceSliceCommonName("web", "alpha")
 	}}
 	w.converge("beta", "alpha", "gamma")
-	if s := w.slice("beta", "alpha", "beta", "pool"); s.Reason != reconcile.ReasonSliceNotSigned || s.Resources != "Pending" {
+	if s := w.slice("beta", "alpha", "beta", "pool"); s.Reason != reasons.SliceNotSigned || s.Resources != "Pending" {
 		t.Errorf("alpha's pool: %+v, want SliceNotSigned", s)
 	}
 	if w.has("clusters/alpha/inbox/beta/resourceslice-pool.status.yaml") {
@@ -232,7 +231,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	if got := string(w.tree["clusters/alpha/inbox/beta/resourceslice-web.status.yaml"].Data); got != web {
 		t.Error("web's answer changed while the signer was down")
 	}
-	if s := w.slice("beta", "alpha", "beta", "web"); s.Reason != reconcile.ReasonSliceNotSigned || !strings.Contains(s.Message, "the answer given before is kept") {
+	if s := w.slice("beta", "alpha", "beta", "web"); s.Reason != reasons.SliceNotSigned || !strings.Contains(s.Message, "the answer given before is kept") {
 		t.Errorf("web while the signer is down: %+v", s)
 	}
 }
@@ -248,7 +247,7 @@ func TestASliceNameLiqoCannotServeIsRefusedBeforeAnything(t *testing.T) {
 		t.Fatalf("beta signed %d CSRs", got-signed)
 	}
 	s := w.slice("beta", "alpha", "beta", "system:masters")
-	if s.Reason != policy.ReasonSliceNameRefused || s.Resources != "Denied" {
+	if s.Reason != reasons.SliceNameRefused || s.Resources != "Denied" {
 		t.Errorf("status: %+v, want SliceNameRefused", s)
 	}
 	if w.has(layout.InboxPath("alpha", "beta", artifact.SliceAnswerFile("system:masters"))) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
@@ -19,9 +20,6 @@ import (
 // peer sends in its part (artifact.InboxArtifact), signed or not: the pass
 // ignores them (see layout.ConditionUnexpectedArtifacts).
 const ConditionUnexpectedArtifacts = layout.ConditionUnexpectedArtifacts
-
-// ReasonUnexpectedArtifact is the reason of ConditionUnexpectedArtifacts.
-const ReasonUnexpectedArtifact = artifact.ReasonUnexpectedArtifact
 
 // maxUnexpectedNamed is how many files a status message names at most: a
 // writer planting thousands of files must not bloat status.yaml.
@@ -111,8 +109,7 @@ func (p *pass) reportUnexpected(status *layout.ClusterStatus) {
 			more = fmt.Sprintf(" and %d more", len(files)-maxUnexpectedNamed)
 		}
 		from := p.sender(peer)
-		conditions.MarkTrue(o, ConditionUnexpectedArtifacts, ReasonUnexpectedArtifact,
-			"ignored %s%s: not artifacts %s sends as %s (%s)", strings.Join(named, ", "), more, peer, from.Part(p.self), artifact.InboxArtifacts(from))
+		conditions.MarkTrue(o, ConditionUnexpectedArtifacts, reasons.UnexpectedArtifact, "ignored %s%s: not artifacts %s sends as %s (%s)", strings.Join(named, ", "), more, peer, from.Part(p.self), artifact.InboxArtifacts(from))
 	}
 }
 

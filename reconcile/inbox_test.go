@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
@@ -37,7 +38,7 @@ func mustReportUnexpected(t *testing.T, w *world, cluster, consumer, provider st
 		t.Fatalf("%s's view of %s → %s is not Ready: %+v", cluster, consumer, provider, ps.Conditions)
 	}
 	c := condition(ps, reconcile.ConditionUnexpectedArtifacts)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonUnexpectedArtifact {
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reasons.UnexpectedArtifact {
 		t.Fatalf("%s's view of %s → %s reports no UnexpectedArtifact: %+v", cluster, consumer, provider, ps.Conditions)
 	}
 	for _, f := range files {
@@ -208,7 +209,7 @@ peerings: [{consumer: "beta", provider: "alpha"}]`)
 	if w.has(tenant) {
 		t.Errorf("alpha carried over %s, which it no longer sends", tenant)
 	}
-	if st := condition(w.status("alpha", "beta", "alpha"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonKeyChanged {
+	if st := condition(w.status("alpha", "beta", "alpha"), meta.StalledCondition); st == nil || st.Reason != reasons.KeyChanged {
 		t.Fatalf("alpha's view of beta → alpha: %+v, want Stalled KeyChanged", st)
 	}
 }

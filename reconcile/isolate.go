@@ -8,15 +8,9 @@ import (
 	"strings"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
-
-// ReasonPeerContentRefused: what this cluster would write for a peering
-// held something that looks like private material, put there by the peer
-// (a ResourceSlice request's fields are echoed in the answer, refusals quote
-// what they refuse). That peering's new writes are dropped and the state
-// accepted before is kept; the other peerings go on.
-const ReasonPeerContentRefused = "PeerContentRefused"
 
 // isolate runs the secret guard over every file of the pass, before it is
 // signed, and confines a refusal to the peering it came from: a hostile
@@ -61,7 +55,7 @@ func (p *pass) isolate(status *layout.ClusterStatus) error {
 			ps := &status.Peerings[i]
 			if ps.Consumer == peer || ps.Provider == peer {
 				st := &peeringObject{status: ps}
-				stall(st, ps.Step, ReasonPeerContentRefused, "refused to write content from %s that looks like private material (%s); kept what was accepted before", peer, bad[peer])
+				stall(st, ps.Step, reasons.PeerContentRefused, "refused to write content from %s that looks like private material (%s); kept what was accepted before", peer, bad[peer])
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -257,7 +258,7 @@ peerings: [{consumer: "alpha", provider: "beta", policy: "open"}]
 	})
 	out, _ = w.pass("beta")
 	r = condition(peering(t, out, "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || !strings.Contains(r.Message, "kept the accepted Tenant") || !strings.Contains(r.Message, artifact.ReasonKeyNotPinned) {
+	if r == nil || !strings.Contains(r.Message, "kept the accepted Tenant") || !strings.Contains(r.Message, reasons.KeyNotPinned) {
 		t.Fatalf("impostor key under open policy: %+v", r)
 	}
 	if w.backends["beta"].signed != signed {
@@ -428,7 +429,7 @@ peerings: [{consumer: "alpha", provider: "beta"}]
 	w.now = w.now.Add(2 * time.Hour)
 	w.pass("alpha") // answers the first epoch, which expired
 	out, _ := w.pass("beta")
-	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != artifact.ReasonNonceExpired {
+	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reasons.NonceExpired {
 		t.Fatalf("Stalled %+v", st)
 	}
 	n, err := artifact.ParseNonce("nonce.yaml", w.tree["clusters/alpha/inbox/beta/nonce.yaml"].Data, "alpha")
@@ -467,7 +468,7 @@ peerings: [{consumer: "alpha", provider: "beta"}]
 	w.converge("beta", "alpha")
 	// beta pinned alpha's old key: a new key is refused until beta's admin
 	// re-pins (gitpeer trust --peer alpha --fingerprint …).
-	if ps := w.status("beta", "alpha", "beta"); ps == nil || !strings.Contains(fmt.Sprint(ps.Conditions), reconcile.ReasonKeyChanged) {
+	if ps := w.status("beta", "alpha", "beta"); ps == nil || !strings.Contains(fmt.Sprint(ps.Conditions), reasons.KeyChanged) {
 		t.Fatalf("a new key was accepted without re-pinning: %+v", ps)
 	}
 	info, _ := b.ClusterInfo()

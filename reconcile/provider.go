@@ -23,13 +23,11 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
 )
-
-// ReasonRevoking marks a peering removed from the spec while its Tenant is drained.
-const ReasonRevoking = "Revoking"
 
 // provide advances one peering where this cluster is the provider and
 // renders what its state grants (render.Provider).
@@ -93,7 +91,7 @@ func (p *pass) advanceProvided(ctx context.Context, pr schema.Peering, st *peeri
 	var tenant *authv1beta1.Tenant
 	switch {
 	case !found && accepted == nil:
-		progress(st, layout.StepNonceSent, ReasonWaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s%s", consumer, tenantFile, note)
+		progress(st, layout.StepNonceSent, reasons.WaitingForTenant, "nonce sent to %s; waiting for its Tenant in %s%s", consumer, tenantFile, note)
 		return nil
 	case settled:
 		tenant = accepted
@@ -158,9 +156,9 @@ func (p *pass) advanceProvided(ctx context.Context, pr schema.Peering, st *peeri
 	msg += cappedLifetimeNote(identity.Spec.AuthParams.SignedCRT, p.terms.certificateLifetime, consumer)
 	msg += note
 	p.out.Certificates = append(p.out.Certificates, Certificate{Consumer: consumer, Provider: p.self, Role: layout.RoleProvider, NotAfter: notAfter})
-	reason := ReasonIdentityIssued
+	reason := reasons.IdentityIssued
 	if held {
-		reason = ReasonKeyRotationInProgress
+		reason = reasons.KeyRotationInProgress
 	}
 	ready(st, layout.StepIdentityIssued, reason, "%s", msg)
 	return nil
@@ -291,10 +289,10 @@ func (p *pass) checkEpoch(file string, data []byte, consumer string, n artifact.
 	case e == n.Epoch:
 		return nil
 	case e < n.Epoch && p.pins.Peer(consumer).WasIssued(e):
-		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: artifact.ReasonNonceExpired,
+		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: reasons.NonceExpired,
 			Err: fmt.Errorf("answers nonce epoch %d; that nonce expired and epoch %d was issued", e, n.Epoch)}
 	default:
-		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: ReasonNonceReplayed,
+		return &artifact.Error{File: file, Field: "metadata.annotations", Reason: reasons.NonceReplayed,
 			Err: fmt.Errorf("answers nonce epoch %d, which this provider did not issue or no longer accepts (current epoch %d)", e, n.Epoch)}
 	}
 }
@@ -465,7 +463,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 	if err != nil {
 		// A request the signed view cannot read is that slice's problem.
 		return layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
-			Reason: artifact.ReasonMalformed, Message: err.Error()}, nil
+			Reason: reasons.MalformedArtifact, Message: err.Error()}, nil
 	}
 	answerFile := layout.InboxPath(consumer, p.self, artifact.SliceAnswerFile(name))
 	prev := p.previousAnswer(answerFile)
@@ -476,7 +474,7 @@ func (p *pass) answerSlice(ctx context.Context, consumer, name string, listed *p
 			return layout.SliceStatus{}, err
 		}
 		decoded, derr := artifact.DecodeSlice(file, data)
-		if derr != nil || ae.Reason == artifact.ReasonMalformed {
+		if derr != nil || ae.Reason == reasons.MalformedArtifact {
 			// Nothing Liqo could answer: say so in the status only.
 			return layout.SliceStatus{Name: name, Authentication: "Denied", Resources: "Denied",
 				Reason: liqo.ReasonSliceAuthDenied, Message: ae.Error()}, nil

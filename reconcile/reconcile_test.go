@@ -24,6 +24,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -304,8 +305,7 @@ func TestRefusedTenantGetsNothingSigned(t *testing.T) {
 		reason string
 		field  string
 	}{
-		{"bad signature", func(_ *testing.T, _ *world, tn *authv1beta1.Tenant) { tn.Spec.Signature[0] ^= 0xff },
-			artifact.ReasonSignatureMismatch, "spec.signature"},
+		{"bad signature", func(_ *testing.T, _ *world, tn *authv1beta1.Tenant) { tn.Spec.Signature[0] ^= 0xff }, reasons.SignatureVerificationFailed, "spec.signature"},
 		{"signature over another nonce", func(t *testing.T, w *world, tn *authv1beta1.Tenant) {
 			other, _ := handshake.NewNonce()
 			sig, err := handshake.SignNonce(w.files["alpha"].Signer(), other)
@@ -313,17 +313,17 @@ func TestRefusedTenantGetsNothingSigned(t *testing.T) {
 				t.Fatal(err)
 			}
 			tn.Spec.Signature = sig
-		}, artifact.ReasonSignatureMismatch, "spec.signature"},
+		}, reasons.SignatureVerificationFailed, "spec.signature"},
 		{"wrong CN", func(t *testing.T, w *world, tn *authv1beta1.Tenant) {
 			tn.Spec.CSR = csrWithSubject(t, w.files["alpha"].Signer(), pkix.Name{CommonName: "mallory", Organization: []string{"liqo.io"}})
-		}, artifact.ReasonInvalidCSR, "spec.csr"},
+		}, reasons.InvalidCSR, "spec.csr"},
 		{"CSR without O", func(t *testing.T, w *world, tn *authv1beta1.Tenant) {
 			tn.Spec.CSR = csrWithSubject(t, w.files["alpha"].Signer(), pkix.Name{CommonName: "alpha"})
-		}, artifact.ReasonInvalidCSR, "spec.csr"},
+		}, reasons.InvalidCSR, "spec.csr"},
 		{"CSR for another key", func(t *testing.T, _ *world, tn *authv1beta1.Tenant) {
 			k, _ := handshake.GenerateKey()
 			tn.Spec.CSR, _ = handshake.ControlPlaneCSR(k, "alpha")
-		}, artifact.ReasonInvalidCSR, "spec.csr"},
+		}, reasons.InvalidCSR, "spec.csr"},
 		{"key not the pinned one", func(t *testing.T, w *world, tn *authv1beta1.Tenant) {
 			// A consistent Tenant from an impostor: its own key signs the nonce and the CSR.
 			k, _ := handshake.GenerateKey()
@@ -331,13 +331,12 @@ func TestRefusedTenantGetsNothingSigned(t *testing.T) {
 			tn.Spec.Signature, _ = handshake.SignNonce(k, n.Value)
 			tn.Spec.CSR, _ = handshake.ControlPlaneCSR(k, "alpha")
 			tn.Spec.PublicKey, _ = handshake.MarshalPublicKey(k.Public())
-		}, artifact.ReasonKeyNotPinned, "spec.publicKey"},
+		}, reasons.KeyNotPinned, "spec.publicKey"},
 		{"TolerateNoHandshake policy", func(_ *testing.T, _ *world, tn *authv1beta1.Tenant) {
 			p := authv1beta1.TolerateNoHandshake
 			tn.Spec.AuthzPolicy = &p
-		}, artifact.ReasonMalformed, "spec.authzPolicy"},
-		{"another consumer's name", func(_ *testing.T, _ *world, tn *authv1beta1.Tenant) { tn.Name = "gamma" },
-			artifact.ReasonMalformed, "metadata.name"},
+		}, reasons.MalformedArtifact, "spec.authzPolicy"},
+		{"another consumer's name", func(_ *testing.T, _ *world, tn *authv1beta1.Tenant) { tn.Name = "gamma" }, reasons.MalformedArtifact, "metadata.name"},
 	}
 	for _, tc := range cases {
 		t.Run("refuses a tenant with "+tc.name, func(t *testing.T) {
@@ -382,7 +381,7 @@ func TestRefusedIdentityIsNotApplied(t *testing.T) {
 			csr, _ := handshake.ControlPlaneCSR(w.files["alpha"].Signer(), "alpha")
 			id.Spec.AuthParams.CA = ca.CertPEM
 			id.Spec.AuthParams.SignedCRT, _ = ca.SignCSR(csr, now, time.Hour)
-		}, artifact.ReasonUntrustedCA, "spec.authParams.ca"},
+		}, reasons.UntrustedCA, "spec.authParams.ca"},
 		{"certificate for another key", func(t *testing.T, w *world, id *authv1beta1.Identity) {
 			k, _ := handshake.GenerateKey()
 			csr, _ := handshake.ControlPlaneCSR(k, "alpha")
@@ -391,10 +390,10 @@ func TestRefusedIdentityIsNotApplied(t *testing.T) {
 				t.Fatal(err)
 			}
 			id.Spec.AuthParams.SignedCRT = crt
-		}, artifact.ReasonInvalidCertificate, "spec.authParams.signedCRT"},
+		}, reasons.InvalidCertificate, "spec.authParams.signedCRT"},
 		{"API server not the provider's", func(_ *testing.T, _ *world, id *authv1beta1.Identity) {
 			id.Spec.AuthParams.APIServer = "https://evil.example:6443"
-		}, artifact.ReasonUntrustedAPIServer, "spec.authParams.apiServer"},
+		}, reasons.UntrustedAPIServer, "spec.authParams.apiServer"},
 	}
 	for _, tc := range cases {
 		t.Run("refuses an identity with "+tc.name, func(t *testing.T) {
@@ -433,7 +432,7 @@ peerings: [{consumer: "alpha", provider: "beta"}]
 		t.Fatal("nonce sent to a cluster whose key is not the pinned one")
 	}
 	st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition)
-	if st == nil || st.Reason != artifact.ReasonKeyNotPinned {
+	if st == nil || st.Reason != reasons.KeyNotPinned {
 		t.Fatalf("Stalled %+v", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
@@ -83,8 +84,8 @@ func (p *pass) drain(consumer string, prev *layout.ClusterStatus) (*layout.Peeri
 	}
 	st.status.Step = layout.StepRevoking
 	st.status.RevokingSince = &metav1.Time{Time: since.UTC().Truncate(time.Second)}
-	conditions.MarkFalse(st, meta.ReadyCondition, ReasonRevoking, "peering removed from the spec: tenant %s drained and unbound; its artifacts are withdrawn after %s", consumer, since.Add(p.terms.drainPeriod).UTC().Format(time.RFC3339))
-	conditions.MarkReconciling(st, ReasonRevoking, "revoking %s", consumer)
+	conditions.MarkFalse(st, meta.ReadyCondition, reasons.Revoking, "peering removed from the spec: tenant %s drained and unbound; its artifacts are withdrawn after %s", consumer, since.Add(p.terms.drainPeriod).UTC().Format(time.RFC3339))
+	conditions.MarkReconciling(st, reasons.Revoking, "revoking %s", consumer)
 	return st.status, nil
 }
 

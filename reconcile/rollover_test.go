@@ -13,8 +13,8 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // grantFiles are the files of beta's tree and outbox that make alpha's
@@ -83,8 +83,8 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 		t.Error("beta signed a certificate before alpha's new Tenant verified")
 	}
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || r.Reason != reconcile.ReasonKeyRotationInProgress || !strings.Contains(r.Message, info.Fingerprint) {
-		t.Fatalf("Ready %+v, want True %s naming %s", r, reconcile.ReasonKeyRotationInProgress, info.Fingerprint)
+	if r == nil || r.Status != metav1.ConditionTrue || r.Reason != reasons.KeyRotationInProgress || !strings.Contains(r.Message, info.Fingerprint) {
+		t.Fatalf("Ready %+v, want True %s naming %s", r, reasons.KeyRotationInProgress, info.Fingerprint)
 	}
 	if pin := w.pins["beta"].Lookup("alpha"); pin.Fingerprint != info.Fingerprint {
 		t.Fatalf("beta pins %s, want the rotated %s", pin.Fingerprint, info.Fingerprint)
@@ -104,8 +104,8 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 			}
 		}
 	}
-	if r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue || r.Reason != reconcile.ReasonIdentityIssued {
-		t.Fatalf("Ready %+v after alpha's new Tenant, want %s", r, reconcile.ReasonIdentityIssued)
+	if r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue || r.Reason != reasons.IdentityIssued {
+		t.Fatalf("Ready %+v after alpha's new Tenant, want %s", r, reasons.IdentityIssued)
 	}
 	_, der, _ := handshake.ParsePublicKey([]byte(info.PublicKey))
 	id, _ := liqo.DecodeIdentity(w.tree[identityFile].Data)
@@ -143,7 +143,7 @@ func TestARefusedTenantForTheNewKeyKeepsTheOldGrant(t *testing.T) {
 		}
 	}
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || r.Reason != reconcile.ReasonKeyRotationInProgress || !strings.Contains(r.Message, reconcile.ReasonNonceReplayed) {
-		t.Fatalf("Ready %+v, want True %s naming %s", r, reconcile.ReasonKeyRotationInProgress, reconcile.ReasonNonceReplayed)
+	if r == nil || r.Status != metav1.ConditionTrue || r.Reason != reasons.KeyRotationInProgress || !strings.Contains(r.Message, reasons.NonceReplayed) {
+		t.Fatalf("Ready %+v, want True %s naming %s", r, reasons.KeyRotationInProgress, reasons.NonceReplayed)
 	}
 }

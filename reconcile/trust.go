@@ -10,36 +10,11 @@ import (
 	"strings"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
-)
-
-// Reasons of the trust checks (see docs/trust.md).
-const (
-	// ReasonKeyChanged: a peer's cluster.yaml carries another key, CA or API
-	// server than the pinned ones, without a rotation statement signed by
-	// the pinned key. Nothing of that peer is read until an admin re-pins
-	// (gitpeer trust) or a valid rotation statement is published.
-	ReasonKeyChanged = "KeyChanged"
-	// ReasonNonceReplayed: a Tenant answers a nonce epoch this provider never
-	// issued, or an older one than the ones it remembers.
-	ReasonNonceReplayed = "NonceReplayed"
-	// ReasonPinDamaged: this cluster's pin store holds, for the peer, a value
-	// out of its bounds or malformed (written by an earlier version, or by
-	// hand). Nothing of that peer is read until an admin re-pins it (gitpeer
-	// trust --peer); the message says the command.
-	ReasonPinDamaged = "PinDamaged"
-	// ReasonKeyRotationInProgress: a consumer published a new key with a
-	// rotation statement signed by the key of the Tenant this provider
-	// accepted, and no Tenant for the new key has verified yet. The peering
-	// is Ready: the accepted Tenant, its bindings, Identity and granted
-	// slices stay as they were until the new Tenant verifies, and are then
-	// re-issued for the new key in the same pass. On the consumer's side:
-	// it rolled its key over and keeps the Identity issued for the previous
-	// key until the provider answers the new key's Tenant.
-	ReasonKeyRotationInProgress = "KeyRotationInProgress"
 )
 
 // distrusted is why a peer's cluster.yaml did not match its pins in this
@@ -103,10 +78,10 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	ci, err := p.in.Cache.readClusterInfo(p.raw, peer)
 	switch {
 	case errors.Is(err, layout.ErrNotPublished):
-		progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to publish %s: its admin runs gitpeer init --cluster %s --repo CLONE on it and merges the commit (see gitpeer validate)", peer, file, peer)
+		progress(st, layout.StepPending, reasons.WaitingForCluster, "waiting for %s to publish %s: its admin runs gitpeer init --cluster %s --repo CLONE on it and merges the commit (see gitpeer validate)", peer, file, peer)
 		return nil, false
 	case err != nil:
-		stall(st, layout.StepPending, ReasonInvalidClusterInfo, "%v", err)
+		stall(st, layout.StepPending, reasons.InvalidClusterInfo, "%v", err)
 		return nil, false
 	}
 	fail := func(reason, format string, a ...any) (*layout.ClusterInfo, bool) {
@@ -122,25 +97,25 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 	pin := p.pins.Lookup(peer)
 	if pin != nil && pin.Damaged != "" && !pin.Repin {
 		// Never trusted anew by itself: a damaged pin is not a missing one.
-		return fail(ReasonPinDamaged, "%s", pins.DamagedMessage(p.self, peer, pin.Damaged))
+		return fail(reasons.PinDamaged, "%s", pins.DamagedMessage(p.self, peer, pin.Damaged))
 	}
 	// First trust, or an admin's re-pin: the spec approves the peering, and
 	// the fingerprint the admin gave must match.
 	first := pin == nil || pin.PublicKey == "" || pin.Repin
 	if first && pin != nil && pin.Repin && pin.Fingerprint != "" && pin.Fingerprint != ci.Fingerprint {
-		return fail(ReasonKeyChanged, "%s: publicKey: %s is not the %s an admin asked to trust (gitpeer trust --peer %s)", file, ci.Fingerprint, pin.Fingerprint, peer)
+		return fail(reasons.KeyChanged, "%s: publicKey: %s is not the %s an admin asked to trust (gitpeer trust --peer %s)", file, ci.Fingerprint, pin.Fingerprint, peer)
 	}
 	if specFP != "" && specFP != ci.Fingerprint {
 		// Editing the spec never overrides a pin, nor does a stale pin in
 		// the spec override a rotation: humans must agree with the key.
-		return fail(artifact.ReasonKeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
+		return fail(reasons.KeyNotPinned, "%s: publicKey: fingerprint %s is not the %s pinned in the spec", file, ci.Fingerprint, specFP)
 	}
 	pub, der, err := handshake.ParsePublicKey([]byte(ci.PublicKey))
 	if err != nil {
-		return fail(ReasonInvalidClusterInfo, "%s: publicKey: %v", file, err)
+		return fail(reasons.InvalidClusterInfo, "%s: publicKey: %v", file, err)
 	}
 	if err := pins.CheckValues(ci.Fingerprint, ci.PublicKey, ci.APIServer, ci.CA); err != nil {
-		return fail(ReasonInvalidClusterInfo, "%s: %v", file, err)
+		return fail(reasons.InvalidClusterInfo, "%s: %v", file, err)
 	}
 	switch what := changes(ci, pin, provider); {
 	case first:
@@ -150,13 +125,13 @@ func (p *pass) trustPeer(peer string, st *peeringObject) (*layout.ClusterInfo, b
 		if err := p.clusterInfoSigned(peer, pub); err != nil {
 			// gitpeer init signs what it publishes, and a cluster's first
 			// pass signs a cluster.yaml committed by hand: wait for that.
-			progress(st, layout.StepPending, ReasonWaitingForCluster, "waiting for %s to sign %s, which is not pinned until it is (%s): %v", peer, file, dirmanifest.ReasonUnsignedChange, err)
+			progress(st, layout.StepPending, reasons.WaitingForCluster, "waiting for %s to sign %s, which is not pinned until it is (%s): %v", peer, file, reasons.UnsignedChange, err)
 			return nil, false
 		}
 		p.pin(peer, ci)
 	case what != "":
 		if err := ci.VerifyRotation(pin.Fingerprint); err != nil {
-			return fail(ReasonKeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
+			return fail(reasons.KeyChanged, "%s: %s changed from what this cluster pinned (%s) and %v; if the change is genuine, run gitpeer trust --peer %s --fingerprint %s here",
 				file, what, pin.Fingerprint, err, peer, ci.Fingerprint)
 		}
 		p.pin(peer, ci) // the rotation statement signs key, API server and CA
@@ -189,10 +164,10 @@ func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 		return err
 	}
 	if seen := p.MinSequence(peer, dir); m.Sequence < seen {
-		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, dirmanifest.ReasonManifestRolledBack)
+		return fmt.Errorf("%s: sequence %d is lower than %d, already seen (%s)", file, m.Sequence, seen, reasons.ManifestRolledBack)
 	}
 	if !m.Covers(layout.ClusterFile, data) {
-		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, dirmanifest.ReasonUnsignedChange)
+		return fmt.Errorf("%s: does not list %s with its content (%s)", file, layout.ClusterFile, reasons.UnsignedChange)
 	}
 	return nil
 }

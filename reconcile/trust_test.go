@@ -15,8 +15,8 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -55,12 +55,12 @@ func TestAnUnsignedEditIsIgnoredAndNamed(t *testing.T) {
 		t.Fatal("the Identity was changed or withdrawn by an unsigned edit")
 	}
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "clusters/beta/inbox/alpha/tenant.yaml ("+dirmanifest.ReasonUnsignedChange+")") {
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "clusters/beta/inbox/alpha/tenant.yaml ("+reasons.UnsignedChange+")") {
 		t.Fatalf("status does not name the ignored edit while staying Ready: %+v", r)
 	}
 	// alpha's next pass restores what it signed; the note goes away.
 	w.converge("alpha", "beta")
-	if c := conditionsOf(w, "beta", "alpha", "beta"); strings.Contains(c, dirmanifest.ReasonUnsignedChange) {
+	if c := conditionsOf(w, "beta", "alpha", "beta"); strings.Contains(c, reasons.UnsignedChange) {
 		t.Fatalf("still reported after alpha restored its Tenant: %s", c)
 	}
 }
@@ -111,7 +111,7 @@ peerings: [{consumer: "alpha", provider: "beta"}]`)
 				t.Fatal("the working Identity was withdrawn or changed")
 			}
 			st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition)
-			if st == nil || st.Reason != reconcile.ReasonKeyChanged || !strings.Contains(st.Message, "gitpeer trust --peer alpha") {
+			if st == nil || st.Reason != reasons.KeyChanged || !strings.Contains(st.Message, "gitpeer trust --peer alpha") {
 				t.Fatalf("Stalled %+v, want KeyChanged with the way out", st)
 			}
 		})
@@ -148,7 +148,7 @@ func TestARotationSignedByAnotherKeyIsRefused(t *testing.T) {
 	data, _ := info.Encode()
 	w.tree["clusters/alpha/cluster.yaml"] = &fstest.MapFile{Data: data}
 	w.pass("beta")
-	if st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonKeyChanged {
+	if st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reasons.KeyChanged {
 		t.Fatalf("Stalled %+v, want KeyChanged", st)
 	}
 }
@@ -180,7 +180,7 @@ func TestAProvidersSwappedCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 				t.Fatal("alpha changed its Identity after its provider's cluster.yaml was swapped")
 			}
 			st := condition(w.status("alpha", "alpha", "beta"), meta.StalledCondition)
-			if st == nil || st.Reason != reconcile.ReasonKeyChanged {
+			if st == nil || st.Reason != reasons.KeyChanged {
 				t.Fatalf("Stalled %+v, want KeyChanged", st)
 			}
 		})
@@ -202,7 +202,7 @@ func TestATenantOverANonceNeverIssuedIsNonceReplayed(t *testing.T) {
 		t.Fatal("beta signed for a replayed nonce")
 	}
 	st := condition(w.status("beta", "alpha", "beta"), meta.StalledCondition)
-	if st == nil || st.Reason != reconcile.ReasonNonceReplayed {
+	if st == nil || st.Reason != reasons.NonceReplayed {
 		t.Fatalf("Stalled %+v, want NonceReplayed", st)
 	}
 }
@@ -235,7 +235,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 	}
 	w.pass("beta")
 	r := condition(w.status("beta", "alpha", "beta"), meta.ReadyCondition)
-	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, dirmanifest.ReasonManifestRolledBack) {
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, reasons.ManifestRolledBack) {
 		t.Fatalf("a rolled-back inbox is not named, or the peering was dropped: %+v", r)
 	}
 }
@@ -267,7 +267,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [{name: "pool", resourc
 			t.Fatalf("beta would commit the hostile key: %v", err)
 		}
 	}
-	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reconcile.ReasonPeerContentRefused {
+	if st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition); st == nil || st.Reason != reasons.PeerContentRefused {
 		t.Fatalf("alpha's peering: %+v, want PeerContentRefused", st)
 	}
 	if r := condition(peering(t, out, "gamma", "beta"), meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue {
@@ -325,7 +325,7 @@ func TestADamagedPinStallsOnlyItsPeerUntilARepin(t *testing.T) {
 		t.Fatalf("beta signed %d certificates for a peer whose pin is damaged", got-signed)
 	}
 	ps := w.status("beta", "alpha", "beta")
-	if c := condition(ps, meta.StalledCondition); c == nil || c.Reason != reconcile.ReasonPinDamaged ||
+	if c := condition(ps, meta.StalledCondition); c == nil || c.Reason != reasons.PinDamaged ||
 		!strings.Contains(c.Message, "gitpeer trust --cluster beta --peer alpha --fingerprint") || !strings.Contains(c.Message, "apiServer") {
 		t.Fatalf("beta's status of alpha: %+v, want Stalled PinDamaged saying the fix", ps.Conditions)
 	}
@@ -387,7 +387,7 @@ func TestPinsTakeOnlySignedValuesWhateverTheOrderOfRoles(t *testing.T) {
 				ps := w.status("beta", pr.Consumer, pr.Provider)
 				stalled := condition(ps, meta.StalledCondition)
 				switch {
-				case tc.refused && (stalled == nil || stalled.Reason != reconcile.ReasonKeyChanged || !strings.Contains(stalled.Message, "apiServer")):
+				case tc.refused && (stalled == nil || stalled.Reason != reasons.KeyChanged || !strings.Contains(stalled.Message, "apiServer")):
 					t.Errorf("beta's view of %s → %s: %+v, want Stalled KeyChanged naming apiServer", pr.Consumer, pr.Provider, ps.Conditions)
 				case !tc.refused && stalled != nil && stalled.Status == metav1.ConditionTrue:
 					t.Errorf("beta's view of %s → %s: %+v, want it to go on", pr.Consumer, pr.Provider, ps.Conditions)

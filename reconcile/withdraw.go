@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -63,7 +64,7 @@ func (p *pass) ownRolledBackWhy(dir string) (*dirmanifest.Manifest, string) {
 		return m, ""
 	}
 	return m, fmt.Sprintf("%s: sequence %d is lower than %d, which %s published there: an old state restored from history (%s)",
-		path.Join(dir, dirmanifest.FileName), m.Sequence, floor, p.self, dirmanifest.ReasonManifestRolledBack)
+		path.Join(dir, dirmanifest.FileName), m.Sequence, floor, p.self, reasons.ManifestRolledBack)
 }
 
 // ownManifest is the manifest of this cluster's own directory dir in the

@@ -9,6 +9,7 @@ import (
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 
 	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -128,8 +129,8 @@ func TestARestoredWithdrawnOutboxIsRolledBackAndWithdrawnAgain(t *testing.T) {
 		t.Fatal("beta signed a certificate for the restored Tenant")
 	}
 	ps := peering(t, out, "alpha", "beta")
-	if r := condition(ps, meta.ReadyCondition); r == nil || r.Status == "True" || !strings.Contains(r.Message, alphaOutbox+"/tenant.yaml ("+dirmanifest.ReasonManifestRolledBack+")") {
-		t.Fatalf("beta's Ready condition %+v, want False naming the restored Tenant as %s", r, dirmanifest.ReasonManifestRolledBack)
+	if r := condition(ps, meta.ReadyCondition); r == nil || r.Status == "True" || !strings.Contains(r.Message, alphaOutbox+"/tenant.yaml ("+reasons.ManifestRolledBack+")") {
+		t.Fatalf("beta's Ready condition %+v, want False naming the restored Tenant as %s", r, reasons.ManifestRolledBack)
 	}
 	if w.has("clusters/beta/liqo/alpha/tenant-alpha.yaml") {
 		t.Fatal("beta rendered the restored Tenant")
@@ -216,8 +217,8 @@ func TestAnOwnOutboxRestoredDuringKeyChangedIsHeld(t *testing.T) {
 		t.Fatalf("beta's outbox holds %d files, the restored state %d", n, len(old))
 	}
 	st := condition(peering(t, out, "alpha", "beta"), meta.StalledCondition)
-	if st == nil || st.Reason != reconcile.ReasonKeyChanged || !strings.Contains(st.Message, dirmanifest.ReasonManifestRolledBack) {
-		t.Fatalf("Stalled %+v, want KeyChanged naming the restored outbox %s", st, dirmanifest.ReasonManifestRolledBack)
+	if st == nil || st.Reason != reasons.KeyChanged || !strings.Contains(st.Message, reasons.ManifestRolledBack) {
+		t.Fatalf("Stalled %+v, want KeyChanged naming the restored outbox %s", st, reasons.ManifestRolledBack)
 	}
 	if got := w.pins["beta"].Published[betaOutbox]; got != published {
 		t.Fatalf("beta's record of its outbox went from %d to %d", published, got)

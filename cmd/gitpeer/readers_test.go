@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
@@ -80,7 +81,7 @@ func TestEveryReaderReadsTheCommittedBytes(t *testing.T) {
 	for _, f := range findings {
 		// The CRLF checkout would be an UnsignedChange in every writer's
 		// directory: verify reads the signed bytes.
-		if f.File != ".gitattributes" || f.Reason != verify.ReasonAttributesRewrite {
+		if f.File != ".gitattributes" || f.Reason != reasons.AttributesRewrite {
 			t.Errorf("verify finds what is not in the commit: %s", f)
 			continue
 		}
@@ -149,12 +150,12 @@ func TestVerifyNamesWhatChangesWhatACheckoutSees(t *testing.T) {
 	}
 	findings := list.Items
 	for _, want := range [][2]string{
-		{".sourceignore", verify.ReasonSourceIgnore},
-		{"clusters/alpha/.sourceignore", verify.ReasonSourceIgnore},
-		{".gitmodules", verify.ReasonSubmodule},
-		{"vendor/lib", verify.ReasonSubmodule},
-		{"README.md", verify.ReasonSymbolicLink},
-		{"clusters/beta/alias.yaml", verify.ReasonSymbolicLink},
+		{".sourceignore", reasons.SourceIgnore},
+		{"clusters/alpha/.sourceignore", reasons.SourceIgnore},
+		{".gitmodules", reasons.Submodule},
+		{"vendor/lib", reasons.Submodule},
+		{"README.md", reasons.SymbolicLink},
+		{"clusters/beta/alias.yaml", reasons.SymbolicLink},
 	} {
 		if !slices.ContainsFunc(findings, func(f verify.Finding) bool { return f.File == want[0] && f.Reason == want[1] }) {
 			t.Errorf("no %s finding for %s:\n%s", want[1], want[0], out)

@@ -28,11 +28,6 @@ type specChanges struct {
 	Unpublished []string // one sentence each
 }
 
-// ReasonMisspelledCluster is verify --base's finding for a spec cluster ID
-// with no published cluster.yaml that is close to a published cluster the
-// change no longer declares.
-const ReasonMisspelledCluster = "MisspelledCluster"
-
 // livePeering is a peering some evidence says exists: the spec at a base
 // revision, or a cluster's status.yaml past Pending.
 type livePeering struct {

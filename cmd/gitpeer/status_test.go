@@ -11,6 +11,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/controller/daemon"
 	"github.com/gitpeer/gitpeer/internal/git/gitauth"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
@@ -167,7 +168,7 @@ func TestStatusOfADaemonsCheckoutShowsItsLastPass(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(daemon.PassStatus{Cluster: "alpha", Result: daemon.ResultFailed, Reason: daemon.ReasonPushRejected,
+	write(daemon.PassStatus{Cluster: "alpha", Result: daemon.ResultFailed, Reason: reasons.PushRejected,
 		Message:  "push main to file:///srv/peering.git after 23 attempts in 2m0.1s: push rejected: remote moved on every attempt",
 		Attempts: 23, Started: ended.Add(-2 * time.Minute), Ended: ended, FailingSince: ended.Add(-3 * time.Minute),
 		RejectedInARow: 2, RetryAt: ended.Add(2 * time.Second)})

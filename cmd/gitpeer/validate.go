@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
@@ -403,7 +404,7 @@ func reviewSlices(at *schema.Locator, spec *schema.Spec) ([]schema.Problem, erro
 				if ok, msg := budget.Take(s.Class, resources); !ok {
 					problems = append(problems, at.Problem(cuePath(slice...),
 						fmt.Sprintf("%s would deny slice %s: %s: %s (the slices listed before it are granted first)",
-							p.Provider, s.Name, policy.ReasonSliceOverClassTotal, msg)))
+							p.Provider, s.Name, reasons.SliceOverClassTotal, msg)))
 				}
 			}
 			for _, v := range violations {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -206,7 +207,7 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if o.base != "" {
 		changes := reviewSpecChanges(src.Tree, file, data, spec, baseSpec, o.base)
 		for _, p := range changes.Problems {
-			findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: ReasonMisspelledCluster, Message: p.Message})
+			findings = append(findings, verify.Finding{File: file, Field: p.Path, Reason: reasons.MisspelledCluster, Message: p.Message})
 		}
 		fmt.Fprint(cmd.ErrOrStderr(), revocationWarning(changes.Revoked))
 	}

@@ -3,8 +3,7 @@ package attack
 import (
 	"testing"
 
-	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // garbage is what a broken tool or a writer leaves in a file: not YAML, not
@@ -33,15 +32,15 @@ func TestACorruptArtifactKeepsThePeering(t *testing.T) {
 		a.write("clusters/beta/status.yaml", garbage)
 	})
 	findings := w.verify()
-	mustFind(t, findings, tenantFile, verify.ReasonUnsignedChange, attack)
-	mustFind(t, findings, "clusters/beta/status.yaml", verify.ReasonUnsignedChange, attack)
+	mustFind(t, findings, tenantFile, reasons.UnsignedChange, attack)
+	mustFind(t, findings, "clusters/beta/status.yaml", reasons.UnsignedChange, attack)
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
 	if !ready(ps) {
 		t.Fatalf("beta's peering is not Ready: %s", describe(ps))
 	}
-	assertContains(t, "beta's status", describe(ps), tenantFile+" ("+dirmanifest.ReasonUnsignedChange+")")
+	assertContains(t, "beta's status", describe(ps), tenantFile+" ("+reasons.UnsignedChange+")")
 	if got := w.mustShow(identityFile); string(got) != string(identity) {
 		t.Fatal("beta changed or withdrew alpha's Identity")
 	}
@@ -60,7 +59,7 @@ func TestACorruptArtifactKeepsThePeering(t *testing.T) {
 	if ps.Step != "Ready" {
 		t.Fatalf("alpha's peering left step Ready: %s", describe(ps))
 	}
-	assertContains(t, "alpha's status", describe(ps), "kept the Identity accepted from beta", nonceFile, dirmanifest.ReasonUnsignedChange)
+	assertContains(t, "alpha's status", describe(ps), "kept the Identity accepted from beta", nonceFile, reasons.UnsignedChange)
 	if got := w.mustShow(renderedIdentiy); string(got) != string(rendered) {
 		t.Fatal("alpha changed or withdrew its rendered Identity")
 	}

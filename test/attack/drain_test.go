@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -37,7 +37,7 @@ func TestABackdatedRevocationDoesNotCutTheDrainShort(t *testing.T) {
 		}
 		a.write("clusters/beta/status.yaml", re.ReplaceAll(data, []byte(`revokingSince: "2020-01-01T00:00:00Z"`)))
 	})
-	mustFind(t, w.verify(), "clusters/beta/status.yaml", verify.ReasonUnsignedChange, attack)
+	mustFind(t, w.verify(), "clusters/beta/status.yaml", reasons.UnsignedChange, attack)
 	w.clock.Advance(time.Minute)
 	w.pass("beta")
 	if _, ok := w.show(tenant); !ok {

@@ -14,9 +14,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -173,7 +172,7 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	limit := fmt.Sprint(layout.MaxFolderEntries)
 	for _, id := range []string{"beta", "alpha"} {
 		for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
-			w.mustStall(id, pr.Consumer, pr.Provider, reconcile.ReasonTooManyEntries, folder, "tree object of", "more than "+limit+" entries")
+			w.mustStall(id, pr.Consumer, pr.Provider, reasons.TooManyEntries, folder, "tree object of", "more than "+limit+" entries")
 		}
 	}
 	w.mustBeReady("gamma", "beta")
@@ -183,7 +182,7 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	if got := w.lsTree("main", layout.PeerDir("beta", "alpha")); got != rendered {
 		t.Fatalf("beta's objects for alpha changed: %s, were %s", got, rendered)
 	}
-	mustFind(t, w.verify(), folder, verify.ReasonTooManyEntries, "")
+	mustFind(t, w.verify(), folder, reasons.TooManyEntries, "")
 
 	// Just above the cap, the count is named.
 	w.revertTo(settledAt)
@@ -192,7 +191,7 @@ func TestAFolderOfManyEntriesStallsOnlyItsPeering(t *testing.T) {
 	w.pass("beta")
 	w.pass("alpha")
 	for _, id := range []string{"beta", "alpha"} {
-		w.mustStall(id, "beta", "alpha", reconcile.ReasonTooManyEntries, outbox, "5000 entries, more than "+limit)
+		w.mustStall(id, "beta", "alpha", reasons.TooManyEntries, outbox, "5000 entries, more than "+limit)
 	}
 	w.mustBeReady("gamma", "beta")
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // fluxSecret is alpha's verify Secret, the one its Flux trusts keys from.
@@ -45,7 +45,7 @@ func TestAKeyPlantedInFluxsTrustNeverReachesFlux(t *testing.T) {
 	w.attack("mallory <mallory@example.com>", "alpha: roll over", func(a *writer) {
 		a.edit(fluxSecret, "stringData:\n", "stringData:\n  alpha-next.sshpub: "+planted+"\n")
 	})
-	mustFind(t, w.verify(), fluxSecret, verify.ReasonUnsignedChange, "")
+	mustFind(t, w.verify(), fluxSecret, reasons.UnsignedChange, "")
 	w.pass("alpha")
 	w.pass("beta")
 	if data := w.mustShow(fluxSecret); strings.Contains(string(data), planted) {
@@ -82,7 +82,7 @@ func TestALeakedKeyThatRetargetsFluxIsNamed(t *testing.T) {
 		a.write(fluxSecret, files[fluxtrust.Dir+"/"+fluxtrust.SecretFile])
 		a.resign(w.clusters["alpha"].b.Signer(), "alpha", layout.ClusterPath("alpha"))
 	})
-	mustFind(t, w.verify(), fluxSecret, verify.ReasonFluxTrustMismatch, "")
+	mustFind(t, w.verify(), fluxSecret, reasons.FluxTrustMismatch, "")
 	w.pass("alpha")
 	k, err := fluxtrust.Parse(fluxSecret, "alpha", w.mustShow(fluxSecret))
 	if err != nil || string(k.SSH) != string(own) || k.NextSSH != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
@@ -87,10 +88,10 @@ func TestAProposalCopiedOntoMainIsNamedByVerify(t *testing.T) {
 	}
 	findings := w.verify()
 	for _, f := range rbac {
-		mustFind(t, findings, f, verify.ReasonPeeringNotInSpec, attack)
+		mustFind(t, findings, f, reasons.PeeringNotInSpec, attack)
 	}
 	for _, f := range findings {
-		if f.Reason == verify.ReasonPeeringNotInSpec && !strings.Contains(f.Message, "alpha") {
+		if f.Reason == reasons.PeeringNotInSpec && !strings.Contains(f.Message, "alpha") {
 			t.Errorf("the finding does not name the consumer: %s", f)
 		}
 	}
@@ -107,7 +108,7 @@ func TestAProposalCopiedOntoMainIsNamedByVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range rbac {
-		mustFind(t, based, f, verify.ReasonPeeringNotInSpec, attack)
+		mustFind(t, based, f, reasons.PeeringNotInSpec, attack)
 	}
 }
 
@@ -122,7 +123,7 @@ func TestARestoredTreeOfAProviderIsRolledBack(t *testing.T) {
 		a.remove("clusters/beta/liqo")
 		a.git("checkout", old, "--", "clusters/beta/liqo", "clusters/beta/kustomization.yaml", "clusters/beta/status.yaml", "clusters/beta/manifest.yaml")
 	})
-	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
+	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, reasons.ManifestRolledBack, attack)
 }
 
 // TestAReplayedSealIsNamedByVerify (issue 28, case 1): after the revocation,
@@ -140,7 +141,7 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 	branch := layout.AppliedBranch("beta")
 	stale := w.ref(branch)
 	for _, f := range w.verify() {
-		if f.Reason == verify.ReasonStaleSeal || f.Reason == verify.ReasonInvalidSeal {
+		if f.Reason == reasons.StaleSeal || f.Reason == reasons.InvalidSeal {
 			t.Fatalf("verify on a settled world: %s", f)
 		}
 	}
@@ -157,9 +158,9 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 	})
 
 	findings := w.verify()
-	mustFind(t, findings, "origin/"+branch, verify.ReasonStaleSeal, stale)
+	mustFind(t, findings, "origin/"+branch, reasons.StaleSeal, stale)
 	for _, f := range findings {
-		if f.Reason == verify.ReasonStaleSeal {
+		if f.Reason == reasons.StaleSeal {
 			assertContains(t, "the finding", f.String(), stale[:12], parent[:12], "beta")
 		}
 	}
@@ -180,7 +181,7 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range got {
-		if f.Reason == verify.ReasonStaleSeal {
+		if f.Reason == reasons.StaleSeal {
 			t.Fatalf("a clone without the applied branches: %s", f)
 		}
 	}
@@ -191,7 +192,7 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 	if got, err = verify.Check(single, spec, opts); err != nil {
 		t.Fatal(err)
 	}
-	mustFind(t, got, "origin/"+branch, verify.ReasonStaleSeal, stale)
+	mustFind(t, got, "origin/"+branch, reasons.StaleSeal, stale)
 
 	// beta's next pass restores its newest seal first, whatever the pass
 	// then does.
@@ -200,7 +201,7 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 		t.Fatalf("beta's pass left %s at %s, not its newest seal %s", branch, now, fresh)
 	}
 	for _, f := range w.verify() {
-		if f.Reason == verify.ReasonStaleSeal || f.Reason == verify.ReasonInvalidSeal {
+		if f.Reason == reasons.StaleSeal || f.Reason == reasons.InvalidSeal {
 			t.Fatalf("after beta restored its seal: %s", f)
 		}
 	}

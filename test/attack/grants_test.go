@@ -12,9 +12,9 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // grantsSpec: beta grants alpha two slices of its default class (Liqo's
@@ -75,7 +75,7 @@ func TestAConsumerGetsNoSliceBeyondTheSpec(t *testing.T) {
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
-	for name, why := range map[string]string{"extra": policy.ReasonSliceNotInSpec, "pool": policy.ReasonSliceDiffersFromSpec, "web": policy.ReasonSliceDiffersFromSpec} {
+	for name, why := range map[string]string{"extra": reasons.SliceNotInSpec, "pool": reasons.SliceDiffersFromSpec, "web": reasons.SliceDiffersFromSpec} {
 		if s := sliceOf(ps, name); s.Resources != "Denied" || s.Reason != why {
 			t.Errorf("beta's status of %s: %+v, want Denied %s\n%s", name, s, why, describe(ps))
 		}
@@ -131,7 +131,7 @@ peerings: [{consumer: "alpha", provider: "beta", slices: [
 			}
 		}
 		s := sliceOf(ps, "second")
-		if s.Reason != policy.ReasonSliceOverClassTotal {
+		if s.Reason != reasons.SliceOverClassTotal {
 			t.Errorf("%s's status of second: %+v, want SliceOverClassTotal", side, s)
 		}
 		assertContains(t, side+"'s status of second", s.Message, "cpu: 2 requested and 3 already granted in class default make 5, over its cap 4")
@@ -166,7 +166,7 @@ func TestAHostileSliceNameDoesNotStallTheProvider(t *testing.T) {
 		t.Errorf("beta signed %d certificates, want 1 (gamma's jobs)", n)
 	}
 	s := sliceOf(w.peering("beta", "alpha", "beta"), "system:masters")
-	if s.Reason != policy.ReasonSliceNameRefused || s.Resources != "Denied" {
+	if s.Reason != reasons.SliceNameRefused || s.Resources != "Denied" {
 		t.Errorf("beta's status of the hostile name: %+v, want SliceNameRefused\n%s", s, describe(w.peering("beta", "alpha", "beta")))
 	}
 	if _, ok := w.show("clusters/alpha/inbox/beta/resourceslice-system:masters.status.yaml"); ok {
@@ -218,11 +218,11 @@ func TestVerifyNamesAGrantOutsideTheSpec(t *testing.T) {
 		a.write(identity, encode(t, liqo.ResourceSliceIdentity("extra", "beta", *ans.Status.AuthParams)))
 	})
 	vf := w.verify()
-	mustFind(t, vf, answer, verify.ReasonSliceNotInSpec, "")
-	mustFind(t, vf, rendered, verify.ReasonSliceNotInSpec, "")
-	mustFind(t, vf, identity, verify.ReasonSliceNotInSpec, "")
+	mustFind(t, vf, answer, reasons.SliceNotInSpec, "")
+	mustFind(t, vf, rendered, reasons.SliceNotInSpec, "")
+	mustFind(t, vf, identity, reasons.SliceNotInSpec, "")
 	for _, f := range vf {
-		if f.File == answer && f.Commit == "" && f.Reason != verify.ReasonSliceNotInSpec {
+		if f.File == answer && f.Commit == "" && f.Reason != reasons.SliceNotInSpec {
 			t.Errorf("the grant has a finding other than its spec's: %s", f)
 		}
 	}
@@ -255,7 +255,7 @@ func TestAHiddenRequestDoesNotKeepASliceTheSpecRemoved(t *testing.T) {
 		t.Fatalf("beta still grants pool, removed from the spec: %+v", ans.Status)
 	}
 	ps := w.peering("beta", "alpha", "beta")
-	if s := sliceOf(ps, "pool"); s.Resources != "Denied" || s.Reason != policy.ReasonSliceNotInSpec {
+	if s := sliceOf(ps, "pool"); s.Resources != "Denied" || s.Reason != reasons.SliceNotInSpec {
 		t.Errorf("beta's status of pool: %+v, want Denied SliceNotInSpec\n%s", s, describe(ps))
 	}
 	if got := w.mustShow("clusters/alpha/inbox/beta/resourceslice-web.status.yaml"); string(got) != string(web) {

@@ -13,10 +13,9 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // hubSpec: beta provides for alpha and for gamma.
@@ -81,7 +80,7 @@ func TestAHostilePeerCannotStallItsProvider(t *testing.T) {
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
-	if stalled(ps) != reconcile.ReasonPeerContentRefused {
+	if stalled(ps) != reasons.PeerContentRefused {
 		t.Fatalf("beta's view of alpha: %s\nwant Stalled PeerContentRefused", describe(ps))
 	}
 	if got := w.mustShow(identityFile); string(got) != string(identity) {
@@ -109,7 +108,7 @@ func TestAHostilePeerCannotStallItsProvider(t *testing.T) {
 	}
 	// verify scans the whole tree, and with --history every commit.
 	vf := w.verify()
-	mustFind(t, vf, poolRequest, verify.ReasonPrivateMaterial, "")
-	mustFind(t, vf, poolRequest, verify.ReasonPrivateMaterial, hostile)
-	mustFind(t, vf, "clusters/beta/inbox/alpha/resourceslice-evil.yaml", verify.ReasonPrivateMaterial, hostile)
+	mustFind(t, vf, poolRequest, reasons.PrivateMaterial, "")
+	mustFind(t, vf, poolRequest, reasons.PrivateMaterial, hostile)
+	mustFind(t, vf, "clusters/beta/inbox/alpha/resourceslice-evil.yaml", reasons.PrivateMaterial, hostile)
 }

@@ -6,9 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/repo/peerstatus"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -23,8 +23,8 @@ func (w *world) mustReportUnexpected(cluster, consumer, provider, file string) {
 	w.t.Helper()
 	ps := w.peering(cluster, consumer, provider)
 	c := condition(ps, reconcile.ConditionUnexpectedArtifacts)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reconcile.ReasonUnexpectedArtifact || !strings.Contains(c.Message, file) {
-		w.t.Fatalf("%s's view of %s → %s does not report %s as %s: %s", cluster, consumer, provider, file, reconcile.ReasonUnexpectedArtifact, describe(ps))
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reasons.UnexpectedArtifact || !strings.Contains(c.Message, file) {
+		w.t.Fatalf("%s's view of %s → %s does not report %s as %s: %s", cluster, consumer, provider, file, reasons.UnexpectedArtifact, describe(ps))
 	}
 }
 
@@ -57,7 +57,7 @@ func (w *world) statusShows(cluster, consumer, provider, file string) {
 			continue
 		}
 		for _, c := range p.Unexpected() {
-			if c.Cluster == cluster && c.Reason == verify.ReasonUnexpectedArtifact && strings.Contains(c.Message, file) {
+			if c.Cluster == cluster && c.Reason == reasons.UnexpectedArtifact && strings.Contains(c.Message, file) {
 				return
 			}
 		}
@@ -117,8 +117,8 @@ func TestAFilePlantedInAnInboxIsIgnoredAndNamed(t *testing.T) {
 	w.mustReportUnexpected("alpha", "alpha", "beta", planted)
 	w.statusShows("alpha", "alpha", "beta", planted)
 	findings := w.verify()
-	mustFind(t, findings, planted, verify.ReasonUnexpectedArtifact, "")
-	mustFind(t, findings, planted, verify.ReasonUnsignedChange, attack)
+	mustFind(t, findings, planted, reasons.UnexpectedArtifact, "")
+	mustFind(t, findings, planted, reasons.UnsignedChange, attack)
 	w.noEvilRendered("alpha")
 
 	w.pass("beta") // the Identity; beta's folder is beta's to keep clean
@@ -169,9 +169,9 @@ func TestAnExtraObjectAPeerSignsIntoItsOutboxIsIgnoredAndNamed(t *testing.T) {
 	w.mustReportUnexpected("beta", "alpha", "beta", extra)
 	w.statusShows("beta", "alpha", "beta", extra)
 	findings := w.verify()
-	mustFind(t, findings, extra, verify.ReasonUnexpectedArtifact, "")
+	mustFind(t, findings, extra, reasons.UnexpectedArtifact, "")
 	for _, f := range findings {
-		if f.File == extra && f.Commit == "" && f.Reason != verify.ReasonUnexpectedArtifact {
+		if f.File == extra && f.Commit == "" && f.Reason != reasons.UnexpectedArtifact {
 			t.Errorf("verify finds more than the inbox rule in alpha's signed file: %s", f)
 		}
 	}
@@ -189,5 +189,5 @@ func TestAnExtraObjectAPeerSignsIntoItsOutboxIsIgnoredAndNamed(t *testing.T) {
 	for _, id := range w.ids {
 		w.noEvilRendered(id)
 	}
-	mustFind(t, w.verify(), extra, verify.ReasonUnexpectedArtifact, "")
+	mustFind(t, w.verify(), extra, reasons.UnexpectedArtifact, "")
 }

@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -88,14 +86,14 @@ func TestAPeerClusterInfoAboveItsCapIsRefusedBeforeItIsRead(t *testing.T) {
 		a.resign(alpha, "alpha", "clusters/alpha")
 	})
 
-	mustFind(t, w.verify(), alphaCluster, verify.ReasonInvalidFile, "")
+	mustFind(t, w.verify(), alphaCluster, reasons.InvalidFile, "")
 
 	w.pass("beta")
 	w.pass("gamma")
 	w.pass("beta")
 	w.nothingSigned(before)
 	for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
-		w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonInvalidClusterInfo, alphaCluster, "more than", "bytes")
+		w.mustStall("beta", pr.Consumer, pr.Provider, reasons.InvalidClusterInfo, alphaCluster, "more than", "bytes")
 	}
 	w.mustBeReady("gamma", "beta")
 	if got := w.pinsOf("beta"); !bytes.Equal(got, pinned) {
@@ -130,7 +128,7 @@ func TestAMalformedPeerClusterInfoAndAStrayFolderStallOnlyThatPeer(t *testing.T)
 	w.pass("beta")
 	w.nothingSigned(before)
 	for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
-		w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonInvalidClusterInfo, alphaCluster)
+		w.mustStall("beta", pr.Consumer, pr.Provider, reasons.InvalidClusterInfo, alphaCluster)
 	}
 	w.mustBeReady("gamma", "beta")
 	if got := w.mustShow("clusters/alpha/inbox/beta/identity.yaml"); !bytes.Equal(got, identity) {
@@ -179,14 +177,14 @@ func TestAnUnsignedProviderEndpointNeverReachesThePinsOfATwoWayPeer(t *testing.T
 			before := w.signedAll()
 			pinned := w.pinsOf("beta")
 			attack := w.attack("mallory <mallory@example.com>", "alpha: new endpoint", func(a *writer) { tc.change(t, a) })
-			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
+			mustFind(t, w.verify(), alphaCluster, reasons.KeyChanged, attack)
 
 			w.pass("beta")
 			w.pass("gamma")
 			w.pass("beta")
 			w.nothingSigned(before)
 			for _, pr := range []schema.Pair{{Consumer: "alpha", Provider: "beta"}, {Consumer: "beta", Provider: "alpha"}} {
-				w.mustStall("beta", pr.Consumer, pr.Provider, reconcile.ReasonKeyChanged, alphaCluster, tc.field)
+				w.mustStall("beta", pr.Consumer, pr.Provider, reasons.KeyChanged, alphaCluster, tc.field)
 			}
 			w.mustBeReady("gamma", "beta")
 			if got := w.pinsOf("beta"); !bytes.Equal(got, pinned) {
@@ -246,7 +244,7 @@ func TestAPeerArtifactAboveItsCapIsNotRead(t *testing.T) {
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
-	assertContains(t, "beta's status of alpha → beta", describe(ps), tenant, dirmanifest.ReasonFileTooLarge)
+	assertContains(t, "beta's status of alpha → beta", describe(ps), tenant, reasons.FileTooLarge)
 	if got := w.mustShow("clusters/alpha/inbox/beta/identity.yaml"); !bytes.Equal(got, identity) {
 		t.Fatal("beta changed or withdrew alpha's Identity")
 	}

@@ -14,11 +14,10 @@ import (
 	"github.com/gitpeer/gitpeer/internal/backend/file"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/pins"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 const (
@@ -155,13 +154,13 @@ func TestASwappedConsumerKeyGetsNoCertificate(t *testing.T) {
 				a.resign(evil.Signer(), "alpha", "clusters/beta/inbox/alpha")
 			})
 
-			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
+			mustFind(t, w.verify(), alphaCluster, reasons.KeyChanged, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			// Nothing beta signed vouches for the key: it stays a finding.
-			mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
+			mustFind(t, w.verify(), alphaCluster, reasons.KeyChanged, attack)
 			ps := w.peering("beta", "alpha", "beta")
-			if reason := stalled(ps); reason != reconcile.ReasonKeyChanged {
+			if reason := stalled(ps); reason != reasons.KeyChanged {
 				t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 			}
 			assertContains(t, "beta's status", describe(ps), alphaCluster, "gitpeer trust --peer alpha")
@@ -255,11 +254,11 @@ func TestASwappedProviderKeyCAOrAPIServerIsRefusedByTheConsumer(t *testing.T) {
 			published := w.mustShow(betaCluster)
 			before := w.signedAll()
 			attack := w.attack("mallory <mallory@example.com>", "beta: new endpoint", func(a *writer) { tc.change(t, w, a) })
-			mustFind(t, w.verify(), betaCluster, verify.ReasonKeyChanged, attack)
+			mustFind(t, w.verify(), betaCluster, reasons.KeyChanged, attack)
 
 			w.pass("alpha")
 			ps := w.peering("alpha", "alpha", "beta")
-			if reason := stalled(ps); reason != reconcile.ReasonKeyChanged {
+			if reason := stalled(ps); reason != reasons.KeyChanged {
 				t.Fatalf("alpha's status: %s\nwant Stalled KeyChanged", describe(ps))
 			}
 			assertContains(t, "alpha's status", describe(ps), betaCluster)
@@ -407,16 +406,16 @@ func TestAKeyChangeWithoutAStatementNeedsALocalRepin(t *testing.T) {
 		}
 	}
 
-	mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, w.ref("main"))
+	mustFind(t, w.verify(), alphaCluster, reasons.KeyChanged, w.ref("main"))
 	w.pass("beta")
-	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reconcile.ReasonKeyChanged {
+	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reasons.KeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 	}
 	wrong, _ := handshake.GenerateKey()
 	wrongFP, _ := handshake.Fingerprint(wrong.Public())
 	repin(wrongFP)
 	w.pass("beta")
-	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reconcile.ReasonKeyChanged || !strings.Contains(describe(ps), wrongFP) {
+	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reasons.KeyChanged || !strings.Contains(describe(ps), wrongFP) {
 		t.Fatalf("beta's status after a re-pin of another key: %s\nwant Stalled KeyChanged naming %s", describe(ps), wrongFP)
 	}
 	w.nothingSigned(before)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -82,8 +83,8 @@ func TestASubstitutedOpenPGPKeyIsRefused(t *testing.T) {
 				t.Errorf("the key check accepts the substitute: %v", err)
 			}
 			findings := w.verify()
-			mustFind(t, findings, betaOpenPGPKey, verify.ReasonOpenPGPKeyMismatch, "")
-			mustFind(t, findings, betaOpenPGPKey, verify.ReasonUnsignedChange, h)
+			mustFind(t, findings, betaOpenPGPKey, reasons.OpenPGPKeyMismatch, "")
+			mustFind(t, findings, betaOpenPGPKey, reasons.UnsignedChange, h)
 
 			w.pass("beta")
 			if got := w.mustShow(betaOpenPGPKey); string(got) != string(own) {
@@ -117,7 +118,7 @@ func TestAnOpenPGPCommitOfAnotherKeyOnTheAppliedBranch(t *testing.T) {
 			a.git("add", "-A")
 			a.git("commit", "-q", "-S"+fp, "--author", alphaAuthor, "-m", forgedMessage)
 			a.git("push", "-q", "--force", "origin", "HEAD:refs/heads/"+applied)
-			return a.git("rev-parse", "HEAD"), plantedRBAC, verify.ReasonUnsignedChange, fp
+			return a.git("rev-parse", "HEAD"), plantedRBAC, reasons.UnsignedChange, fp
 		}},
 		{"under alpha's signature of another commit", func(t *testing.T, w *world) (string, string, string, string) {
 			a := w.writer()
@@ -139,7 +140,7 @@ func TestAnOpenPGPCommitOfAnotherKeyOnTheAppliedBranch(t *testing.T) {
 			h := strings.TrimSpace(string(out))
 			a.git("push", "-q", "--force", "origin", h+":refs/heads/"+applied)
 			fp, _, _ := commitsig.OpenPGPFingerprint(w.clusters["alpha"].key())
-			return h, "", verify.ReasonBadCommitSignature, fp
+			return h, "", reasons.BadCommitSignature, fp
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // evilBinding makes ServiceAccount evil/evil cluster-admin: what a writer
@@ -90,9 +90,9 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			// A reviewer's verify names the files and the commit, and sees
 			// the binding as Flux would build it.
 			findings := w.verify()
-			mustFind(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
-			mustFind(t, findings, alphaKust, verify.ReasonUnsignedChange, attack)
-			mustFind(t, findings, plantedRBAC, verify.ReasonUnexpectedObject, "")
+			mustFind(t, findings, plantedRBAC, reasons.UnsignedChange, attack)
+			mustFind(t, findings, alphaKust, reasons.UnsignedChange, attack)
+			mustFind(t, findings, plantedRBAC, reasons.UnexpectedObject, "")
 
 			// beta reads nothing of alpha's tree but its cluster.yaml and
 			// what alpha signed: it does not act.
@@ -129,7 +129,7 @@ func TestAForeignChangeToAClustersTreeIsNeverApplied(t *testing.T) {
 			// The tree is clean again; history keeps the attack.
 			findings = w.verify()
 			noTreeFindings(t, findings)
-			mustFindResolved(t, findings, plantedRBAC, verify.ReasonUnsignedChange, attack)
+			mustFindResolved(t, findings, plantedRBAC, reasons.UnsignedChange, attack)
 		})
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/backend/file"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
@@ -38,20 +38,20 @@ func TestAPlantedObjectNeverReachesTheProvider(t *testing.T) {
 			a.write("clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", []byte(evilBinding))
 			a.edit(betaKust, "resources:\n", "resources:\n- liqo/alpha/clusterrolebinding-evil.yaml\n")
 		}, []string{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml"}, "clusterrolebinding-evil",
-			[2]string{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", verify.ReasonUnexpectedObject}},
+			[2]string{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", reasons.UnexpectedObject}},
 		{"a nested kustomization pulling alpha's inbox", func(a *writer) {
 			a.write("clusters/beta/liqo/nested/kustomization.yaml", []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../alpha/inbox/beta/identity.yaml\n- ../../../alpha/inbox/beta\n"))
 			a.edit(betaKust, "resources:\n", "resources:\n- liqo/nested\n")
 		}, []string{"clusters/beta/liqo/nested"}, "nested",
-			[2]string{"clusters/beta/liqo/nested/kustomization.yaml", verify.ReasonOutsideReference}},
+			[2]string{"clusters/beta/liqo/nested/kustomization.yaml", reasons.OutsideReference}},
 		{"a remote base", func(a *writer) {
 			a.edit(betaKust, "resources:\n", "resources:\n- github.com/evil/x?ref=main\n")
-		}, nil, "github.com/evil", [2]string{betaKust, verify.ReasonRemoteBase}},
+		}, nil, "github.com/evil", [2]string{betaKust, reasons.RemoteBase}},
 		{"a second kustomization file", func(a *writer) {
 			a.write("clusters/beta/kustomization.yml", []byte("resources:\n- ../alpha/inbox/beta\n"))
 			a.write("clusters/beta/Kustomization", []byte("resources:\n- ../alpha/inbox/beta\n"))
 		}, []string{"clusters/beta/kustomization.yml", "clusters/beta/Kustomization"}, "inbox",
-			[2]string{"clusters/beta/kustomization.yml", verify.ReasonOutsideReference}},
+			[2]string{"clusters/beta/kustomization.yml", reasons.OutsideReference}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -72,7 +72,7 @@ func TestAPlantedObjectNeverReachesTheProvider(t *testing.T) {
 			// commit that changed beta's tree without beta's signature.
 			findings := w.verify()
 			mustFind(t, findings, tc.found[0], tc.found[1], "")
-			mustFind(t, findings, tc.found[0], verify.ReasonUnsignedChange, attack)
+			mustFind(t, findings, tc.found[0], reasons.UnsignedChange, attack)
 
 			res := w.pass("beta")
 			if res.Commit == "" {
@@ -136,8 +136,8 @@ func TestAPlantedSymbolicLinkStopsNoReconciler(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustFind(t, findings, tc.link, verify.ReasonUnsignedChange, attack)
-			mustFind(t, findings, tc.link, verify.ReasonUnreadable, "")
+			mustFind(t, findings, tc.link, reasons.UnsignedChange, attack)
+			mustFind(t, findings, tc.link, reasons.Unreadable, "")
 
 			w.pass(tc.other) // goes on, and does not touch what is not its own
 			if out := w.lsTree("main", tc.link); !strings.HasPrefix(out, "120000") {

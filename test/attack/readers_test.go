@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
 )
@@ -68,11 +69,11 @@ func TestAnAttributeFilterShowsReviewersWhatTheReconcilersRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range findings {
-		if f.Commit == "" && f.Reason != verify.ReasonAttributesRewrite {
+		if f.Commit == "" && f.Reason != reasons.AttributesRewrite {
 			t.Errorf("verify reads what is not in the commit: %s", f)
 		}
 	}
-	mustFind(t, findings, ".gitattributes", verify.ReasonAttributesRewrite, "")
+	mustFind(t, findings, ".gitattributes", reasons.AttributesRewrite, "")
 
 	// The reconcilers act on the very spec the review saw.
 	w.converge()
@@ -109,11 +110,11 @@ func TestFilesThatChangeWhatACheckoutSeesAreNamed(t *testing.T) {
 
 	findings := w.verify()
 	for _, want := range [][2]string{
-		{".sourceignore", verify.ReasonSourceIgnore},
-		{"clusters/beta/.sourceignore", verify.ReasonSourceIgnore},
-		{".gitmodules", verify.ReasonSubmodule},
-		{"vendor/lib", verify.ReasonSubmodule},
-		{"docs/spec.cue", verify.ReasonSymbolicLink},
+		{".sourceignore", reasons.SourceIgnore},
+		{"clusters/beta/.sourceignore", reasons.SourceIgnore},
+		{".gitmodules", reasons.Submodule},
+		{"vendor/lib", reasons.Submodule},
+		{"docs/spec.cue", reasons.SymbolicLink},
 	} {
 		mustFind(t, findings, want[0], want[1], "")
 	}
@@ -129,6 +130,6 @@ func TestFilesThatChangeWhatACheckoutSeesAreNamed(t *testing.T) {
 	}
 	// What people wrote outside clusters/ stays, and stays named.
 	findings = w.verify()
-	mustFind(t, findings, ".sourceignore", verify.ReasonSourceIgnore, "")
-	mustFind(t, findings, "vendor/lib", verify.ReasonSubmodule, "")
+	mustFind(t, findings, ".sourceignore", reasons.SourceIgnore, "")
+	mustFind(t, findings, "vendor/lib", reasons.Submodule, "")
 }

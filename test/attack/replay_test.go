@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // tokenSpec is twoSpec with the token acceptance policy.
@@ -91,11 +90,11 @@ func TestAnOldTenantIsNotReplayedAfterTheNonceMovedOn(t *testing.T) {
 			// own old directory as its own: it may take back an older
 			// certificate it signed, still valid for alpha's key.)
 			attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
-			mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestRolledBack, attack)
+			mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestRolledBack, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps := w.peering("beta", "alpha", "beta")
-			assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestRolledBack)
+			assertContains(t, "beta's status", describe(ps), tenantFile, reasons.ManifestRolledBack)
 			if !ready(ps) || string(w.mustShow(acceptedTenant)) != string(tenant) {
 				t.Fatalf("beta dropped or changed the current peering: %s", describe(ps))
 			}
@@ -110,11 +109,11 @@ func TestAnOldTenantIsNotReplayedAfterTheNonceMovedOn(t *testing.T) {
 			})
 			// verify checks the Tenant against the nonce on main: its
 			// signature is over another nonce.
-			mustFind(t, w.verify(), tenantFile, artifact.ReasonSignatureMismatch, "")
+			mustFind(t, w.verify(), tenantFile, reasons.SignatureVerificationFailed, "")
 			w.pass("beta")
 			w.nothingSigned(before)
 			ps = w.peering("beta", "alpha", "beta")
-			assertContains(t, "beta's status", describe(ps), tenantFile, reconcile.ReasonNonceReplayed)
+			assertContains(t, "beta's status", describe(ps), tenantFile, reasons.NonceReplayed)
 			if !ready(ps) || string(w.mustShow(acceptedTenant)) != string(tenant) {
 				t.Fatalf("beta dropped or changed the current peering: %s", describe(ps))
 			}
@@ -152,10 +151,10 @@ func TestAnOldStateIsNotReplayedAfterAKeyRotation(t *testing.T) {
 	w.certifiesOnly(newKey, oldKey)
 
 	attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, "clusters/beta/inbox/alpha", "clusters/alpha/inbox/beta"))
-	mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid, attack)
+	mustFind(t, w.verify(), "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestInvalid, attack)
 	w.pass("beta")
 	ps := w.peering("beta", "alpha", "beta")
-	assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestInvalid)
+	assertContains(t, "beta's status", describe(ps), tenantFile, reasons.ManifestInvalid)
 	if !ready(ps) {
 		t.Fatalf("beta dropped the peering: %s", describe(ps))
 	}
@@ -163,11 +162,11 @@ func TestAnOldStateIsNotReplayedAfterAKeyRotation(t *testing.T) {
 	before := w.signedAll()
 
 	attack = w.attack("mallory <mallory@example.com>", "restore alpha", restore(old, layout.ClusterPath("alpha", layout.ClusterFile), layout.ClusterPath("alpha", dirmanifest.FileName)))
-	mustFind(t, w.verify(), alphaCluster, verify.ReasonKeyChanged, attack)
+	mustFind(t, w.verify(), alphaCluster, reasons.KeyChanged, attack)
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps = w.peering("beta", "alpha", "beta")
-	if stalled(ps) != reconcile.ReasonKeyChanged {
+	if stalled(ps) != reasons.KeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 	}
 	w.certifiesOnly(newKey, oldKey)

@@ -6,9 +6,8 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // betaGrant are the files of beta's applied tree that give alpha access to
@@ -49,8 +48,8 @@ func TestAConsumersRotationNeverLeavesAGap(t *testing.T) {
 	w.pass("beta")
 	w.grantApplied("beta's first pass after the rotation")
 	ps := w.peering("beta", "alpha", "beta")
-	if r := condition(ps, "Ready"); !ready(ps) || r.Reason != reconcile.ReasonKeyRotationInProgress {
-		t.Fatalf("beta's status: %s\nwant Ready %s", describe(ps), reconcile.ReasonKeyRotationInProgress)
+	if r := condition(ps, "Ready"); !ready(ps) || r.Reason != reasons.KeyRotationInProgress {
+		t.Fatalf("beta's status: %s\nwant Ready %s", describe(ps), reasons.KeyRotationInProgress)
 	}
 	assertContains(t, "beta's status", describe(ps), info.Fingerprint)
 	if string(w.mustShow(identityFile)) != string(identity) || string(w.mustShow(poolAnswer)) != string(pool) {
@@ -63,8 +62,8 @@ func TestAConsumersRotationNeverLeavesAGap(t *testing.T) {
 	}
 	w.converge()
 	w.mustBeReady("alpha", "beta")
-	if r := condition(w.peering("beta", "alpha", "beta"), "Ready"); r.Reason != reconcile.ReasonIdentityIssued {
-		t.Fatalf("beta's Ready reason %s after alpha answered, want %s", r.Reason, reconcile.ReasonIdentityIssued)
+	if r := condition(w.peering("beta", "alpha", "beta"), "Ready"); r.Reason != reasons.IdentityIssued {
+		t.Fatalf("beta's Ready reason %s after alpha answered, want %s", r.Reason, reasons.IdentityIssued)
 	}
 	w.certifiesOnly(w.clusters["alpha"].key(), oldKey)
 }
@@ -84,7 +83,7 @@ func TestALostKeyRepinnedGetsNoGrace(t *testing.T) {
 	before := w.signedAll()
 	w.pass("beta")
 	w.nothingSigned(before)
-	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reconcile.ReasonKeyChanged {
+	if ps := w.peering("beta", "alpha", "beta"); stalled(ps) != reasons.KeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 	}
 	w.grantApplied("a key change without a statement, not re-pinned")
@@ -101,7 +100,7 @@ func TestALostKeyRepinnedGetsNoGrace(t *testing.T) {
 	}
 	w.pass("beta")
 	ps := w.peering("beta", "alpha", "beta")
-	if r := condition(ps, "Ready"); r != nil && r.Reason == reconcile.ReasonKeyRotationInProgress {
+	if r := condition(ps, "Ready"); r != nil && r.Reason == reasons.KeyRotationInProgress {
 		t.Fatalf("a re-pinned key is reported as a rotation: %s", describe(ps))
 	}
 	if _, ok := w.showAt(layout.AppliedBranch("beta"), acceptedTenant); ok {
@@ -124,13 +123,13 @@ func TestATamperDuringARotationIsNoRotationInProgress(t *testing.T) {
 	w.clock.Advance(time.Minute)
 	w.rotateKey("alpha", func(old crypto.Signer) crypto.Signer { return old })
 	w.pass("alpha")
-	mustFindResolved(t, w.verify(), acceptedTenant, verify.ReasonRenderedMismatch, "")
+	mustFindResolved(t, w.verify(), acceptedTenant, reasons.RenderedMismatch, "")
 	attack := w.attack("mallory <mallory@example.com>", "beta: tidy", func(a *writer) {
 		a.edit(acceptedTenant, "name: alpha", "name: alpha-admin")
 		a.write(identityFile, append(a.read(identityFile), "# reviewed\n"...))
 	})
 	findings := w.verify()
-	mustFind(t, findings, acceptedTenant, verify.ReasonRenderedMismatch, "")
-	mustFind(t, findings, acceptedTenant, verify.ReasonUnsignedChange, attack)
-	mustFind(t, findings, identityFile, verify.ReasonUnsignedChange, "")
+	mustFind(t, findings, acceptedTenant, reasons.RenderedMismatch, "")
+	mustFind(t, findings, acceptedTenant, reasons.UnsignedChange, attack)
+	mustFind(t, findings, identityFile, reasons.UnsignedChange, "")
 }

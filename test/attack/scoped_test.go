@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -104,18 +105,18 @@ func TestAScopedVerifyMissesNothingTheChangeTouches(t *testing.T) {
 			a.write(bindingFile, []byte(evilBinding))
 			a.edit(betaKust, "resources:\n", "resources:\n- liqo/alpha/clusterrolebinding-evil.yaml\n")
 		}, []string{"beta"},
-			[]want{{bindingFile, verify.ReasonUnexpectedObject}, {bindingFile, verify.ReasonUnsignedChange}},
-			[]want{{bindingFile, verify.ReasonUnsignedChange}}},
+			[]want{{bindingFile, reasons.UnexpectedObject}, {bindingFile, reasons.UnsignedChange}},
+			[]want{{bindingFile, reasons.UnsignedChange}}},
 		{"an unsigned edit of alpha's Tenant in beta's inbox", func(a *writer) {
 			a.edit(tenantFile, "kind: Tenant", "kind: Tenant\n# edited")
 		}, []string{"alpha", "beta"},
-			[]want{{tenantFile, verify.ReasonUnsignedChange}},
-			[]want{{tenantFile, verify.ReasonUnsignedChange}}},
+			[]want{{tenantFile, reasons.UnsignedChange}},
+			[]want{{tenantFile, reasons.UnsignedChange}}},
 		{"beta's API server changed in its cluster.yaml", func(a *writer) {
 			a.edit(betaCluster, "https://beta.gitpeer.test:6443", "https://evil.example:6443")
 		}, []string{"alpha", "beta"},
-			[]want{{betaCluster, verify.ReasonUnsignedChange}},
-			[]want{{betaCluster, verify.ReasonKeyChanged}, {betaCluster, verify.ReasonUnsignedChange}}},
+			[]want{{betaCluster, reasons.UnsignedChange}},
+			[]want{{betaCluster, reasons.KeyChanged}, {betaCluster, reasons.UnsignedChange}}},
 		{"a peering added to the spec", func(a *writer) {
 			a.edit("peering.cue", `{consumer: "gamma", provider: "delta"},`, `{consumer: "gamma", provider: "delta"},
 	{consumer: "gamma", provider: "beta"},`)
@@ -123,11 +124,11 @@ func TestAScopedVerifyMissesNothingTheChangeTouches(t *testing.T) {
 		{"a fingerprint pinned in the spec that delta does not publish", func(a *writer) {
 			a.edit("peering.cue", `{id: "delta"}`, `{id: "delta", fingerprint: "sha256:`+strings.Repeat("0", 64)+`"}`)
 		}, []string{"delta", "gamma"},
-			[]want{{deltaFile, verify.ReasonFingerprintMismatch}}, nil},
+			[]want{{deltaFile, reasons.FingerprintMismatch}}, nil},
 		{"a private key added at the root", func(a *writer) {
 			a.write(rootKey, pemKey)
 		}, nil,
-			[]want{{rootKey, verify.ReasonPrivateMaterial}}, nil},
+			[]want{{rootKey, reasons.PrivateMaterial}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,7 +166,7 @@ func TestAScopedVerifySkipsWhatTheChangeDoesNotTouch(t *testing.T) {
 	w.attack("mallory <mallory@example.com>", "gamma: tune RBAC", func(a *writer) {
 		a.write(planted, []byte(evilBinding))
 	})
-	mustFind(t, w.verify(), planted, verify.ReasonUnexpectedObject, "")
+	mustFind(t, w.verify(), planted, reasons.UnexpectedObject, "")
 
 	scoped, full, scope, _ := w.pullRequest(func(a *writer) {
 		a.edit("clusters/beta/inbox/alpha/tenant.yaml", "kind: Tenant", "kind: Tenant\n# edited")
@@ -178,7 +179,7 @@ func TestAScopedVerifySkipsWhatTheChangeDoesNotTouch(t *testing.T) {
 			t.Errorf("the scoped check reports on an untouched cluster: %s", f)
 		}
 	}
-	mustFind(t, full, planted, verify.ReasonUnexpectedObject, "")
+	mustFind(t, full, planted, reasons.UnexpectedObject, "")
 	if !strings.Contains(scope.String(), "checked 2 of 4 clusters") || !strings.Contains(scope.String(), "--full checks all") {
 		t.Errorf("the scope line says %q", scope)
 	}

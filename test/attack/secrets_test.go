@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 const (
@@ -76,7 +76,7 @@ func TestSecretsCommittedByHumansAreFoundNotSpread(t *testing.T) {
 
 	// verify scans the whole tree, and with --history every commit.
 	vf := w.verify()
-	mustFind(t, vf, leakedKey, verify.ReasonPrivateMaterial, "")
-	mustFind(t, vf, leakedKey, verify.ReasonPrivateMaterial, keyCommit)
-	mustFind(t, vf, leakedKubeconfig, verify.ReasonPrivateMaterial, kubeconfigCommit)
+	mustFind(t, vf, leakedKey, reasons.PrivateMaterial, "")
+	mustFind(t, vf, leakedKey, reasons.PrivateMaterial, keyCommit)
+	mustFind(t, vf, leakedKubeconfig, reasons.PrivateMaterial, kubeconfigCommit)
 }

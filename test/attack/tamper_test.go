@@ -9,10 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 const (
@@ -51,13 +50,12 @@ func TestATamperedSliceRequestIsNotGranted(t *testing.T) {
 		// found is what verify names in the attack's commit.
 		found [2]string
 	}{
-		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, dirmanifest.ReasonUnsignedChange, poolRequest,
-			[2]string{poolRequest, verify.ReasonUnsignedChange}},
+		{"edited for more cpu", func(a *writer) { a.edit(poolRequest, `cpu: "2"`, `cpu: "4"`) }, reasons.UnsignedChange, poolRequest,
+			[2]string{poolRequest, reasons.UnsignedChange}},
 		{"deleted", func(a *writer) { a.remove(poolRequest) }, "missing", poolRequest,
-			[2]string{poolRequest, verify.ReasonUnsignedChange}},
-		{"its manifest deleted", func(a *writer) { a.remove("clusters/beta/inbox/alpha/manifest.yaml") },
-			dirmanifest.ReasonManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml",
-			[2]string{"clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid}},
+			[2]string{poolRequest, reasons.UnsignedChange}},
+		{"its manifest deleted", func(a *writer) { a.remove("clusters/beta/inbox/alpha/manifest.yaml") }, reasons.ManifestInvalid, "clusters/beta/inbox/alpha/manifest.yaml",
+			[2]string{"clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestInvalid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -140,10 +138,10 @@ func TestATamperedSliceAnswerIsNotRendered(t *testing.T) {
 			big.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
 			big.Status.AuthParams = pool.Status.AuthParams
 			a.write(bigAnswer, encode(t, big))
-		}, dirmanifest.ReasonUnsignedChange},
+		}, reasons.UnsignedChange},
 		{"pool's acceptance changed", func(t *testing.T, a *writer) {
 			a.edit(poolAnswer, `cpu: "2"`, `cpu: "3"`)
-		}, dirmanifest.ReasonUnsignedChange},
+		}, reasons.UnsignedChange},
 		{"pool's acceptance deleted", func(t *testing.T, a *writer) { a.remove(poolAnswer) }, "missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,7 +171,7 @@ func TestATamperedSliceAnswerIsNotRendered(t *testing.T) {
 				file = poolAnswer
 			}
 			assertContains(t, "alpha's status", describe(ps), file, tc.reason)
-			mustFind(t, w.verify(), file, verify.ReasonUnsignedChange, attack)
+			mustFind(t, w.verify(), file, reasons.UnsignedChange, attack)
 
 			w.pass("beta")
 			if n := w.signed("beta") - before["beta"]; n > 1 || n == 1 && file != poolAnswer {

@@ -10,6 +10,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/test/testgit"
@@ -73,13 +74,13 @@ func TestAPathNoCheckoutCanHoldStallsNoPass(t *testing.T) {
 
 	findings := verifyNoCheckout(t, w)
 	for _, p := range []string{longNamePath, devicePath, "docs/notes."} {
-		mustFind(t, findings, p, verify.ReasonUncheckoutablePath, "")
+		mustFind(t, findings, p, reasons.UncheckoutablePath, "")
 	}
 	// The deep path is named once, where it grows past what a checkout
 	// holds, not at each of the 2,100 levels.
 	deep := 0
 	for _, f := range findings {
-		if f.Reason == verify.ReasonUncheckoutablePath && strings.HasPrefix(deepPath, f.File+"/") {
+		if f.Reason == reasons.UncheckoutablePath && strings.HasPrefix(deepPath, f.File+"/") {
 			deep++
 		}
 	}
@@ -89,7 +90,7 @@ func TestAPathNoCheckoutCanHoldStallsNoPass(t *testing.T) {
 	// The commit that brought them is as legitimate as any other writer's
 	// outside clusters/: nothing else is found in the tree.
 	for _, f := range findings {
-		if f.Commit == "" && f.Reason != verify.ReasonUncheckoutablePath {
+		if f.Commit == "" && f.Reason != reasons.UncheckoutablePath {
 			t.Errorf("verify finds in the tree: %s", f)
 		}
 	}

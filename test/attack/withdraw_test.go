@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/reconcile"
 )
 
@@ -81,8 +81,8 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 
 			attack := w.attack("mallory <mallory@example.com>", "restore", restore(old, betaOutbox, alphaOutbox))
 			findings := w.verify()
-			mustFind(t, findings, betaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
-			mustFind(t, findings, alphaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
+			mustFind(t, findings, betaOutbox+"/"+dirmanifest.FileName, reasons.ManifestRolledBack, attack)
+			mustFind(t, findings, alphaOutbox+"/"+dirmanifest.FileName, reasons.ManifestRolledBack, attack)
 			peering := twoSpec[strings.Index(twoSpec, "peerings: ["):]
 			w.editSpec("peerings: []\n", peering, "approve alpha → beta again")
 
@@ -91,7 +91,7 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 			switch first {
 			case "beta":
 				ps := w.peering("beta", "alpha", "beta")
-				assertContains(t, "beta's status", describe(ps), tenantFile, dirmanifest.ReasonManifestRolledBack)
+				assertContains(t, "beta's status", describe(ps), tenantFile, reasons.ManifestRolledBack)
 				if ready(ps) {
 					t.Fatalf("beta took the restored Tenant: %s", describe(ps))
 				}
@@ -100,7 +100,7 @@ func TestARestoredWithdrawnDirectoryIsRolledBack(t *testing.T) {
 				}
 			case "alpha":
 				ps := w.peering("alpha", "alpha", "beta")
-				assertContains(t, "alpha's status", describe(ps), identityFile, dirmanifest.ReasonManifestRolledBack)
+				assertContains(t, "alpha's status", describe(ps), identityFile, reasons.ManifestRolledBack)
 				if ready(ps) {
 					t.Fatalf("alpha took the restored Identity: %s", describe(ps))
 				}
@@ -175,15 +175,15 @@ func TestARestoredWithdrawalIsNotCarriedOverDuringKeyChanged(t *testing.T) {
 		a.git("checkout", old, "--", "clusters/beta/"+dirmanifest.FileName)
 	})
 	restored := w.mustShow(betaOutbox + "/" + dirmanifest.FileName)
-	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
+	mustFind(t, w.verify(), "clusters/beta/"+dirmanifest.FileName, reasons.ManifestRolledBack, attack)
 
 	w.pass("beta")
 	w.nothingSigned(before)
 	ps := w.peering("beta", "alpha", "beta")
-	if reason := stalled(ps); reason != reconcile.ReasonKeyChanged {
+	if reason := stalled(ps); reason != reasons.KeyChanged {
 		t.Fatalf("beta's status: %s\nwant Stalled KeyChanged", describe(ps))
 	}
-	assertContains(t, "beta's status", describe(ps), "clusters/beta/"+dirmanifest.FileName, dirmanifest.ReasonManifestRolledBack)
+	assertContains(t, "beta's status", describe(ps), "clusters/beta/"+dirmanifest.FileName, reasons.ManifestRolledBack)
 	for _, f := range []string{roleBinding, clusterRoleBinding} {
 		if _, ok := w.show(f); ok {
 			t.Fatalf("beta carried over the restored %s", f)
@@ -248,7 +248,7 @@ func TestARestoredGrantDoesNotOutliveACordon(t *testing.T) {
 					a.write(alphaOutbox+"/"+dirmanifest.FileName, []byte("kind: Manifest\n"))
 				}
 			})
-			mustFind(t, w.verify(), betaOutbox+"/"+dirmanifest.FileName, verify.ReasonManifestRolledBack, attack)
+			mustFind(t, w.verify(), betaOutbox+"/"+dirmanifest.FileName, reasons.ManifestRolledBack, attack)
 			w.pass("beta")
 			w.nothingSigned(before)
 			if s := sliceOf(w.peering("beta", "alpha", "beta"), "pool"); s.Resources == "Accepted" {

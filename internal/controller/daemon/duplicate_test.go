@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // TestASecondReconcilerShowsInStatusAndEvents: a pass failing with
@@ -25,11 +26,11 @@ func TestASecondReconcilerShowsInStatusAndEvents(t *testing.T) {
 	runUntil(t, d, p, func() bool { return p.count() >= 2 })
 
 	got := st.Last()
-	if got.Result != ResultFailed || got.Reason != ReasonDuplicateReconciler || !strings.Contains(got.Message, "stop every reconciler of alpha but one, then restart that one") {
-		t.Errorf("status %+v, want a failed pass with reason %s saying what to do", got, ReasonDuplicateReconciler)
+	if got.Result != ResultFailed || got.Reason != reasons.DuplicateReconciler || !strings.Contains(got.Message, "stop every reconciler of alpha but one, then restart that one") {
+		t.Errorf("status %+v, want a failed pass with reason %s saying what to do", got, reasons.DuplicateReconciler)
 	}
 	// Every pass fails alike: one event, not one per pass.
-	if got, want := events.reasons(), []string{"Warning " + ReasonDuplicateReconciler}; !slices.Equal(got, want) {
+	if got, want := events.reasons(), []string{"Warning " + reasons.DuplicateReconciler}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 }

@@ -13,36 +13,8 @@ import (
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
-)
-
-// Event reasons of the daemon's own; a peering's events carry the reason of
-// its Ready condition (reconcile.Reason*, artifact.Reason*: KeyChanged,
-// SignatureVerificationFailed, InvalidCSR, IdentityIssued, …).
-const (
-	// ReasonPushRejected: the remote branch moved on every push attempt of
-	// a pass (gitsync.ErrPushConflict).
-	ReasonPushRejected = "PushRejected"
-	// ReasonPassFailed: a pass failed for another reason (the spec, the
-	// cluster's own state, Git); the message is the error.
-	ReasonPassFailed = meta.ReconciliationFailedReason
-	// ReasonDuplicateReconciler: a second reconciler of this cluster is
-	// writing (runner.ErrDuplicateReconciler): this one stopped writing;
-	// stop all but one and restart it.
-	ReasonDuplicateReconciler = "DuplicateReconciler"
-	// ReasonPassSucceeded: the first good pass after failed ones.
-	ReasonPassSucceeded = meta.ReconciliationSucceededReason
-	// ReasonRevocationStuck: what a revocation pruned is still being
-	// deleted minutes later (backend.StuckReporter), typically a tenant
-	// namespace held by Liqo's finalizers while Liqo's controller-manager
-	// is down; the message says what holds it and what to do.
-	ReasonRevocationStuck = "RevocationStuck"
-	// ReasonAppliedBranchRestored: the cluster's applied branch was found
-	// at another commit than the newest seal its reconciler recorded
-	// (someone else pushed it, an older seal say), and the pass pointed it
-	// back before doing anything else (gitsync.Result.AppliedRestored).
-	// Find who pushed it; let only the cluster's deploy key push it.
-	ReasonAppliedBranchRestored = "AppliedBranchRestored"
 )
 
 // Annotations of a peering's events, for `kubectl get events -o yaml` and
@@ -110,7 +82,7 @@ type tracker struct {
 func (t *tracker) observe(res *runner.Result, err error) []Event {
 	var restored []Event
 	if res != nil && res.AppliedRestored != "" {
-		restored = []Event{{Type: corev1.EventTypeWarning, Reason: ReasonAppliedBranchRestored, Message: truncate(fmt.Sprintf(
+		restored = []Event{{Type: corev1.EventTypeWarning, Reason: reasons.AppliedBranchRestored, Message: truncate(fmt.Sprintf(
 			"the applied branch was at %s, not at the newest seal %s: restored it; only this cluster's reconciler may push it", res.AppliedRestored, appliedOf(res)))}}
 	}
 	events := t.outcome(res, err)
@@ -134,19 +106,19 @@ func (t *tracker) outcome(res *runner.Result, err error) []Event {
 			return nil
 		}
 		t.failure = msg
-		reason := ReasonPassFailed
+		reason := reasons.ReconciliationFailed
 		if errors.Is(err, gitsync.ErrPushConflict) {
-			reason = ReasonPushRejected
+			reason = reasons.PushRejected
 		}
 		if errors.Is(err, runner.ErrDuplicateReconciler) {
-			reason = ReasonDuplicateReconciler
+			reason = reasons.DuplicateReconciler
 		}
 		return []Event{{Type: corev1.EventTypeWarning, Reason: reason, Message: truncate(msg)}}
 	}
 	var events []Event
 	if t.failure != "" {
 		t.failure = ""
-		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: ReasonPassSucceeded, Message: "pass succeeded after failed passes"})
+		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: reasons.ReconciliationSucceeded, Message: "pass succeeded after failed passes"})
 	}
 	if res == nil {
 		return events
@@ -155,7 +127,7 @@ func (t *tracker) outcome(res *runner.Result, err error) []Event {
 	for _, st := range res.Stuck {
 		stuck[st.Object] = true
 		if !t.stuck[st.Object] {
-			events = append(events, Event{Type: corev1.EventTypeWarning, Reason: ReasonRevocationStuck, Message: truncate(st.Object + ": " + st.Message)})
+			events = append(events, Event{Type: corev1.EventTypeWarning, Reason: reasons.RevocationStuck, Message: truncate(st.Object + ": " + st.Message)})
 		}
 	}
 	t.stuck = stuck

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // Pass outcomes, the values of gitpeer_passes_total's result label.
@@ -114,7 +115,7 @@ func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 		return 0 // nothing it saw is reliable, and nothing is left to publish it with
 	case ResultFailed:
 		if lost {
-			log = log.WithValues("reason", ReasonPushRejected, "retryIn", retry.Round(time.Millisecond).String())
+			log = log.WithValues("reason", reasons.PushRejected, "retryIn", retry.Round(time.Millisecond).String())
 		}
 		log.Error(err, "pass failed")
 	case ResultCommitted:
@@ -186,15 +187,15 @@ func (d *Daemon) recordStatus(result string, lost bool, rejected int, res *runne
 		if d.failingSince.IsZero() {
 			d.failingSince = start
 		}
-		ps.Reason, ps.Message, ps.FailingSince = ReasonPassFailed, truncate(err.Error()), d.failingSince.UTC()
+		ps.Reason, ps.Message, ps.FailingSince = reasons.ReconciliationFailed, truncate(err.Error()), d.failingSince.UTC()
 		if errors.Is(err, runner.ErrDuplicateReconciler) {
-			ps.Reason = ReasonDuplicateReconciler
+			ps.Reason = reasons.DuplicateReconciler
 		}
 	} else {
 		d.failingSince, d.lastSuccess = time.Time{}, end
 	}
 	if lost {
-		ps.Reason, ps.RejectedInARow, ps.RetryAt = ReasonPushRejected, rejected, end.Add(retry).UTC()
+		ps.Reason, ps.RejectedInARow, ps.RetryAt = reasons.PushRejected, rejected, end.Add(retry).UTC()
 	}
 	if !d.lastSuccess.IsZero() {
 		ps.LastSuccess = d.lastSuccess.UTC()

@@ -13,6 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -181,7 +182,7 @@ func TestAPassThatLostEveryPushIsRetriedSoonNotAtTheNextTick(t *testing.T) {
 		t.Fatalf("failed pass lines %v, want 2", failed)
 	}
 	for _, l := range failed {
-		if l["reason"] != ReasonPushRejected || l["retries"] != 6.0 || l["retryIn"] == nil {
+		if l["reason"] != reasons.PushRejected || l["retries"] != 6.0 || l["retryIn"] == nil {
 			t.Errorf("line %v: want reason PushRejected, retries 6 and when the retry runs", l)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/atomicfile"
 	"github.com/gitpeer/gitpeer/internal/backend"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // PassStatus is what the daemon's last pass did, for the engineer on call:
@@ -168,7 +169,7 @@ func (ps PassStatus) Summary() string {
 		s += ": " + ps.Message
 	}
 	for _, st := range ps.Stuck {
-		s += "\n  " + ReasonRevocationStuck + ": " + st.Object + ": " + st.Message
+		s += "\n  " + reasons.RevocationStuck + ": " + st.Object + ": " + st.Message
 	}
 	return s
 }

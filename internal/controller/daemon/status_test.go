@@ -16,6 +16,7 @@ import (
 	"github.com/gitpeer/gitpeer/gitsync"
 	"github.com/gitpeer/gitpeer/internal/backend"
 	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 )
 
 // TestAPassThatLostEveryPushShowsInStatusUntilOneLands runs the daemon on a
@@ -107,18 +108,18 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 	// The pass returned; the loop records it just after.
 	var got PassStatus
 	eventually(t, "the lost pass in the status", func() bool { got = status.Last(); return got.Result != "" })
-	if got.Result != ResultFailed || got.Reason != ReasonPushRejected || got.Attempts < 2 ||
+	if got.Result != ResultFailed || got.Reason != reasons.PushRejected || got.Attempts < 2 ||
 		got.RejectedInARow != 1 || got.FailingSince.IsZero() || !got.RetryAt.After(got.Ended) || got.RetryAt.Sub(got.Ended) > time.Second ||
 		!strings.Contains(got.Message, "remote moved on every attempt") {
 		t.Errorf("status after a lost pass = %+v", got)
 	}
 	code, body := get(t, "http://"+srv.Addr()+"/status")
 	var served PassStatus
-	if err := json.Unmarshal([]byte(body), &served); code != 200 || err != nil || served.Reason != ReasonPushRejected || served.Attempts != got.Attempts {
+	if err := json.Unmarshal([]byte(body), &served); code != 200 || err != nil || served.Reason != reasons.PushRejected || served.Attempts != got.Attempts {
 		t.Errorf("GET /status = %d %s (%v)", code, body, err)
 	}
 	onDisk, err := ReadStatusFile(StatusFile(alpha.Dir()))
-	if err != nil || onDisk.Reason != ReasonPushRejected || onDisk.Attempts != got.Attempts || !onDisk.RetryAt.Equal(got.RetryAt) {
+	if err != nil || onDisk.Reason != reasons.PushRejected || onDisk.Attempts != got.Attempts || !onDisk.RetryAt.Equal(got.RetryAt) {
 		t.Errorf("status file = %+v, %v", onDisk, err)
 	}
 	if s := onDisk.Summary(); !strings.Contains(s, "failed (PushRejected)") || !strings.Contains(s, "push attempts") || !strings.Contains(s, "next pass at") {

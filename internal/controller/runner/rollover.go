@@ -10,9 +10,9 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/backend"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/fluxtrust"
-	"github.com/gitpeer/gitpeer/reconcile"
 )
 
 // DefaultKeyRolloverWait is Runner.KeyRolloverWait when zero: how long a
@@ -145,7 +145,7 @@ func (r *Runner) trusts(ctx context.Context, next *backend.NextKey, value []byte
 
 // unanswered names the providers whose peering with cluster id is Ready on
 // id's side only by the Identity of id's previous key
-// (reconcile.ReasonKeyRotationInProgress), as id's status.yaml in tree
+// (reasons.KeyRotationInProgress), as id's status.yaml in tree
 // says, signed by key; "" when none. A status.yaml that is not the
 // cluster's own (someone else edited it: the pass writes it anew) is not
 // taken at its word either way: it holds the switch too.
@@ -165,7 +165,7 @@ func unanswered(tree fs.FS, id string, key crypto.PublicKey) string {
 			continue
 		}
 		for _, c := range p.Conditions {
-			if c.Type == "Ready" && c.Reason == reconcile.ReasonKeyRotationInProgress {
+			if c.Type == "Ready" && c.Reason == reasons.KeyRotationInProgress {
 				waiting = append(waiting, p.Provider)
 			}
 		}

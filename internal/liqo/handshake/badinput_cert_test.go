@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"math/big"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func badCerts(t testing.TB) []badCert {
 	untrusted := issueCert(t, other.Cert, other.Key, client(nil), key.Public())
 	csr := mustCSR(t, key)
 	const cert, bundle = "certificate: ", "ca bundle: "
-	const invalid, untrust = ReasonInvalidCertificate, ReasonUntrustedCertificate
+	const invalid, untrust = reasons.InvalidCertificate, reasons.UntrustedCertificate
 	return []badCert{
 		{name: "an empty certificate", cert: nil, ca: ca.CertPEM, want: ErrMalformedCertificate, reason: invalid, field: cert, says: "is empty"},
 		{name: "a certificate cut in the middle", cert: good[:len(good)/2], ca: ca.CertPEM, want: ErrMalformedCertificate, reason: invalid, field: cert, says: "malformed PEM block 1"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"testing"
 )
 
@@ -62,7 +63,7 @@ func badCSRs(t testing.TB) []badCSR {
 func TestBadInputCSRs(t *testing.T) {
 	for _, c := range badCSRs(t) {
 		t.Run(c.name, func(t *testing.T) {
-			wantBadInput(t, CheckControlPlaneCSR(c.csr, c.pubDER, consumer), c.want, ReasonInvalidCSR, "csr: ", c.says)
+			wantBadInput(t, CheckControlPlaneCSR(c.csr, c.pubDER, consumer), c.want, reasons.InvalidCSR, "csr: ", c.says)
 		})
 	}
 }

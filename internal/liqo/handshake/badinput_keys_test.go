@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"strings"
 	"testing"
 )
@@ -81,7 +82,7 @@ func TestBadInputKeys(t *testing.T) {
 			} else {
 				_, _, err = ParsePublicKey(c.input)
 			}
-			wantBadInput(t, err, ErrMalformedKey, ReasonInvalidPublicKey, field, c.says)
+			wantBadInput(t, err, ErrMalformedKey, reasons.InvalidPublicKey, field, c.says)
 		})
 	}
 }

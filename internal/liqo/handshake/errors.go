@@ -3,6 +3,7 @@ package handshake
 import (
 	"errors"
 	"fmt"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"unicode/utf8"
 )
 
@@ -44,40 +45,26 @@ var (
 	ErrCertificateSubject = errors.New("certificate subject mismatch")
 )
 
-// Status-condition reasons returned by Reason. Where Liqo's controllers emit
-// an event for the same failure the name is Liqo's
-// (pkg/liqo-controller-manager/authentication/tenant-controller/
-// tenant_controller.go: "SignatureVerificationFailed", "InvalidCSR"), so an
-// operator reading gitpeer's status and Liqo's events sees one vocabulary.
-const (
-	ReasonSignatureVerificationFailed = "SignatureVerificationFailed"
-	ReasonInvalidCSR                  = "InvalidCSR"
-	ReasonInvalidPublicKey            = "InvalidPublicKey"
-	ReasonInvalidNonce                = "InvalidNonce"
-	ReasonInvalidCertificate          = "InvalidCertificate"
-	ReasonUntrustedCertificate        = "UntrustedCertificate"
-)
-
-// reasons is checked in order, so that an error wrapping several sentinels
+// byError is checked in order, so that an error wrapping several sentinels
 // gets the reason of the most specific one.
-var reasons = []struct {
+var byError = []struct {
 	err    error
 	reason string
 }{
-	{ErrSignatureMismatch, ReasonSignatureVerificationFailed},
-	{ErrMalformedCSR, ReasonInvalidCSR},
-	{ErrCSRSubject, ReasonInvalidCSR},
-	{ErrCSRKey, ReasonInvalidCSR},
-	{ErrMalformedNonce, ReasonInvalidNonce},
-	{ErrUntrustedCertificate, ReasonUntrustedCertificate},
-	{ErrMalformedCertificate, ReasonInvalidCertificate},
-	{ErrCertificateKey, ReasonInvalidCertificate},
-	{ErrCertificateSubject, ReasonInvalidCertificate},
-	{ErrMalformedKey, ReasonInvalidPublicKey},
+	{ErrSignatureMismatch, reasons.SignatureVerificationFailed},
+	{ErrMalformedCSR, reasons.InvalidCSR},
+	{ErrCSRSubject, reasons.InvalidCSR},
+	{ErrCSRKey, reasons.InvalidCSR},
+	{ErrMalformedNonce, reasons.InvalidNonce},
+	{ErrUntrustedCertificate, reasons.UntrustedCertificate},
+	{ErrMalformedCertificate, reasons.InvalidCertificate},
+	{ErrCertificateKey, reasons.InvalidCertificate},
+	{ErrCertificateSubject, reasons.InvalidCertificate},
+	{ErrMalformedKey, reasons.InvalidPublicKey},
 }
 
 // Reason maps an error of this package to a status-condition reason (a
-// CamelCase word, one of the Reason* constants): ErrSignatureMismatch →
+// CamelCase word, one of package reasons' constants): ErrSignatureMismatch →
 // "SignatureVerificationFailed"; ErrMalformedCSR, ErrCSRSubject, ErrCSRKey →
 // "InvalidCSR"; ErrMalformedKey → "InvalidPublicKey"; ErrMalformedNonce →
 // "InvalidNonce"; ErrMalformedCertificate, ErrCertificateKey,
@@ -87,7 +74,7 @@ func Reason(err error) string {
 	if err == nil {
 		return ""
 	}
-	for _, r := range reasons {
+	for _, r := range byError {
 		if errors.Is(err, r.err) {
 			return r.reason
 		}

@@ -50,7 +50,7 @@ func TestReason(t *testing.T) {
 }
 
 func TestSentinelMessagesAreLowercase(t *testing.T) {
-	for _, r := range reasons {
+	for _, r := range byError {
 		if msg := r.err.Error(); msg != strings.ToLower(msg) {
 			t.Errorf("%q is not lowercase", msg)
 		}

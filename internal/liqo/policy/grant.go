@@ -5,33 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-)
-
-// gitpeer's reasons for denying a slice request that Liqo's own controller
-// would grant: the spec is what the provider's admins reviewed, so a
-// provider grants exactly the slices it lists. They go into the provider's
-// status.yaml (layout.SliceStatus.Reason) and, as the first word of the
-// message, into the Resources condition of the answer, whose reason stays
-// Liqo's ResourceSliceResourcesDenied. verify names a grant beyond the spec
-// with the same reasons.
-const (
-	// ReasonSliceNotInSpec: the spec lists no slice of that name for the
-	// peering (consumer → provider).
-	ReasonSliceNotInSpec = "SliceNotInSpec"
-	// ReasonSliceDiffersFromSpec: the spec lists the slice, with another
-	// class or other resources than the request (or, for verify, than the
-	// grant).
-	ReasonSliceDiffersFromSpec = "SliceDiffersFromSpec"
-	// ReasonSliceOverClassTotal: granting the slice would take the
-	// resources granted to the consumer in its class past the class's caps.
-	ReasonSliceOverClassTotal = "SliceOverClassTotal"
-	// ReasonSliceNameRefused: the request's name is not a slice name Liqo
-	// can serve (a DNS-1123 label of at most 63 characters); nothing of it
-	// is decoded, signed or answered.
-	ReasonSliceNameRefused = "SliceNameRefused"
 )
 
 // CheckName refuses a slice name Liqo cannot serve: Liqo labels the
@@ -75,7 +52,7 @@ func ClassName(class string) string {
 // ReasonSliceDiffersFromSpec and a message saying what differs.
 func Match(listed *Listed, name, class string, resources corev1.ResourceList) (reason, message string) {
 	if listed == nil {
-		return ReasonSliceNotInSpec, fmt.Sprintf("the spec lists no slice %s for this peering", name)
+		return reasons.SliceNotInSpec, fmt.Sprintf("the spec lists no slice %s for this peering", name)
 	}
 	var diffs []string
 	if ClassName(class) != ClassName(listed.Class) {
@@ -87,7 +64,7 @@ func Match(listed *Listed, name, class string, resources corev1.ResourceList) (r
 	if len(diffs) == 0 {
 		return "", ""
 	}
-	return ReasonSliceDiffersFromSpec, fmt.Sprintf("slice %s asks for %s", name, strings.Join(diffs, "; "))
+	return reasons.SliceDiffersFromSpec, fmt.Sprintf("slice %s asks for %s", name, strings.Join(diffs, "; "))
 }
 
 // SameResources reports whether a and b name the same resources with equal
@@ -204,8 +181,8 @@ func Grant(classes []Class, tenant authv1beta1.TenantCondition, listed *Listed, 
 		return d
 	}
 	if ok, msg := budget.Take(req.Class, req.Resources); !ok {
-		return Decision{Reason: reasonDenied, Why: ReasonSliceOverClassTotal,
-			Message: ReasonSliceOverClassTotal + ": slice " + req.Name + ": " + msg}
+		return Decision{Reason: reasonDenied, Why: reasons.SliceOverClassTotal,
+			Message: reasons.SliceOverClassTotal + ": slice " + req.Name + ": " + msg}
 	}
 	return d
 }
@@ -213,7 +190,7 @@ func Grant(classes []Class, tenant authv1beta1.TenantCondition, listed *Listed, 
 // ReasonOf is the gitpeer reason a Resources condition's message starts
 // with (Grant's "<Reason>: …"), or "".
 func ReasonOf(message string) string {
-	for _, r := range []string{ReasonSliceNotInSpec, ReasonSliceDiffersFromSpec, ReasonSliceOverClassTotal, ReasonSliceNameRefused} {
+	for _, r := range []string{reasons.SliceNotInSpec, reasons.SliceDiffersFromSpec, reasons.SliceOverClassTotal, reasons.SliceNameRefused} {
 		if strings.HasPrefix(message, r+": ") {
 			return r
 		}

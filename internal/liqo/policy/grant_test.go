@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	authv1beta1 "github.com/liqotech/liqo/apis/authentication/v1beta1"
 )
 
@@ -23,15 +24,15 @@ func TestGrantOnlyWhatTheSpecLists(t *testing.T) {
 		{name: "grants the listed slice", listed: pool, req: Request{Name: "pool", Resources: list("cpu", "2", "memory", "4096Mi")}},
 		{name: "reads class default as the spec's empty class", listed: pool, req: Request{Name: "pool", Class: "default", Resources: list("cpu", "2", "memory", "4Gi")}},
 		{name: "denies a slice the spec does not list", req: Request{Name: "extra", Resources: list("cpu", "1")},
-			why: ReasonSliceNotInSpec, message: "SliceNotInSpec: the spec lists no slice extra for this peering"},
+			why: reasons.SliceNotInSpec, message: "SliceNotInSpec: the spec lists no slice extra for this peering"},
 		{name: "denies more resources than the spec's slice, within the caps", listed: pool, req: Request{Name: "pool", Resources: list("cpu", "4", "memory", "4Gi")},
-			why: ReasonSliceDiffersFromSpec, message: "resources {cpu=4, memory=4Gi}, the spec's are {cpu=2, memory=4Gi}"},
+			why: reasons.SliceDiffersFromSpec, message: "resources {cpu=4, memory=4Gi}, the spec's are {cpu=2, memory=4Gi}"},
 		{name: "denies a resource the spec's slice does not name", listed: pool, req: Request{Name: "pool", Resources: list("cpu", "2", "memory", "4Gi", "pods", "10")},
-			why: ReasonSliceDiffersFromSpec},
+			why: reasons.SliceDiffersFromSpec},
 		{name: "denies another class", listed: pool, req: Request{Name: "pool", Class: "gpu", Resources: list("cpu", "2", "memory", "4Gi")},
-			why: ReasonSliceDiffersFromSpec, message: "class gpu, the spec's is default"},
+			why: reasons.SliceDiffersFromSpec, message: "class gpu, the spec's is default"},
 		{name: "denies an unlisted slice of a drained tenant as not in the spec", req: Request{Name: "x"}, tenant: authv1beta1.TenantConditionDrained,
-			why: ReasonSliceNotInSpec},
+			why: reasons.SliceNotInSpec},
 		{name: "leaves the per-slice caps to Liqo's decision", listed: &Listed{Name: "big", Resources: list("cpu", "64")}, req: Request{Name: "big", Resources: list("cpu", "64")},
 			liqo: true, message: "exceeds the cap 4"},
 		{name: "keeps Liqo's cordon", listed: pool, req: Request{Name: "pool", Resources: list("cpu", "2", "memory", "4Gi")}, tenant: authv1beta1.TenantConditionCordoned,
@@ -77,7 +78,7 @@ func TestGrantHoldsTheClassTotalPerConsumer(t *testing.T) {
 	}
 	// Within its own caps, but a's 3 cpu and b's 2 make 5, over 4.
 	d := grant("b", "", "cpu", "2", "memory", "2Gi")
-	if d.Accepted || d.Why != ReasonSliceOverClassTotal {
+	if d.Accepted || d.Why != reasons.SliceOverClassTotal {
 		t.Fatalf("b: accepted %t why %q (%s), want denied SliceOverClassTotal", d.Accepted, d.Why, d.Message)
 	}
 	assertContainsAll(t, d.Message, "SliceOverClassTotal: slice b", "cpu: 2 requested and 3 already granted in class default make 5, over its cap 4")
@@ -92,7 +93,7 @@ func TestGrantHoldsTheClassTotalPerConsumer(t *testing.T) {
 	if d := grant("g", "gpu", "cpu", "8", "nvidia.com/gpu", "2"); !d.Accepted {
 		t.Fatalf("g: %s", d.Message)
 	}
-	if d := grant("h", "gpu", "nvidia.com/gpu", "1"); d.Accepted || d.Why != ReasonSliceOverClassTotal {
+	if d := grant("h", "gpu", "nvidia.com/gpu", "1"); d.Accepted || d.Why != reasons.SliceOverClassTotal {
 		t.Fatalf("h: accepted %t why %q, want SliceOverClassTotal", d.Accepted, d.Why)
 	}
 	// A request denied before the total (not listed) takes nothing either.

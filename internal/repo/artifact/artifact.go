@@ -22,6 +22,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -33,26 +34,11 @@ const AnnotationNonceEpoch = "gitpeer.io/nonce-epoch"
 // Tenant answering it stops being accepted, unless it already was.
 const AnnotationNonceExpires = "gitpeer.io/nonce-expires"
 
-// Condition reasons for refused artifacts. Where Liqo's tenant controller
-// emits an event for the same failure, the reason is its event name.
-const (
-	ReasonMalformed          = "MalformedArtifact"
-	ReasonInvalidNonce       = "InvalidNonce"
-	ReasonSignatureMismatch  = "SignatureVerificationFailed"
-	ReasonInvalidCSR         = "InvalidCSR"
-	ReasonInvalidPublicKey   = "InvalidPublicKey"
-	ReasonKeyNotPinned       = "KeyNotPinned"
-	ReasonUntrustedCA        = "UntrustedCA"
-	ReasonUntrustedAPIServer = "UntrustedAPIServer"
-	ReasonInvalidCertificate = "InvalidCertificate"
-	ReasonNonceExpired       = "NonceExpired"
-)
-
 // Error is a refused artifact.
 type Error struct {
 	File   string // repo path of the artifact
 	Field  string // JSON path of the field at fault; "" for the whole file
-	Reason string // condition reason, one of the Reason* constants
+	Reason string // condition reason, one of package reasons' constants
 	Err    error
 }
 
@@ -76,16 +62,16 @@ func tooLarge(file string, data []byte) error {
 	if len(data) <= layout.MaxArtifactSize {
 		return nil
 	}
-	return &Error{File: file, Reason: ReasonMalformed, Err: fmt.Errorf("%w: %d bytes, larger than the %d an artifact may have", layout.ErrTooLarge, len(data), layout.MaxArtifactSize)}
+	return &Error{File: file, Reason: reasons.MalformedArtifact, Err: fmt.Errorf("%w: %d bytes, larger than the %d an artifact may have", layout.ErrTooLarge, len(data), layout.MaxArtifactSize)}
 }
 
 // decodeErr turns a liqo.DecodeError into a refusal of the file.
 func decodeErr(file string, err error) *Error {
 	var de *liqo.DecodeError
 	if errors.As(err, &de) {
-		return &Error{File: file, Field: de.Field, Reason: ReasonMalformed, Err: errors.New(de.Reason)}
+		return &Error{File: file, Field: de.Field, Reason: reasons.MalformedArtifact, Err: errors.New(de.Reason)}
 	}
-	return &Error{File: file, Reason: ReasonMalformed, Err: err}
+	return &Error{File: file, Reason: reasons.MalformedArtifact, Err: err}
 }
 
 // Nonce is the nonce Secret a provider addresses to a consumer.
@@ -120,22 +106,22 @@ func ParseNonce(file string, data []byte, consumerID string) (Nonce, error) {
 		return Nonce{}, decodeErr(file, err)
 	}
 	if want := liqo.TenantNamespace(consumerID); s.Namespace != want {
-		return Nonce{}, refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", s.Namespace, want)
+		return Nonce{}, refuse(file, "metadata.namespace", reasons.MalformedArtifact, "is %q, want %q", s.Namespace, want)
 	}
 	if s.Labels[liqo.LabelNonce] != "true" || s.Labels[liqo.LabelRemoteClusterID] != consumerID {
-		return Nonce{}, refuse(file, "metadata.labels", ReasonMalformed, "want %s=true and %s=%s", liqo.LabelNonce, liqo.LabelRemoteClusterID, consumerID)
+		return Nonce{}, refuse(file, "metadata.labels", reasons.MalformedArtifact, "want %s=true and %s=%s", liqo.LabelNonce, liqo.LabelRemoteClusterID, consumerID)
 	}
 	if err := handshake.CheckNonce(value); err != nil {
-		return Nonce{}, refuse(file, "data.nonce", ReasonInvalidNonce, "%v", err)
+		return Nonce{}, refuse(file, "data.nonce", reasons.InvalidNonce, "%v", err)
 	}
 	epoch, err := parseEpoch(s.Annotations)
 	if err != nil {
-		return Nonce{}, refuse(file, "metadata.annotations", ReasonMalformed, "%v", err)
+		return Nonce{}, refuse(file, "metadata.annotations", reasons.MalformedArtifact, "%v", err)
 	}
 	n := Nonce{Value: value, Epoch: epoch}
 	if v, ok := s.Annotations[AnnotationNonceExpires]; ok {
 		if n.Expires, err = time.Parse(time.RFC3339, v); err != nil {
-			return Nonce{}, refuse(file, "metadata.annotations", ReasonMalformed, "%s: %q is not an RFC 3339 time", AnnotationNonceExpires, v)
+			return Nonce{}, refuse(file, "metadata.annotations", reasons.MalformedArtifact, "%s: %q is not an RFC 3339 time", AnnotationNonceExpires, v)
 		}
 	}
 	return n, nil
@@ -157,7 +143,7 @@ func parseEpoch(annotations map[string]string) (uint64, error) {
 func TenantEpoch(file string, t *authv1beta1.Tenant) (uint64, error) {
 	e, err := parseEpoch(t.Annotations)
 	if err != nil {
-		return 0, refuse(file, "metadata.annotations", ReasonMalformed, "%v", err)
+		return 0, refuse(file, "metadata.annotations", reasons.MalformedArtifact, "%v", err)
 	}
 	return e, nil
 }
@@ -217,28 +203,28 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 	}
 	switch {
 	case string(t.Spec.ClusterID) != id:
-		return nil, refuse(file, "spec.clusterID", ReasonMalformed, "is %q, want %q", t.Spec.ClusterID, id)
+		return nil, refuse(file, "spec.clusterID", reasons.MalformedArtifact, "is %q, want %q", t.Spec.ClusterID, id)
 	case t.Spec.AuthzPolicy != nil && *t.Spec.AuthzPolicy != authv1beta1.KeysExchange:
-		return nil, refuse(file, "spec.authzPolicy", ReasonMalformed, "is %q: gitpeer only signs Tenants that went through the key exchange", *t.Spec.AuthzPolicy)
+		return nil, refuse(file, "spec.authzPolicy", reasons.MalformedArtifact, "is %q: gitpeer only signs Tenants that went through the key exchange", *t.Spec.AuthzPolicy)
 	case t.Status.AuthParams != nil || t.Status.TenantNamespace != "":
-		return nil, refuse(file, "status", ReasonMalformed, "a consumer's Tenant carries no status")
+		return nil, refuse(file, "status", reasons.MalformedArtifact, "a consumer's Tenant carries no status")
 	}
 	_, der, err := handshake.ParsePublicKey(t.Spec.PublicKey)
 	if err != nil {
-		return nil, refuse(file, "spec.publicKey", ReasonInvalidPublicKey, "%v", err)
+		return nil, refuse(file, "spec.publicKey", reasons.InvalidPublicKey, "%v", err)
 	}
 	pub, _, _ := handshake.ParsePublicKey(t.Spec.PublicKey)
 	if c.PinnedKeyDER != nil && !bytes.Equal(der, c.PinnedKeyDER) {
-		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "is not the key pinned for %s (%s)", id, layout.ClusterPath(id, layout.ClusterFile))
+		return nil, refuse(file, "spec.publicKey", reasons.KeyNotPinned, "is not the key pinned for %s (%s)", id, layout.ClusterPath(id, layout.ClusterFile))
 	}
 	if fp, _ := handshake.Fingerprint(pub); c.Fingerprint != "" && fp != c.Fingerprint {
-		return nil, refuse(file, "spec.publicKey", ReasonKeyNotPinned, "fingerprint %s is not the %s pinned in the spec", fp, c.Fingerprint)
+		return nil, refuse(file, "spec.publicKey", reasons.KeyNotPinned, "fingerprint %s is not the %s pinned in the spec", fp, c.Fingerprint)
 	}
 	if err := c.Cache.VerifyNonce(pub, c.Nonce, t.Spec.Signature); err != nil {
-		return nil, refuse(file, "spec.signature", ReasonSignatureMismatch, "%v", err)
+		return nil, refuse(file, "spec.signature", reasons.SignatureVerificationFailed, "%v", err)
 	}
 	if err := c.Cache.CheckControlPlaneCSR(t.Spec.CSR, der, id); err != nil {
-		return nil, refuse(file, "spec.csr", ReasonInvalidCSR, "%v", err)
+		return nil, refuse(file, "spec.csr", reasons.InvalidCSR, "%v", err)
 	}
 	return t, nil
 }
@@ -248,11 +234,11 @@ func VerifyTenant(file string, data []byte, c TenantCheck) (*authv1beta1.Tenant,
 func checkMeta(file string, obj metav1.Object, name, namespace, remoteID string) error {
 	switch {
 	case obj.GetName() != name:
-		return refuse(file, "metadata.name", ReasonMalformed, "is %q, want %q", obj.GetName(), name)
+		return refuse(file, "metadata.name", reasons.MalformedArtifact, "is %q, want %q", obj.GetName(), name)
 	case obj.GetNamespace() != namespace:
-		return refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", obj.GetNamespace(), namespace)
+		return refuse(file, "metadata.namespace", reasons.MalformedArtifact, "is %q, want %q", obj.GetNamespace(), namespace)
 	case obj.GetLabels()[liqo.LabelRemoteClusterID] != remoteID:
-		return refuse(file, "metadata.labels", ReasonMalformed, "%s is %q, want %q", liqo.LabelRemoteClusterID, obj.GetLabels()[liqo.LabelRemoteClusterID], remoteID)
+		return refuse(file, "metadata.labels", reasons.MalformedArtifact, "%s is %q, want %q", liqo.LabelRemoteClusterID, obj.GetLabels()[liqo.LabelRemoteClusterID], remoteID)
 	}
 	return nil
 }
@@ -299,23 +285,23 @@ func VerifyIdentity(file string, data []byte, c IdentityCheck) (*authv1beta1.Ide
 	}
 	switch {
 	case string(id.Spec.ClusterID) != p:
-		return nil, refuse(file, "spec.clusterID", ReasonMalformed, "is %q, want %q", id.Spec.ClusterID, p)
+		return nil, refuse(file, "spec.clusterID", reasons.MalformedArtifact, "is %q, want %q", id.Spec.ClusterID, p)
 	case id.Spec.Type != authv1beta1.ControlPlaneIdentityType:
-		return nil, refuse(file, "spec.type", ReasonMalformed, "is %q, want %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType)
+		return nil, refuse(file, "spec.type", reasons.MalformedArtifact, "is %q, want %q", id.Spec.Type, authv1beta1.ControlPlaneIdentityType)
 	case id.Spec.Namespace == nil || *id.Spec.Namespace != liqo.TenantNamespace(c.ConsumerID):
-		return nil, refuse(file, "spec.namespace", ReasonMalformed, "want %q", liqo.TenantNamespace(c.ConsumerID))
+		return nil, refuse(file, "spec.namespace", reasons.MalformedArtifact, "want %q", liqo.TenantNamespace(c.ConsumerID))
 	case id.Spec.AuthParams.AwsConfig != nil:
-		return nil, refuse(file, "spec.authParams.awsConfig", ReasonMalformed, "AWS credentials never travel through Git")
+		return nil, refuse(file, "spec.authParams.awsConfig", reasons.MalformedArtifact, "AWS credentials never travel through Git")
 	case id.Spec.AuthParams.APIServer != c.Provider.APIServer:
-		return nil, refuse(file, "spec.authParams.apiServer", ReasonUntrustedAPIServer, "is %q, but %s publishes %q", id.Spec.AuthParams.APIServer, p, c.Provider.APIServer)
+		return nil, refuse(file, "spec.authParams.apiServer", reasons.UntrustedAPIServer, "is %q, but %s publishes %q", id.Spec.AuthParams.APIServer, p, c.Provider.APIServer)
 	}
 	if !SameCertificates(id.Spec.AuthParams.CA, []byte(c.Provider.CA)) {
-		return nil, refuse(file, "spec.authParams.ca", ReasonUntrustedCA, "is not the CA published in %s", layout.ClusterPath(p, layout.ClusterFile))
+		return nil, refuse(file, "spec.authParams.ca", reasons.UntrustedCA, "is not the CA published in %s", layout.ClusterPath(p, layout.ClusterFile))
 	}
 	err = c.Cache.VerifyClientCertificate(id.Spec.AuthParams.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER,
 		c.ConsumerID, handshake.ControlPlaneOrganization, c.Now)
 	if err != nil {
-		return nil, refuse(file, "spec.authParams.signedCRT", ReasonInvalidCertificate, "%v", err)
+		return nil, refuse(file, "spec.authParams.signedCRT", reasons.InvalidCertificate, "%v", err)
 	}
 	return id, nil
 }

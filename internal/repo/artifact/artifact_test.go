@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 )
 
@@ -43,35 +44,35 @@ func TestParseNonceRefusals(t *testing.T) {
 		reason string
 	}{
 		{"refuses a nonce in another tenant namespace", func(s *corev1.Secret) { s.Namespace = liqo.TenantNamespace("gamma") },
-			"metadata.namespace", artifact.ReasonMalformed},
+			"metadata.namespace", reasons.MalformedArtifact},
 		{"refuses a nonce without the nonce label", func(s *corev1.Secret) { delete(s.Labels, liqo.LabelNonce) },
-			"metadata.labels", artifact.ReasonMalformed},
+			"metadata.labels", reasons.MalformedArtifact},
 		{"refuses a nonce label that is not true", func(s *corev1.Secret) { s.Labels[liqo.LabelNonce] = "false" },
-			"metadata.labels", artifact.ReasonMalformed},
+			"metadata.labels", reasons.MalformedArtifact},
 		{"refuses a nonce issued to another cluster", func(s *corev1.Secret) { s.Labels[liqo.LabelRemoteClusterID] = "gamma" },
-			"metadata.labels", artifact.ReasonMalformed},
+			"metadata.labels", reasons.MalformedArtifact},
 		{"refuses a nonce that is too short", func(s *corev1.Secret) { s.Data["nonce"] = s.Data["nonce"][:87] },
-			"data.nonce", artifact.ReasonInvalidNonce},
+			"data.nonce", reasons.InvalidNonce},
 		{"refuses a nonce with a line break", func(s *corev1.Secret) { s.Data["nonce"][40] = '\n' },
-			"data.nonce", artifact.ReasonInvalidNonce},
+			"data.nonce", reasons.InvalidNonce},
 		{"refuses a nonce that is not base64", func(s *corev1.Secret) { s.Data["nonce"][0] = '*' },
-			"data.nonce", artifact.ReasonInvalidNonce},
+			"data.nonce", reasons.InvalidNonce},
 		{"refuses a nonce without an epoch", func(s *corev1.Secret) { delete(s.Annotations, artifact.AnnotationNonceEpoch) },
-			"metadata.annotations", artifact.ReasonMalformed},
+			"metadata.annotations", reasons.MalformedArtifact},
 		{"refuses an epoch that is not a number", func(s *corev1.Secret) { s.Annotations[artifact.AnnotationNonceEpoch] = "seven" },
-			"metadata.annotations", artifact.ReasonMalformed},
+			"metadata.annotations", reasons.MalformedArtifact},
 		{"refuses a negative epoch", func(s *corev1.Secret) { s.Annotations[artifact.AnnotationNonceEpoch] = "-1" },
-			"metadata.annotations", artifact.ReasonMalformed},
+			"metadata.annotations", reasons.MalformedArtifact},
 		{"refuses an epoch beyond 64 bits", func(s *corev1.Secret) { s.Annotations[artifact.AnnotationNonceEpoch] = "18446744073709551616" },
-			"metadata.annotations", artifact.ReasonMalformed},
+			"metadata.annotations", reasons.MalformedArtifact},
 		{"refuses an expiry that is not RFC 3339", func(s *corev1.Secret) { s.Annotations[artifact.AnnotationNonceExpires] = "tomorrow" },
-			"metadata.annotations", artifact.ReasonMalformed},
+			"metadata.annotations", reasons.MalformedArtifact},
 		{"refuses another secret's name", func(s *corev1.Secret) { s.Name = "liqo-signed-nonce" },
-			"metadata.name", artifact.ReasonMalformed},
+			"metadata.name", reasons.MalformedArtifact},
 		{"refuses a secret without data.nonce", func(s *corev1.Secret) { s.Data = nil },
-			"data.nonce", artifact.ReasonMalformed},
+			"data.nonce", reasons.MalformedArtifact},
 		{"refuses a Secret of another kind", func(s *corev1.Secret) { s.Kind = "ConfigMap" },
-			"kind", artifact.ReasonMalformed},
+			"kind", reasons.MalformedArtifact},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +90,7 @@ func TestParseNonceRefusals(t *testing.T) {
 	}
 	t.Run("refuses a document that is not YAML", func(t *testing.T) {
 		_, err := artifact.ParseNonce(nonceFile, []byte("\t: ["), consumer)
-		wantRefusal(t, err, nonceFile, "", artifact.ReasonMalformed)
+		wantRefusal(t, err, nonceFile, "", reasons.MalformedArtifact)
 	})
 }
 
@@ -118,59 +119,59 @@ func TestVerifyTenant(t *testing.T) {
 		{name: "refuses a Tenant that asks to skip the handshake", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			p := authv1beta1.TolerateNoHandshake
 			tn.Spec.AuthzPolicy = &p
-		}, field: "spec.authzPolicy", reason: artifact.ReasonMalformed},
+		}, field: "spec.authzPolicy", reason: reasons.MalformedArtifact},
 		{name: "refuses another consumer's Tenant name", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Name = "gamma"
-		}, field: "metadata.name", reason: artifact.ReasonMalformed},
+		}, field: "metadata.name", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant carrying a status namespace", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Status.TenantNamespace = "liqo-tenant-alpha"
-		}, field: "status", reason: artifact.ReasonMalformed},
+		}, field: "status", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant carrying authParams in its status", edit: func(_ *testing.T, f *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Status.AuthParams = &authv1beta1.AuthParams{APIServer: "https://evil.example", CA: f.otherCA.CertPEM}
-		}, field: "status", reason: artifact.ReasonMalformed},
+		}, field: "status", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant in another namespace", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Namespace = "liqo"
-		}, field: "metadata.namespace", reason: artifact.ReasonMalformed},
+		}, field: "metadata.namespace", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant without the remote-cluster-id label", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Labels = nil
-		}, field: "metadata.labels", reason: artifact.ReasonMalformed},
+		}, field: "metadata.labels", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant for another cluster ID", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.ClusterID = "gamma"
-		}, field: "spec.clusterID", reason: artifact.ReasonMalformed},
+		}, field: "spec.clusterID", reason: reasons.MalformedArtifact},
 		{name: "refuses a public key that does not parse", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.PublicKey = []byte("not a key")
-		}, field: "spec.publicKey", reason: artifact.ReasonInvalidPublicKey},
+		}, field: "spec.publicKey", reason: reasons.InvalidPublicKey},
 		{name: "refuses a consistent Tenant signed with a key that is not pinned", edit: func(_ *testing.T, f *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.PublicKey, _ = handshake.MarshalPublicKey(f.other.Public())
 			tn.Spec.Signature, _ = handshake.SignNonce(f.other, f.nonce.Value)
 			tn.Spec.CSR, _ = handshake.ControlPlaneCSR(f.other, consumer)
-		}, field: "spec.publicKey", reason: artifact.ReasonKeyNotPinned},
+		}, field: "spec.publicKey", reason: reasons.KeyNotPinned},
 		{name: "refuses a key the spec's fingerprint does not pin", edit: func(_ *testing.T, f *fixture, _ *authv1beta1.Tenant, c *artifact.TenantCheck) {
 			c.PinnedKeyDER = nil
 			c.Fingerprint, _ = handshake.Fingerprint(f.other.Public())
-		}, field: "spec.publicKey", reason: artifact.ReasonKeyNotPinned},
+		}, field: "spec.publicKey", reason: reasons.KeyNotPinned},
 		{name: "refuses a signature over an older nonce", edit: func(_ *testing.T, f *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.Signature, _ = handshake.SignNonce(f.key, handshake.DeriveNonce([]byte("beta's secret"), consumer, 6))
-		}, field: "spec.signature", reason: artifact.ReasonSignatureMismatch},
+		}, field: "spec.signature", reason: reasons.SignatureVerificationFailed},
 		{name: "refuses an empty signature", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.Signature = nil
-		}, field: "spec.signature", reason: artifact.ReasonSignatureMismatch},
+		}, field: "spec.signature", reason: reasons.SignatureVerificationFailed},
 		{name: "refuses a signature by another key", edit: func(_ *testing.T, f *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.Signature, _ = handshake.SignNonce(f.other, f.nonce.Value)
-		}, field: "spec.signature", reason: artifact.ReasonSignatureMismatch},
+		}, field: "spec.signature", reason: reasons.SignatureVerificationFailed},
 		{name: "refuses a CSR with a second organization", edit: func(t *testing.T, f *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.CSR = rawCSR(t, f.key, pkix.Name{CommonName: consumer, Organization: []string{"liqo.io", "system:masters"}})
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a CSR with a trailing newline too many", edit: func(_ *testing.T, _ *fixture, tn *authv1beta1.Tenant, _ *artifact.TenantCheck) {
 			tn.Spec.CSR = append(tn.Spec.CSR, '\n')
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a Tenant of another kind", raw: func(d []byte) []byte {
 			return bytes.Replace(d, []byte("kind: Tenant"), []byte("kind: Identity"), 1)
-		}, field: "kind", reason: artifact.ReasonMalformed},
+		}, field: "kind", reason: reasons.MalformedArtifact},
 		{name: "refuses a Tenant with an unknown field", raw: func(d []byte) []byte {
 			return bytes.Replace(d, []byte("spec:\n"), []byte("spec:\n  privateKey: eA==\n"), 1)
-		}, field: "", reason: artifact.ReasonMalformed},
-		{name: "refuses an empty file", raw: func([]byte) []byte { return nil }, field: "", reason: artifact.ReasonMalformed},
+		}, field: "", reason: reasons.MalformedArtifact},
+		{name: "refuses an empty file", raw: func([]byte) []byte { return nil }, field: "", reason: reasons.MalformedArtifact},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +211,7 @@ func TestTenantEpoch(t *testing.T) {
 	tn := f.tenant.DeepCopy()
 	tn.Annotations = nil
 	_, err := artifact.TenantEpoch(tenantFile, tn)
-	wantRefusal(t, err, tenantFile, "metadata.annotations", artifact.ReasonMalformed)
+	wantRefusal(t, err, tenantFile, "metadata.annotations", reasons.MalformedArtifact)
 }
 
 func TestVerifyIdentity(t *testing.T) {
@@ -232,63 +233,63 @@ func TestVerifyIdentity(t *testing.T) {
 		}},
 		{name: "refuses AWS credentials", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.AwsConfig = &authv1beta1.AwsConfig{AwsUserArn: "arn:aws:iam::1:user/x", AwsRegion: "eu-west-1"}
-		}, field: "spec.authParams.awsConfig", reason: artifact.ReasonMalformed},
+		}, field: "spec.authParams.awsConfig", reason: reasons.MalformedArtifact},
 		{name: "refuses a ResourceSlice-type Identity", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.Type = authv1beta1.ResourceSliceIdentityType
-		}, field: "spec.type", reason: artifact.ReasonMalformed},
+		}, field: "spec.type", reason: reasons.MalformedArtifact},
 		{name: "refuses another tenant namespace on the provider", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			ns := liqo.TenantNamespace("gamma")
 			id.Spec.Namespace = &ns
-		}, field: "spec.namespace", reason: artifact.ReasonMalformed},
+		}, field: "spec.namespace", reason: reasons.MalformedArtifact},
 		{name: "refuses a missing tenant namespace", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.Namespace = nil
-		}, field: "spec.namespace", reason: artifact.ReasonMalformed},
+		}, field: "spec.namespace", reason: reasons.MalformedArtifact},
 		{name: "refuses a CA bundle with an extra certificate", edit: func(_ *testing.T, f *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.CA = append(append([]byte(nil), f.ca.CertPEM...), f.otherCA.CertPEM...)
-		}, field: "spec.authParams.ca", reason: artifact.ReasonUntrustedCA},
+		}, field: "spec.authParams.ca", reason: reasons.UntrustedCA},
 		{name: "refuses a CA bundle missing one of the published certificates", edit: func(_ *testing.T, f *fixture, _ *authv1beta1.Identity, c *artifact.IdentityCheck) {
 			c.Provider.CA = string(f.ca.CertPEM) + string(f.otherCA.CertPEM)
-		}, field: "spec.authParams.ca", reason: artifact.ReasonUntrustedCA},
+		}, field: "spec.authParams.ca", reason: reasons.UntrustedCA},
 		{name: "refuses an empty CA", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.CA = nil
-		}, field: "spec.authParams.ca", reason: artifact.ReasonUntrustedCA},
+		}, field: "spec.authParams.ca", reason: reasons.UntrustedCA},
 		{name: "refuses a certificate expired at Now", edit: func(_ *testing.T, _ *fixture, _ *authv1beta1.Identity, c *artifact.IdentityCheck) {
 			c.Now = now.Add(25 * time.Hour)
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate not yet valid at Now", edit: func(_ *testing.T, _ *fixture, _ *authv1beta1.Identity, c *artifact.IdentityCheck) {
 			c.Now = now.Add(-time.Hour)
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate for a slice subject", edit: func(t *testing.T, f *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.SignedCRT = f.answer.Status.AuthParams.SignedCRT
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate for the consumer ID under another key", edit: func(t *testing.T, f *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			csr, _ := handshake.ControlPlaneCSR(f.other, consumer)
 			id.Spec.AuthParams.SignedCRT, _ = f.ca.SignCSR(csr, now, time.Hour)
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate that is the CA itself", edit: func(_ *testing.T, f *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.SignedCRT = f.ca.CertPEM
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate that is not PEM", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.SignedCRT = []byte("garbage")
-		}, field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses another API server", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.AuthParams.APIServer = "https://beta.example:6443/"
-		}, field: "spec.authParams.apiServer", reason: artifact.ReasonUntrustedAPIServer},
+		}, field: "spec.authParams.apiServer", reason: reasons.UntrustedAPIServer},
 		{name: "refuses another provider's Identity name", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Name = liqo.ControlPlaneIdentityName("gamma")
-		}, field: "metadata.name", reason: artifact.ReasonMalformed},
+		}, field: "metadata.name", reason: reasons.MalformedArtifact},
 		{name: "refuses an Identity outside the provider's tenant namespace", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Namespace = "liqo"
-		}, field: "metadata.namespace", reason: artifact.ReasonMalformed},
+		}, field: "metadata.namespace", reason: reasons.MalformedArtifact},
 		{name: "refuses an Identity labelled for another cluster", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Labels[liqo.LabelRemoteClusterID] = "gamma"
-		}, field: "metadata.labels", reason: artifact.ReasonMalformed},
+		}, field: "metadata.labels", reason: reasons.MalformedArtifact},
 		{name: "refuses an Identity for another cluster ID", edit: func(_ *testing.T, _ *fixture, id *authv1beta1.Identity, _ *artifact.IdentityCheck) {
 			id.Spec.ClusterID = "gamma"
-		}, field: "spec.clusterID", reason: artifact.ReasonMalformed},
+		}, field: "spec.clusterID", reason: reasons.MalformedArtifact},
 		{name: "refuses another apiVersion", raw: func(d []byte) []byte {
 			return bytes.Replace(d, []byte("authentication.liqo.io/v1beta1"), []byte("authentication.liqo.io/v1alpha1"), 1)
-		}, field: "apiVersion", reason: artifact.ReasonMalformed},
+		}, field: "apiVersion", reason: reasons.MalformedArtifact},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

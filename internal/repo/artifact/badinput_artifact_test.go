@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 )
 
@@ -39,7 +40,7 @@ type badArtifact struct {
 	kind   artifactKind
 	input  []byte
 	field  string // JSON path the refusal names; "" for the whole file
-	reason string // artifact.Reason*
+	reason string // one of package reasons' constants
 	says   string // a part of the message that says why
 }
 
@@ -88,7 +89,7 @@ func badArtifacts(t testing.TB, fx *fixture) []badArtifact {
 		prev := "*a" + string(rune('0'+i-1))
 		bomb.WriteString("a" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [" + strings.Repeat(prev+", ", 8) + prev + "]\n")
 	}
-	const mal, badNonce = artifact.ReasonMalformed, artifact.ReasonInvalidNonce
+	const mal, badNonce = reasons.MalformedArtifact, reasons.InvalidNonce
 	return []badArtifact{
 		// Framing, shared by every artifact (liqo.decodeStrict).
 		{name: "an empty nonce.yaml", kind: nonceYAML, input: nil, reason: mal, says: "empty document"},
@@ -119,25 +120,25 @@ func badArtifacts(t testing.TB, fx *fixture) []badArtifact {
 		// tenant.yaml.
 		{name: "a Tenant for another cluster ID", kind: tenantYAML, input: edit(tenant, "clusterID: alpha", "clusterID: gamma"), field: "spec.clusterID", reason: mal, says: `is "gamma", want "alpha"`},
 		{name: "a Tenant with a status", kind: tenantYAML, input: append(bytes.Clone(tenant), "status:\n  tenantNamespace: liqo-tenant-alpha\n"...), field: "status", reason: mal, says: "carries no status"},
-		{name: "a Tenant whose signature does not verify", kind: tenantYAML, input: tenantWith(func(_, _, sig *[]byte) { (*sig)[0] ^= 1 }), field: "spec.signature", reason: artifact.ReasonSignatureMismatch, says: "signature mismatch"},
-		{name: "a Tenant carrying an RSA key of 1024 bits", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = mustPEM(t, rsa1024.Public()) }), field: "spec.publicKey", reason: artifact.ReasonInvalidPublicKey, says: "1024 bits"},
-		{name: "a Tenant whose public key is truncated PEM", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = (*pub)[:40] }), field: "spec.publicKey", reason: artifact.ReasonInvalidPublicKey, says: "malformed PEM block"},
-		{name: "a Tenant carrying another cluster's key", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = mustPEM(t, fx.other.Public()) }), field: "spec.publicKey", reason: artifact.ReasonKeyNotPinned, says: "not the key pinned for alpha"},
+		{name: "a Tenant whose signature does not verify", kind: tenantYAML, input: tenantWith(func(_, _, sig *[]byte) { (*sig)[0] ^= 1 }), field: "spec.signature", reason: reasons.SignatureVerificationFailed, says: "signature mismatch"},
+		{name: "a Tenant carrying an RSA key of 1024 bits", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = mustPEM(t, rsa1024.Public()) }), field: "spec.publicKey", reason: reasons.InvalidPublicKey, says: "1024 bits"},
+		{name: "a Tenant whose public key is truncated PEM", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = (*pub)[:40] }), field: "spec.publicKey", reason: reasons.InvalidPublicKey, says: "malformed PEM block"},
+		{name: "a Tenant carrying another cluster's key", kind: tenantYAML, input: tenantWith(func(pub, _, _ *[]byte) { *pub = mustPEM(t, fx.other.Public()) }), field: "spec.publicKey", reason: reasons.KeyNotPinned, says: "not the key pinned for alpha"},
 		{name: "a Tenant whose CSR is for another common name", kind: tenantYAML, input: tenantWith(func(_, c, _ *[]byte) {
 			*c = csr(fx.key, pkix.Name{CommonName: "gamma", Organization: []string{"liqo.io"}})
-		}), field: "spec.csr", reason: artifact.ReasonInvalidCSR, says: `common name is "gamma"`},
+		}), field: "spec.csr", reason: reasons.InvalidCSR, says: `common name is "gamma"`},
 		{name: "a Tenant whose CSR asks for system:masters", kind: tenantYAML, input: tenantWith(func(_, c, _ *[]byte) {
 			*c = csr(fx.key, pkix.Name{CommonName: consumer, Organization: []string{"system:masters"}})
-		}), field: "spec.csr", reason: artifact.ReasonInvalidCSR, says: `organization is "system:masters"`},
-		{name: "a Tenant whose CSR is for another key", kind: tenantYAML, input: tenantWith(func(_, c, _ *[]byte) { *c = must[[]byte](t)(handshake.ControlPlaneCSR(fx.other, consumer)) }), field: "spec.csr", reason: artifact.ReasonInvalidCSR, says: "csr key mismatch"},
+		}), field: "spec.csr", reason: reasons.InvalidCSR, says: `organization is "system:masters"`},
+		{name: "a Tenant whose CSR is for another key", kind: tenantYAML, input: tenantWith(func(_, c, _ *[]byte) { *c = must[[]byte](t)(handshake.ControlPlaneCSR(fx.other, consumer)) }), field: "spec.csr", reason: reasons.InvalidCSR, says: "csr key mismatch"},
 
 		// identity.yaml.
 		{name: "an Identity of the ResourceSlice type", kind: identityYAML, input: edit(identity, "type: ControlPlane", "type: ResourceSlice"), field: "spec.type", reason: mal, says: `want "ControlPlane"`},
 		{name: "an Identity carrying AWS credentials", kind: identityYAML, input: edit(identity, "authParams:\n", "authParams:\n    awsConfig: {awsAccessKeyID: AKIA, awsSecretAccessKey: x, awsRegion: r, awsClusterName: c, awsUserArn: u}\n"), field: "spec.authParams.awsConfig", reason: mal, says: "never travel through Git"},
-		{name: "an Identity pointing at another API server", kind: identityYAML, input: edit(identity, "https://beta.example:6443", "https://mallory.example:6443"), field: "spec.authParams.apiServer", reason: artifact.ReasonUntrustedAPIServer, says: "beta publishes"},
-		{name: "an Identity with a CA beta never published", kind: identityYAML, input: encode(t, withCA(fx, fx.otherCA.CertPEM)), field: "spec.authParams.ca", reason: artifact.ReasonUntrustedCA, says: "not the CA published in clusters/beta/cluster.yaml"},
-		{name: "an Identity with an expired certificate", kind: identityYAML, input: identityWithCert(expired), field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate, says: "expired"},
-		{name: "an Identity whose certificate is a CSR", kind: identityYAML, input: identityWithCert(fx.tenant.Spec.CSR), field: "spec.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate, says: `PEM type "CERTIFICATE REQUEST"`},
+		{name: "an Identity pointing at another API server", kind: identityYAML, input: edit(identity, "https://beta.example:6443", "https://mallory.example:6443"), field: "spec.authParams.apiServer", reason: reasons.UntrustedAPIServer, says: "beta publishes"},
+		{name: "an Identity with a CA beta never published", kind: identityYAML, input: encode(t, withCA(fx, fx.otherCA.CertPEM)), field: "spec.authParams.ca", reason: reasons.UntrustedCA, says: "not the CA published in clusters/beta/cluster.yaml"},
+		{name: "an Identity with an expired certificate", kind: identityYAML, input: identityWithCert(expired), field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate, says: "expired"},
+		{name: "an Identity whose certificate is a CSR", kind: identityYAML, input: identityWithCert(fx.tenant.Spec.CSR), field: "spec.authParams.signedCRT", reason: reasons.InvalidCertificate, says: `PEM type "CERTIFICATE REQUEST"`},
 
 		// resourceslice-<name>.yaml.
 		{name: "a slice request with an unknown spec field", kind: requestYAML, input: edit(request, "spec:\n", "spec:\n  replicas: 3\n"), reason: mal, says: `unknown field "spec.replicas"`},

@@ -7,13 +7,6 @@ import (
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
-// ReasonUnexpectedArtifact: a file in an inbox, clusters/<to>/inbox/<from>/,
-// is not one of the artifacts <from> sends <to> in the parts the spec gives
-// them (see Sender and InboxArtifact). Signed or not, no reader acts on it;
-// the reconciler of <to> names it in its status and gitpeer verify names it
-// as a finding.
-const ReasonUnexpectedArtifact = "UnexpectedArtifact"
-
 // Sender is the part a cluster plays toward the cluster whose inbox it
 // writes, clusters/<to>/inbox/<from>/: <to>'s provider, <to>'s consumer,
 // both when the two peer both ways, or neither (nothing is expected).

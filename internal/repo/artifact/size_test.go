@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
@@ -33,7 +34,7 @@ func TestAnArtifactAboveItsCapIsRefusedBeforeItIsDecoded(t *testing.T) {
 	} {
 		err := parse()
 		var ae *artifact.Error
-		if !errors.As(err, &ae) || ae.Reason != artifact.ReasonMalformed || !errors.Is(err, layout.ErrTooLarge) {
+		if !errors.As(err, &ae) || ae.Reason != reasons.MalformedArtifact || !errors.Is(err, layout.ErrTooLarge) {
 			t.Errorf("%s: %v, want a Malformed *artifact.Error wrapping layout.ErrTooLarge", name, err)
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -81,18 +82,18 @@ func VerifySliceRequestCached(file string, data []byte, name, consumerID, provid
 	}
 	switch {
 	case rs.Name != name:
-		return nil, refuse(file, "metadata.name", ReasonMalformed, "is %q, want %q (the file name)", rs.Name, name)
+		return nil, refuse(file, "metadata.name", reasons.MalformedArtifact, "is %q, want %q (the file name)", rs.Name, name)
 	case rs.Namespace != liqo.TenantNamespace(providerID):
-		return nil, refuse(file, "metadata.namespace", ReasonMalformed, "is %q, want %q", rs.Namespace, liqo.TenantNamespace(providerID))
+		return nil, refuse(file, "metadata.namespace", reasons.MalformedArtifact, "is %q, want %q", rs.Namespace, liqo.TenantNamespace(providerID))
 	case rs.Spec.ConsumerClusterID == nil || string(*rs.Spec.ConsumerClusterID) != consumerID:
-		return nil, refuse(file, "spec.consumerClusterID", ReasonMalformed, "want %q", consumerID)
+		return nil, refuse(file, "spec.consumerClusterID", reasons.MalformedArtifact, "want %q", consumerID)
 	case rs.Spec.ProviderClusterID == nil || string(*rs.Spec.ProviderClusterID) != providerID:
-		return nil, refuse(file, "spec.providerClusterID", ReasonMalformed, "want %q", providerID)
+		return nil, refuse(file, "spec.providerClusterID", reasons.MalformedArtifact, "want %q", providerID)
 	case !reflect.DeepEqual(rs.Status, authv1beta1.ResourceSliceStatus{}):
-		return nil, refuse(file, "status", ReasonMalformed, "a request carries no status")
+		return nil, refuse(file, "status", reasons.MalformedArtifact, "a request carries no status")
 	}
 	if err := cache.CheckResourceSliceCSR(rs.Spec.CSR, tenantKeyDER, name, consumerID); err != nil {
-		return nil, refuse(file, "spec.csr", ReasonInvalidCSR, "%v", err)
+		return nil, refuse(file, "spec.csr", reasons.InvalidCSR, "%v", err)
 	}
 	return rs, nil
 }
@@ -118,7 +119,7 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 		return nil, decodeErr(file, err)
 	}
 	if rs.Name != request.Name || rs.Namespace != request.Namespace {
-		return nil, refuse(file, "metadata", ReasonMalformed, "answers %s/%s, want %s/%s", rs.Namespace, rs.Name, request.Namespace, request.Name)
+		return nil, refuse(file, "metadata", reasons.MalformedArtifact, "answers %s/%s, want %s/%s", rs.Namespace, rs.Name, request.Namespace, request.Name)
 	}
 	if !reflect.DeepEqual(rs.Spec, request.Spec) {
 		return nil, &Error{File: file, Field: "spec", Reason: "Pending", Err: ErrStaleAnswer}
@@ -127,7 +128,7 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 	for _, t := range []authv1beta1.ResourceSliceConditionType{authv1beta1.ResourceSliceConditionTypeAuthentication, authv1beta1.ResourceSliceConditionTypeResources} {
 		cond := SliceCondition(rs, t)
 		if cond == nil {
-			return nil, refuse(file, "status.conditions", ReasonMalformed, "no %s condition", t)
+			return nil, refuse(file, "status.conditions", reasons.MalformedArtifact, "no %s condition", t)
 		}
 		if cond.Status != authv1beta1.ResourceSliceConditionAccepted {
 			if ans.Accepted {
@@ -143,20 +144,20 @@ func VerifySliceAnswer(file string, data []byte, request *authv1beta1.ResourceSl
 	}
 	p := rs.Status.AuthParams
 	if p == nil {
-		return nil, refuse(file, "status.authParams", ReasonMalformed, "accepted without authParams")
+		return nil, refuse(file, "status.authParams", reasons.MalformedArtifact, "accepted without authParams")
 	}
 	if p.AwsConfig != nil {
-		return nil, refuse(file, "status.authParams.awsConfig", ReasonMalformed, "AWS credentials never travel through Git")
+		return nil, refuse(file, "status.authParams.awsConfig", reasons.MalformedArtifact, "AWS credentials never travel through Git")
 	}
 	if p.APIServer != c.Provider.APIServer {
-		return nil, refuse(file, "status.authParams.apiServer", ReasonUntrustedAPIServer, "is %q, but %s publishes %q", p.APIServer, c.Provider.ClusterID, c.Provider.APIServer)
+		return nil, refuse(file, "status.authParams.apiServer", reasons.UntrustedAPIServer, "is %q, but %s publishes %q", p.APIServer, c.Provider.ClusterID, c.Provider.APIServer)
 	}
 	if !SameCertificates(p.CA, []byte(c.Provider.CA)) {
-		return nil, refuse(file, "status.authParams.ca", ReasonUntrustedCA, "is not the CA published in %s", layout.ClusterPath(c.Provider.ClusterID, layout.ClusterFile))
+		return nil, refuse(file, "status.authParams.ca", reasons.UntrustedCA, "is not the CA published in %s", layout.ClusterPath(c.Provider.ClusterID, layout.ClusterFile))
 	}
 	cn := handshake.ResourceSliceCommonName(rs.Name, c.ConsumerID)
 	if err := c.Cache.VerifyClientCertificate(p.SignedCRT, []byte(c.Provider.CA), c.ConsumerKeyDER, cn, c.ConsumerID, c.Now); err != nil {
-		return nil, refuse(file, "status.authParams.signedCRT", ReasonInvalidCertificate, "%v", err)
+		return nil, refuse(file, "status.authParams.signedCRT", reasons.InvalidCertificate, "%v", err)
 	}
 	return ans, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 )
 
@@ -52,45 +53,45 @@ func TestVerifySliceRequest(t *testing.T) {
 		{name: "accepts the consumer's request"},
 		{name: "refuses a CSR whose CN hashes another consumer", edit: func(t *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR = rawCSR(t, f.key, pkix.Name{CommonName: handshake.ResourceSliceCommonName(slice, "gamma"), Organization: []string{consumer}})
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a CSR for another slice", edit: func(t *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR, _ = handshake.ResourceSliceCSR(f.key, "db", consumer)
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a CSR whose organization is not the consumer", edit: func(t *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR = rawCSR(t, f.key, pkix.Name{CommonName: handshake.ResourceSliceCommonName(slice, consumer), Organization: []string{"system:masters"}})
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a control-plane CSR", edit: func(t *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR, _ = handshake.ControlPlaneCSR(f.key, consumer)
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a CSR for another cluster's key", edit: func(t *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR, _ = handshake.ResourceSliceCSR(f.other, slice, consumer)
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses any CSR when the Tenant's key is unknown", edit: func(_ *testing.T, _ *fixture, _ *authv1beta1.ResourceSlice, keyDER *[]byte) {
 			*keyDER = nil
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a request without a CSR", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.CSR = nil
-		}, field: "spec.csr", reason: artifact.ReasonInvalidCSR},
+		}, field: "spec.csr", reason: reasons.InvalidCSR},
 		{name: "refuses a request that carries a status", edit: func(_ *testing.T, f *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Status = *f.answer.Status.DeepCopy()
-		}, field: "status", reason: artifact.ReasonMalformed},
+		}, field: "status", reason: reasons.MalformedArtifact},
 		{name: "refuses a request not named after its file", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Name = "db"
-		}, field: "metadata.name", reason: artifact.ReasonMalformed},
+		}, field: "metadata.name", reason: reasons.MalformedArtifact},
 		{name: "refuses a request outside the provider's tenant namespace", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Namespace = liqo.TenantNamespace(consumer)
-		}, field: "metadata.namespace", reason: artifact.ReasonMalformed},
+		}, field: "metadata.namespace", reason: reasons.MalformedArtifact},
 		{name: "refuses a request from another consumer", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			id := liqocore.ClusterID("gamma")
 			rs.Spec.ConsumerClusterID = &id
-		}, field: "spec.consumerClusterID", reason: artifact.ReasonMalformed},
+		}, field: "spec.consumerClusterID", reason: reasons.MalformedArtifact},
 		{name: "refuses a request without a consumer", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			rs.Spec.ConsumerClusterID = nil
-		}, field: "spec.consumerClusterID", reason: artifact.ReasonMalformed},
+		}, field: "spec.consumerClusterID", reason: reasons.MalformedArtifact},
 		{name: "refuses a request to another provider", edit: func(_ *testing.T, _ *fixture, rs *authv1beta1.ResourceSlice, _ *[]byte) {
 			id := liqocore.ClusterID("gamma")
 			rs.Spec.ProviderClusterID = &id
-		}, field: "spec.providerClusterID", reason: artifact.ReasonMalformed},
+		}, field: "spec.providerClusterID", reason: reasons.MalformedArtifact},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,7 +120,7 @@ func TestVerifySliceRequest(t *testing.T) {
 	t.Run("refuses a file that is not a ResourceSlice", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := artifact.VerifySliceRequest(requestFile, encode(t, f.tenant), slice, consumer, provider, f.keyDER)
-		wantRefusal(t, err, requestFile, "kind", artifact.ReasonMalformed)
+		wantRefusal(t, err, requestFile, "kind", reasons.MalformedArtifact)
 	})
 }
 
@@ -153,43 +154,43 @@ func TestVerifySliceAnswer(t *testing.T) {
 		}, stale: true},
 		{name: "refuses an answer to another slice", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Name = "db"
-		}, field: "metadata", reason: artifact.ReasonMalformed},
+		}, field: "metadata", reason: reasons.MalformedArtifact},
 		{name: "refuses an answer without a Resources condition", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.Conditions = ans.Status.Conditions[:1]
-		}, field: "status.conditions", reason: artifact.ReasonMalformed},
+		}, field: "status.conditions", reason: reasons.MalformedArtifact},
 		{name: "refuses an answer without conditions", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.Conditions = nil
-		}, field: "status.conditions", reason: artifact.ReasonMalformed},
+		}, field: "status.conditions", reason: reasons.MalformedArtifact},
 		{name: "refuses an acceptance without authParams", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams = nil
-		}, field: "status.authParams", reason: artifact.ReasonMalformed},
+		}, field: "status.authParams", reason: reasons.MalformedArtifact},
 		{name: "refuses AWS credentials", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams.AwsConfig = &authv1beta1.AwsConfig{AwsRegion: "eu-west-1"}
-		}, field: "status.authParams.awsConfig", reason: artifact.ReasonMalformed},
+		}, field: "status.authParams.awsConfig", reason: reasons.MalformedArtifact},
 		{name: "refuses another API server", edit: func(_ *testing.T, _ *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams.APIServer = "https://evil.example:6443"
-		}, field: "status.authParams.apiServer", reason: artifact.ReasonUntrustedAPIServer},
+		}, field: "status.authParams.apiServer", reason: reasons.UntrustedAPIServer},
 		{name: "refuses a CA that is not the provider's", edit: func(t *testing.T, f *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams.CA = f.otherCA.CertPEM
 			ans.Status.AuthParams.SignedCRT, _ = f.otherCA.SignCSR(f.request.Spec.CSR, now, time.Hour)
-		}, field: "status.authParams.ca", reason: artifact.ReasonUntrustedCA},
+		}, field: "status.authParams.ca", reason: reasons.UntrustedCA},
 		{name: "refuses a certificate signed by another CA", edit: func(t *testing.T, f *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams.SignedCRT, _ = f.otherCA.SignCSR(f.request.Spec.CSR, now, time.Hour)
-		}, field: "status.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "status.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate for the control-plane CN", edit: func(_ *testing.T, f *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			ans.Status.AuthParams.SignedCRT = f.identity.Spec.AuthParams.SignedCRT
-		}, field: "status.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "status.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate for another slice's CN", edit: func(_ *testing.T, f *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			csr, _ := handshake.ResourceSliceCSR(f.key, "db", consumer)
 			ans.Status.AuthParams.SignedCRT, _ = f.ca.SignCSR(csr, now, time.Hour)
-		}, field: "status.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "status.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate for another key", edit: func(_ *testing.T, f *fixture, ans *authv1beta1.ResourceSlice, _ *artifact.IdentityCheck) {
 			csr, _ := handshake.ResourceSliceCSR(f.other, slice, consumer)
 			ans.Status.AuthParams.SignedCRT, _ = f.ca.SignCSR(csr, now, time.Hour)
-		}, field: "status.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "status.authParams.signedCRT", reason: reasons.InvalidCertificate},
 		{name: "refuses a certificate expired at Now", edit: func(_ *testing.T, _ *fixture, _ *authv1beta1.ResourceSlice, c *artifact.IdentityCheck) {
 			c.Now = now.Add(48 * time.Hour)
-		}, field: "status.authParams.signedCRT", reason: artifact.ReasonInvalidCertificate},
+		}, field: "status.authParams.signedCRT", reason: reasons.InvalidCertificate},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

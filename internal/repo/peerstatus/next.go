@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/reconcile"
@@ -181,7 +182,7 @@ func (r *reader) next(p *Peering) *Next {
 // that it did not sign.
 func ignoredMessage(side string, ig dirmanifest.Ignored) string {
 	why := "it is not the file " + side + "'s reconciler signed (edited by hand?)"
-	if ig.Reason != dirmanifest.ReasonUnsignedChange {
+	if ig.Reason != reasons.UnsignedChange {
 		why = fmt.Sprintf("clusters/%s/manifest.yaml does not vouch for it (%s)", side, ig.Detail)
 	}
 	return fmt.Sprintf("run %s's reconciler: %s is not signed by %s (%s: %s), so status reads it as absent, as the reconcilers do; %s's next pass rewrites it",

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
@@ -71,8 +72,8 @@ func TestATombstonedDirectoryReadsAsEmptyAndItsPastIsRolledBack(t *testing.T) {
 		t.Fatalf("a tombstoned directory lists %v, %v", entries, err)
 	}
 	for _, ig := range v.Audit("alpha", inboxDir) {
-		if ig.Reason != dirmanifest.ReasonUnsignedChange {
-			t.Fatalf("%s: %s, want %s", ig.Path, ig.Reason, dirmanifest.ReasonUnsignedChange)
+		if ig.Reason != reasons.UnsignedChange {
+			t.Fatalf("%s: %s, want %s", ig.Path, ig.Reason, reasons.UnsignedChange)
 		}
 	}
 	if n := len(v.Audit("alpha", inboxDir)); n != len(files) {
@@ -87,8 +88,8 @@ func TestATombstonedDirectoryReadsAsEmptyAndItsPastIsRolledBack(t *testing.T) {
 		if _, err := fs.ReadFile(v, inboxDir+"/"+rel); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("read %s of the restored directory: %v", rel, err)
 		}
-		if reason, _ := v.IgnoredReason("alpha", inboxDir, inboxDir+"/"+rel); reason != dirmanifest.ReasonManifestRolledBack {
-			t.Fatalf("%s: %s, want %s", rel, reason, dirmanifest.ReasonManifestRolledBack)
+		if reason, _ := v.IgnoredReason("alpha", inboxDir, inboxDir+"/"+rel); reason != reasons.ManifestRolledBack {
+			t.Fatalf("%s: %s, want %s", rel, reason, reasons.ManifestRolledBack)
 		}
 	}
 	// A reader that never saw the tombstone (verify, offline) reads it: only

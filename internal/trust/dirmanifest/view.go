@@ -4,33 +4,13 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"io"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
 	"sync"
-)
-
-// Reasons a file of a writer's directory is not read, as status conditions
-// and verify name them.
-const (
-	// ReasonUnsignedChange: the file is not listed in its directory's
-	// manifest, or its content is not the listed one.
-	ReasonUnsignedChange = "UnsignedChange"
-	// ReasonManifestInvalid: the directory's manifest is missing, malformed,
-	// or not signed by the writer's trusted key.
-	ReasonManifestInvalid = "ManifestInvalid"
-	// ReasonManifestRolledBack: the manifest's sequence is lower than one the
-	// reader has already seen: an old signed state replayed.
-	ReasonManifestRolledBack = "ManifestRolledBack"
-	// ReasonFileTooLarge: the file is larger than the cap of its kind
-	// (layout.SizeLimit), so it was not read, signed or not.
-	ReasonFileTooLarge = "FileTooLarge"
-	// ReasonTooManyEntries: a directory holds more entries than the cap of
-	// its kind (layout.EntryLimit), so nothing in it was read, signed or
-	// not.
-	ReasonTooManyEntries = "TooManyEntries"
 )
 
 // ErrTooLarge means a file was not read because it is larger than its cap;
@@ -130,15 +110,15 @@ func (v *View) state(writer, dir string) *dirState {
 	file := path.Join(dir, FileName)
 	data, err := fs.ReadFile(v.base, file)
 	if errors.Is(err, fs.ErrNotExist) {
-		st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: missing", file)
+		st.reason, st.detail = reasons.ManifestInvalid, fmt.Sprintf("%s: missing", file)
 		return st
 	}
 	if errors.Is(err, ErrTooManyEntries) {
-		st.reason, st.detail = ReasonTooManyEntries, err.Error()
+		st.reason, st.detail = reasons.TooManyEntries, err.Error()
 		return st
 	}
 	if err != nil {
-		st.reason, st.detail = ReasonManifestInvalid, err.Error()
+		st.reason, st.detail = reasons.ManifestInvalid, err.Error()
 		return st
 	}
 	key, trusted := v.trust.Key(writer)
@@ -156,15 +136,15 @@ func (v *View) state(writer, dir string) *dirState {
 		// with or without a cache.
 		m, err = Parse(file, data)
 		if err != nil {
-			st.reason, st.detail = ReasonManifestInvalid, err.Error()
+			st.reason, st.detail = reasons.ManifestInvalid, err.Error()
 			return st
 		}
 		if !trusted {
-			st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: no trusted key for %s", file, writer)
+			st.reason, st.detail = reasons.ManifestInvalid, fmt.Sprintf("%s: no trusted key for %s", file, writer)
 			return st
 		}
 		if err := m.Verify(key, writer, dir); err != nil {
-			st.reason, st.detail = ReasonManifestInvalid, fmt.Sprintf("%s: %v", file, err)
+			st.reason, st.detail = reasons.ManifestInvalid, fmt.Sprintf("%s: %v", file, err)
 			return st
 		}
 		if cacheable {
@@ -172,7 +152,7 @@ func (v *View) state(writer, dir string) *dirState {
 		}
 	}
 	if min := v.trust.MinSequence(writer, dir); m.Sequence < min {
-		st.reason, st.detail = ReasonManifestRolledBack, fmt.Sprintf("%s: sequence %d is lower than %d, already seen", file, m.Sequence, min)
+		st.reason, st.detail = reasons.ManifestRolledBack, fmt.Sprintf("%s: sequence %d is lower than %d, already seen", file, m.Sequence, min)
 		return st
 	}
 	st.m = m
@@ -351,7 +331,7 @@ func (v *View) audit(writer, dir string, st *dirState) []Ignored {
 	_ = fs.WalkDir(v.base, dir, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, ErrTooManyEntries) {
 			// Named once, as a whole: none of its entries is listed.
-			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonTooManyEntries, Detail: err.Error()})
+			out = append(out, Ignored{Path: p, Writer: writer, Reason: reasons.TooManyEntries, Detail: err.Error()})
 			return nil
 		}
 		if err != nil {
@@ -372,11 +352,11 @@ func (v *View) audit(writer, dir string, st *dirState) []Ignored {
 		}
 		data, err := fs.ReadFile(v.base, p)
 		if errors.Is(err, ErrTooLarge) {
-			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonFileTooLarge, Detail: err.Error()})
+			out = append(out, Ignored{Path: p, Writer: writer, Reason: reasons.FileTooLarge, Detail: err.Error()})
 			return nil
 		}
 		if err != nil || !st.m.Covers(strings.TrimPrefix(p, dir+"/"), data) {
-			out = append(out, Ignored{Path: p, Writer: writer, Reason: ReasonUnsignedChange, Detail: fmt.Sprintf("not signed by %s", writer)})
+			out = append(out, Ignored{Path: p, Writer: writer, Reason: reasons.UnsignedChange, Detail: fmt.Sprintf("not signed by %s", writer)})
 		}
 		return nil
 	})

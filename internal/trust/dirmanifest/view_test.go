@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
@@ -248,30 +249,30 @@ func TestAuditNamesEachIgnoredFileAndWhy(t *testing.T) {
 		want   []dirmanifest.Ignored // Detail checked by substring
 	}{
 		{"reports an unlisted and a changed file", "alpha", "clusters/alpha", []dirmanifest.Ignored{
-			{Path: "clusters/alpha/liqo/beta/tenant.yaml", Reason: dirmanifest.ReasonUnsignedChange, Detail: "not signed by alpha"},
-			{Path: "clusters/alpha/planted.yaml", Reason: dirmanifest.ReasonUnsignedChange, Detail: "not signed by alpha"},
+			{Path: "clusters/alpha/liqo/beta/tenant.yaml", Reason: reasons.UnsignedChange, Detail: "not signed by alpha"},
+			{Path: "clusters/alpha/planted.yaml", Reason: reasons.UnsignedChange, Detail: "not signed by alpha"},
 		}},
 		{"reports nothing in a fully signed directory, and leaves the inbox to its writers", "beta", "clusters/beta", nil},
 		{"reports an unlisted file in an inbox directory", "alpha", "clusters/beta/inbox/alpha", []dirmanifest.Ignored{
-			{Path: "clusters/beta/inbox/alpha/resourceslice-planted.yaml", Reason: dirmanifest.ReasonUnsignedChange, Detail: "not signed by alpha"},
+			{Path: "clusters/beta/inbox/alpha/resourceslice-planted.yaml", Reason: reasons.UnsignedChange, Detail: "not signed by alpha"},
 		}},
 		{"reports every file of a directory without manifest", "gamma", "clusters/beta/inbox/gamma", []dirmanifest.Ignored{
-			{Path: "clusters/beta/inbox/gamma/tenant.yaml", Reason: dirmanifest.ReasonManifestInvalid, Detail: "clusters/beta/inbox/gamma/manifest.yaml: missing"},
+			{Path: "clusters/beta/inbox/gamma/tenant.yaml", Reason: reasons.ManifestInvalid, Detail: "clusters/beta/inbox/gamma/manifest.yaml: missing"},
 		}},
 		{"reports a directory signed by another key", "delta", "clusters/beta/inbox/delta", []dirmanifest.Ignored{
-			{Path: "clusters/beta/inbox/delta/tenant.yaml", Reason: dirmanifest.ReasonManifestInvalid, Detail: "manifest signature does not verify"},
+			{Path: "clusters/beta/inbox/delta/tenant.yaml", Reason: reasons.ManifestInvalid, Detail: "manifest signature does not verify"},
 		}},
 		{"reports a rolled-back directory", "epsilon", "clusters/beta/inbox/epsilon", []dirmanifest.Ignored{
-			{Path: "clusters/beta/inbox/epsilon/tenant.yaml", Reason: dirmanifest.ReasonManifestRolledBack, Detail: "sequence 3 is lower than 5"},
+			{Path: "clusters/beta/inbox/epsilon/tenant.yaml", Reason: reasons.ManifestRolledBack, Detail: "sequence 3 is lower than 5"},
 		}},
 		{"reports a directory of an untrusted writer", "zeta", "clusters/beta/inbox/zeta", []dirmanifest.Ignored{
-			{Path: "clusters/beta/inbox/zeta/tenant.yaml", Reason: dirmanifest.ReasonManifestInvalid, Detail: "no trusted key"},
+			{Path: "clusters/beta/inbox/zeta/tenant.yaml", Reason: reasons.ManifestInvalid, Detail: "no trusted key"},
 		}},
 		{"reports a directory whose manifest does not parse", "epsilon", "clusters/epsilon", []dirmanifest.Ignored{
-			{Path: "clusters/epsilon/cluster.yaml", Reason: dirmanifest.ReasonManifestInvalid, Detail: "malformed manifest"},
+			{Path: "clusters/epsilon/cluster.yaml", Reason: reasons.ManifestInvalid, Detail: "malformed manifest"},
 		}},
 		{"reports a directory whose manifest was signed for another directory", "delta", "clusters/alpha/inbox/delta", []dirmanifest.Ignored{
-			{Path: "clusters/alpha/inbox/delta/cluster.yaml", Reason: dirmanifest.ReasonManifestInvalid, Detail: "another writer or directory"},
+			{Path: "clusters/alpha/inbox/delta/cluster.yaml", Reason: reasons.ManifestInvalid, Detail: "another writer or directory"},
 		}},
 		{"reports nothing for a directory that does not exist", "omega", "clusters/omega", nil},
 	}

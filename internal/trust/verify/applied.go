@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -150,7 +151,7 @@ func (h *history) judgeApplied(r appliedRef, order []*node, index map[plumbing.H
 	seal, err := h.repo.CommitObject(r.hash)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		if len(keys) > 0 {
-			add(ReasonInvalidSeal, "points at %s, which is not a commit this clone holds: %s's engine applies nothing from it", shortHash(r.hash.String()), r.id)
+			add(reasons.InvalidSeal, "points at %s, which is not a commit this clone holds: %s's engine applies nothing from it", shortHash(r.hash.String()), r.id)
 		}
 		return nil
 	}
@@ -180,18 +181,18 @@ func (h *history) judgeApplied(r appliedRef, order []*node, index map[plumbing.H
 		return nil // not published in the history checked: nothing to check it with
 	}
 	if _, err := commitsig.Verify(seal, keys); err != nil {
-		add(ReasonInvalidSeal, "head %s is not signed by %s's key (%v): %s's engine, which verifies the head, applies nothing new until %s's reconciler restores its newest seal at its next pass",
+		add(reasons.InvalidSeal, "head %s is not signed by %s's key (%v): %s's engine, which verifies the head, applies nothing new until %s's reconciler restores its newest seal at its next pass",
 			shortHash(seal.Hash.String()), r.id, err, r.id, r.id)
 		return nil
 	}
 	if len(seal.ParentHashes) != 1 {
-		add(ReasonInvalidSeal, "head %s has %d parents: a seal has exactly one, the commit it was computed from", shortHash(seal.Hash.String()), len(seal.ParentHashes))
+		add(reasons.InvalidSeal, "head %s has %d parents: a seal has exactly one, the commit it was computed from", shortHash(seal.Hash.String()), len(seal.ParentHashes))
 		return nil
 	}
 	if bad, err := h.sealShape(seal.TreeHash, r.id); err != nil {
 		return err
 	} else if bad != "" {
-		add(ReasonInvalidSeal, "head %s, signed by %s, holds %s: a seal holds clusters/%s/ alone, less its inbox, with no dot-file, link or submodule, and %s's engine applies whatever it holds",
+		add(reasons.InvalidSeal, "head %s, signed by %s, holds %s: a seal holds clusters/%s/ alone, less its inbox, with no dot-file, link or submodule, and %s's engine applies whatever it holds",
 			shortHash(seal.Hash.String()), r.id, bad, r.id, r.id)
 		return nil
 	}
@@ -202,7 +203,7 @@ func (h *history) judgeApplied(r appliedRef, order []*node, index map[plumbing.H
 	if err != nil || newer == nil {
 		return err
 	}
-	add(ReasonStaleSeal, "head %s is %s's seal of %s, older than %s's commit %s, which changed %s after it: %s applies a state its reconciler has replaced, or will have once this seal is pushed (a writer moved the branch back to an old seal, or %s's reconciler pushed to the branch checked and has not pushed its seal yet). %s's reconciler restores its newest seal at its next pass; with review branches (--push-branch), it seals a merged change at its first pass after the merge",
+	add(reasons.StaleSeal, "head %s is %s's seal of %s, older than %s's commit %s, which changed %s after it: %s applies a state its reconciler has replaced, or will have once this seal is pushed (a writer moved the branch back to an old seal, or %s's reconciler pushed to the branch checked and has not pushed its seal yet). %s's reconciler restores its newest seal at its next pass; with review branches (--push-branch), it seals a merged change at its first pass after the merge",
 		shortHash(seal.Hash.String()), r.id, shortHash(parent.String()), r.id, shortHash(newer.Hash.String()), file, r.id, r.id, r.id)
 	return nil
 }

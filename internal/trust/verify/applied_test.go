@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
@@ -82,7 +83,7 @@ func (r *histRepo) pass(id, n string) string {
 func sealFindings(f []verify.Finding) []verify.Finding {
 	var out []verify.Finding
 	for _, x := range f {
-		if x.Reason == verify.ReasonStaleSeal || x.Reason == verify.ReasonInvalidSeal {
+		if x.Reason == reasons.StaleSeal || x.Reason == reasons.InvalidSeal {
 			out = append(out, x)
 		}
 	}
@@ -119,13 +120,13 @@ func TestAppliedBranches(t *testing.T) {
 			r.seal("alpha", "HEAD", r.keys["alpha"], nil)
 			// A writer points the branch back at the old seal.
 			r.git("update-ref", "refs/heads/"+branch, old)
-			return verify.ReasonStaleSeal, old
+			return reasons.StaleSeal, old
 		}},
 		{"alpha's pass pushed to main and its seal is not pushed yet", func(t *testing.T, r *histRepo) (string, string) {
 			r.pass("alpha", "1")
 			s := r.seal("alpha", "HEAD", r.keys["alpha"], nil)
 			r.pass("alpha", "2")
-			return verify.ReasonStaleSeal, s
+			return reasons.StaleSeal, s
 		}},
 		{"a hand edit of alpha's tree that alpha's next pass repaired, its seal kept", func(t *testing.T, r *histRepo) (string, string) {
 			r.pass("alpha", "1")
@@ -161,21 +162,21 @@ func TestAppliedBranches(t *testing.T) {
 		}},
 		{"a head no cluster signed", func(t *testing.T, r *histRepo) (string, string) {
 			r.pass("alpha", "1")
-			return verify.ReasonInvalidSeal, r.seal("alpha", "HEAD", nil, nil)
+			return reasons.InvalidSeal, r.seal("alpha", "HEAD", nil, nil)
 		}},
 		{"a head beta signed", func(t *testing.T, r *histRepo) (string, string) {
 			r.pass("alpha", "1")
-			return verify.ReasonInvalidSeal, r.seal("alpha", "HEAD", r.keys["beta"], nil)
+			return reasons.InvalidSeal, r.seal("alpha", "HEAD", r.keys["beta"], nil)
 		}},
 		{"main's tip itself, signed by alpha", func(t *testing.T, r *histRepo) (string, string) {
 			h := r.pass("alpha", "1")
 			r.git("update-ref", "refs/heads/"+branch, h)
-			return verify.ReasonInvalidSeal, h
+			return reasons.InvalidSeal, h
 		}},
 		{"a seal holding a dot-file", func(t *testing.T, r *histRepo) (string, string) {
 			r.pass("alpha", "1")
 			blob := r.git("hash-object", "-w", "--stdin")
-			return verify.ReasonInvalidSeal, r.seal("alpha", "HEAD", r.keys["alpha"], func(own *object.Tree) *object.Tree {
+			return reasons.InvalidSeal, r.seal("alpha", "HEAD", r.keys["alpha"], func(own *object.Tree) *object.Tree {
 				own.Entries = append([]object.TreeEntry{{Name: ".sourceignore", Mode: filemode.Regular, Hash: plumbing.NewHash(blob)}}, own.Entries...)
 				return own
 			})

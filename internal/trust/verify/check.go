@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
@@ -231,7 +232,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 			return nil, err
 		}
 		for _, l := range leaks {
-			findings = append(findings, Finding{File: l.Path, Reason: ReasonPrivateMaterial, Message: "private material in history: " + l.Reason, Commit: l.Commit})
+			findings = append(findings, Finding{File: l.Path, Reason: reasons.PrivateMaterial, Message: "private material in history: " + l.Reason, Commit: l.Commit})
 		}
 	}
 	return findings, nil

@@ -8,46 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/schema"
-)
-
-// Reasons of the files that change what Git hosts, CI checkouts and GitOps
-// engines see of the tree, where gitpeer's readers (the reconcilers and
-// every CLI reader) read the committed Git objects: the same commit would
-// show other bytes, or other files, to a reader that checks it out.
-const (
-	// ReasonAttributesRewrite: a .gitattributes rule sets an attribute that
-	// makes Git rewrite the spec or a file under clusters/ in a checkout
-	// (ident, text, eol, crlf, filter, working-tree-encoding) or in an
-	// archive a host serves (export-subst, export-ignore): a CI job, a
-	// reviewer's checkout or a GitOps engine that checks out with the git
-	// CLI (Argo CD) would read other bytes than those committed and signed.
-	ReasonAttributesRewrite = "AttributesRewrite"
-	// ReasonSourceIgnore: a .sourceignore at the root or under clusters/:
-	// Flux's source-controller leaves out of its artifact what it lists
-	// (e.g. a cluster's kustomization.yaml, so that kustomize-controller
-	// applies every manifest of the folder, its inbox included).
-	ReasonSourceIgnore = "SourceIgnore"
-	// ReasonSubmodule: a .gitmodules file, a submodule entry (a gitlink) or
-	// a nested repository: content of another repository that a recursive
-	// clone fetches and nobody signed here.
-	ReasonSubmodule = "Submodule"
-	// ReasonSymbolicLink: a symbolic link, anywhere in the tree: a checkout
-	// follows it where gitpeer's readers refuse to, so they would read
-	// different content.
-	ReasonSymbolicLink = "SymbolicLink"
-	// ReasonUncheckoutablePath: a path some checkout cannot hold (see
-	// checkoutPath): longer than MaxCheckoutPath bytes, a name longer than
-	// MaxCheckoutName bytes, or a name Git refuses to check out on Windows
-	// (a device name such as aux or con, a trailing dot or space, one of
-	// <>:"|?*). Git stops such a checkout with an error ("file name too
-	// long", "invalid path"), so CI, a reviewer and a GitOps engine that
-	// checks out with the git CLI cannot read the commit at all;
-	// gitpeer's readers read Git objects and are not stopped.
-	ReasonUncheckoutablePath = "UncheckoutablePath"
 )
 
 // Bounds of what a checkout holds (ReasonUncheckoutablePath): a name of
@@ -65,8 +30,8 @@ const (
 // a larger one is a finding of its own rather than decoded.
 const maxAttributesFile = 1 << 20
 
-// checkoutFiles walks the whole tree for the files of the Reason*
-// constants above (SymbolicLink, Submodule, SourceIgnore,
+// checkoutFiles walks the whole tree for the files of the reasons
+// SymbolicLink, Submodule, SourceIgnore,
 // AttributesRewrite, UncheckoutablePath). Names are compared case-insensitively, as a checkout
 // on a case-insensitive file system (macOS, Windows) reads them.
 func (v *verifier) checkoutFiles() {
@@ -83,7 +48,7 @@ func (v *verifier) checkoutFiles() {
 			return nil // scoped: unchanged since Base
 		}
 		if why := uncheckoutable(p, d.Name()); why != "" {
-			v.add(p, "", ReasonUncheckoutablePath, "%s: Git cannot check it out (CI, a reviewer or a GitOps engine that checks out with the git CLI fails on the whole commit); gitpeer's readers read Git objects and are not stopped; rename or remove it", why)
+			v.add(p, "", reasons.UncheckoutablePath, "%s: Git cannot check it out (CI, a reviewer or a GitOps engine that checks out with the git CLI fails on the whole commit); gitpeer's readers read Git objects and are not stopped; rename or remove it", why)
 			if d.IsDir() {
 				return fs.SkipDir // one finding for what lies below
 			}
@@ -94,24 +59,24 @@ func (v *verifier) checkoutFiles() {
 		switch {
 		case name == ".git":
 			if dir != "." {
-				v.add(dir, "", ReasonSubmodule, "holds a nested Git repository (.git): a checkout sees another repository's content here, which nobody signed in this one")
+				v.add(dir, "", reasons.Submodule, "holds a nested Git repository (.git): a checkout sees another repository's content here, which nobody signed in this one")
 			}
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		case d.Type()&fs.ModeSymlink != 0:
-			v.add(p, "", ReasonSymbolicLink, "is a symbolic link: a checkout (CI's, a reviewer's, a GitOps engine's) follows it, gitpeer's readers do not; commit the file itself")
+			v.add(p, "", reasons.SymbolicLink, "is a symbolic link: a checkout (CI's, a reviewer's, a GitOps engine's) follows it, gitpeer's readers do not; commit the file itself")
 			return nil
 		case d.Type()&fs.ModeIrregular != 0:
-			v.add(p, "", ReasonSubmodule, "is a submodule: a recursive clone (Argo CD's, a CI job's) fetches another repository's content here, which nobody signed in this one")
+			v.add(p, "", reasons.Submodule, "is a submodule: a recursive clone (Argo CD's, a CI job's) fetches another repository's content here, which nobody signed in this one")
 			return nil
 		case d.IsDir():
 			return nil
 		case name == ".gitmodules":
-			v.add(p, "", ReasonSubmodule, "declares submodules: a recursive clone (Argo CD's, a CI job's) fetches other repositories' content, which nobody signed in this one")
+			v.add(p, "", reasons.Submodule, "declares submodules: a recursive clone (Argo CD's, a CI job's) fetches other repositories' content, which nobody signed in this one")
 		case name == ".sourceignore" && underPeering(dir):
-			v.add(p, "", ReasonSourceIgnore, "Flux's source-controller leaves out of its artifact every path this file lists (e.g. a cluster's kustomization.yaml, so that every manifest of the folder, its inbox included, is applied); remove it")
+			v.add(p, "", reasons.SourceIgnore, "Flux's source-controller leaves out of its artifact every path this file lists (e.g. a cluster's kustomization.yaml, so that every manifest of the folder, its inbox included, is applied); remove it")
 		case name == ".gitattributes":
 			attributes = append(attributes, p)
 		}
@@ -136,7 +101,7 @@ func (v *verifier) checkoutFiles() {
 			continue // Unreadable, from the walks of files and privateMaterial
 		}
 		if len(data) > maxAttributesFile {
-			v.add(file, "", ReasonAttributesRewrite, "is %d bytes, over the %d verify reads: Git may rewrite any file of the tree by it; remove it", len(data), maxAttributesFile)
+			v.add(file, "", reasons.AttributesRewrite, "is %d bytes, over the %d verify reads: Git may rewrite any file of the tree by it; remove it", len(data), maxAttributesFile)
 			continue
 		}
 		for _, r := range parseAttributes(data) {
@@ -165,8 +130,7 @@ func (v *verifier) checkoutFiles() {
 			if len(hits) > 1 {
 				more = fmt.Sprintf(" (and %d more)", len(hits)-1)
 			}
-			v.add(file, fmt.Sprintf("line %d", r.line), ReasonAttributesRewrite,
-				"%q sets %s: Git rewrites %s%s in a checkout or archive, so CI, reviewers and GitOps engines that check out with the git CLI (Argo CD) read other bytes than those committed and signed; remove the rule, or confine its pattern outside clusters/ and the spec",
+			v.add(file, fmt.Sprintf("line %d", r.line), reasons.AttributesRewrite, "%q sets %s: Git rewrites %s%s in a checkout or archive, so CI, reviewers and GitOps engines that check out with the git CLI (Argo CD) read other bytes than those committed and signed; remove the rule, or confine its pattern outside clusters/ and the spec",
 				r.pattern, strings.Join(rewrites, ", "), hits[0], more)
 		}
 	}

@@ -13,36 +13,11 @@ import (
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/policy"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/reconcile"
 	"github.com/gitpeer/gitpeer/schema"
-)
-
-// Reasons of grants beyond the spec (see grants). The first three are the
-// reasons a provider's reconciler denies such a request with.
-const (
-	// ReasonSliceNotInSpec: a slice is granted (an accepted answer) or
-	// rendered for a consumer although the spec lists no slice of that name
-	// for the peering.
-	ReasonSliceNotInSpec = policy.ReasonSliceNotInSpec
-	// ReasonSliceDiffersFromSpec: a granted or rendered slice has another
-	// class or other resources than the spec's slice, or an accepted answer
-	// grants (status.resources) other than what the provider's class grants
-	// for the spec's slice.
-	ReasonSliceDiffersFromSpec = policy.ReasonSliceDiffersFromSpec
-	// ReasonSliceOverClassTotal: the slices granted to one consumer in one
-	// class of a provider, taken in the spec's order, go past the class's
-	// caps at this one.
-	ReasonSliceOverClassTotal = policy.ReasonSliceOverClassTotal
-	// ReasonGrantBeyondPolicy: an accepted answer the provider's own terms
-	// deny: a class it does not offer, a resource over the class's cap, a
-	// drained Tenant.
-	ReasonGrantBeyondPolicy = "GrantBeyondPolicy"
-	// ReasonGrantNotAccepted: a ResourceSlice (or its Identity) is rendered
-	// for a consumer without an accepted answer of the provider granting it
-	// as the spec lists it.
-	ReasonGrantNotAccepted = "GrantNotAccepted"
 )
 
 // grants checks every slice the tree grants in the peering pr against the
@@ -123,15 +98,15 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		case !d.Accepted:
 			reason := d.Why
 			if reason == "" {
-				reason = ReasonGrantBeyondPolicy
+				reason = reasons.GrantBeyondPolicy
 			}
 			msg := strings.TrimPrefix(d.Message, reason+": ")
 			add(g.file, "spec", reason, "%s grants slice %s to %s, which the spec does not: %s", pr.Provider, g.name, pr.Consumer, msg)
 			why[g.name] = reason
 		case !policy.SameResources(g.rs.Status.Resources, d.Granted):
-			add(g.file, "status.resources", ReasonSliceDiffersFromSpec, "grants {%s}; class %s grants {%s} for the spec's slice %s",
+			add(g.file, "status.resources", reasons.SliceDiffersFromSpec, "grants {%s}; class %s grants {%s} for the spec's slice %s",
 				policy.FormatResources(g.rs.Status.Resources), policy.ClassName(string(g.rs.Spec.Class)), policy.FormatResources(d.Granted), g.name)
-			why[g.name] = ReasonSliceDiffersFromSpec
+			why[g.name] = reasons.SliceDiffersFromSpec
 		default:
 			ok[g.name] = true
 		}
@@ -158,7 +133,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		} else if id, err := liqo.DecodeIdentity(data); err == nil && id.Spec.Type == authv1beta1.ResourceSliceIdentityType {
 			name = id.Labels[liqo.LabelResourceSliceName]
 			if listed[name] == nil {
-				add(file, "", ReasonSliceNotInSpec, "rendered for %s: the spec lists no slice %s for this peering", pr.Consumer, name)
+				add(file, "", reasons.SliceNotInSpec, "rendered for %s: the spec lists no slice %s for this peering", pr.Consumer, name)
 				continue
 			}
 		} else {
@@ -168,7 +143,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 		case why[name] != "":
 			add(file, "", why[name], "rendered for %s, but %s's grant of slice %s is beyond the spec", pr.Consumer, pr.Provider, name)
 		case !ok[name]:
-			add(file, "", ReasonGrantNotAccepted, "rendered for %s, but %s has not granted slice %s", pr.Consumer, pr.Provider, name)
+			add(file, "", reasons.GrantNotAccepted, "rendered for %s, but %s has not granted slice %s", pr.Consumer, pr.Provider, name)
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gitpeer/gitpeer/internal/liqo"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -52,18 +53,18 @@ func TestAGrantTheSpecDoesNotListIsAFinding(t *testing.T) {
 	dir := checkout(t)
 	editSpec(t, dir, webSpec, "")
 	findings := run(t, dir)
-	mustHave(t, findings, webAnswer, "spec", verify.ReasonSliceNotInSpec)
-	mustHave(t, findings, webRendered, "spec", verify.ReasonSliceNotInSpec)
-	mustHave(t, findings, webIdentity, "", verify.ReasonSliceNotInSpec)
+	mustHave(t, findings, webAnswer, "spec", reasons.SliceNotInSpec)
+	mustHave(t, findings, webRendered, "spec", reasons.SliceNotInSpec)
+	mustHave(t, findings, webIdentity, "", reasons.SliceNotInSpec)
 }
 
 func TestAGrantWithOtherResourcesThanTheSpecsIsAFinding(t *testing.T) {
 	dir := checkout(t)
 	editSpec(t, dir, webSpec, `{name: "web", resources: {cpu: "1", memory: "4Gi"}},`)
 	findings := run(t, dir)
-	mustHave(t, findings, webAnswer, "spec", verify.ReasonSliceDiffersFromSpec)
-	mustHave(t, findings, webRendered, "spec", verify.ReasonSliceDiffersFromSpec)
-	mustHave(t, findings, webIdentity, "", verify.ReasonSliceDiffersFromSpec)
+	mustHave(t, findings, webAnswer, "spec", reasons.SliceDiffersFromSpec)
+	mustHave(t, findings, webRendered, "spec", reasons.SliceDiffersFromSpec)
+	mustHave(t, findings, webIdentity, "", reasons.SliceDiffersFromSpec)
 	if !has(findings, webAnswer, "spec", "resources {cpu=2, memory=4Gi}, the spec's are {cpu=1, memory=4Gi}") {
 		t.Errorf("the finding does not say what differs:\n%s", list(findings))
 	}
@@ -80,8 +81,8 @@ func TestAnAnswerGrantingMoreThanTheClassIsAFinding(t *testing.T) {
 		return encode(t, rs)
 	})(t, dir)
 	findings := run(t, dir)
-	mustHave(t, findings, webAnswer, "status.resources", verify.ReasonSliceDiffersFromSpec)
-	mustHave(t, findings, webIdentity, "", verify.ReasonSliceDiffersFromSpec)
+	mustHave(t, findings, webAnswer, "status.resources", reasons.SliceDiffersFromSpec)
+	mustHave(t, findings, webIdentity, "", reasons.SliceDiffersFromSpec)
 }
 
 func TestGrantsOverTheClassTotalAreAFinding(t *testing.T) {
@@ -104,8 +105,8 @@ func TestGrantsOverTheClassTotalAreAFinding(t *testing.T) {
 	writeFile(t, filepath.Join(dir, second), string(encode(t, rs)))
 	editSpec(t, dir, webSpec, webSpec+`{name: "web2", resources: {cpu: "3", memory: "4Gi"}},`)
 	findings := run(t, dir)
-	mustHave(t, findings, second, "spec", verify.ReasonSliceOverClassTotal)
-	if has(findings, webAnswer, "spec", "") || has(findings, webAnswer, "spec", verify.ReasonSliceOverClassTotal) {
+	mustHave(t, findings, second, "spec", reasons.SliceOverClassTotal)
+	if has(findings, webAnswer, "spec", "") || has(findings, webAnswer, "spec", reasons.SliceOverClassTotal) {
 		t.Errorf("web, listed first, is named:\n%s", list(findings))
 	}
 }
@@ -135,7 +136,7 @@ func TestASpecChangeUnderReviewIsNotAFindingOfTheGrantItWithdraws(t *testing.T) 
 		}
 	}
 	// Without the base, the tree grants what the spec does not list.
-	mustHave(t, verify.Tree(layout.NewTree(dir), spec, time.Now()), webAnswer, "spec", verify.ReasonSliceNotInSpec)
+	mustHave(t, verify.Tree(layout.NewTree(dir), spec, time.Now()), webAnswer, "spec", reasons.SliceNotInSpec)
 }
 
 func TestARenderedSliceWithoutAGrantIsAFinding(t *testing.T) {
@@ -148,14 +149,14 @@ func TestARenderedSliceWithoutAGrantIsAFinding(t *testing.T) {
 	}
 	rendered := "clusters/delta/liqo/gamma/resourceslice-bigbatch.yaml"
 	writeFile(t, filepath.Join(dir, rendered), string(data))
-	mustHave(t, run(t, dir), rendered, "", verify.ReasonGrantNotAccepted)
+	mustHave(t, run(t, dir), rendered, "", reasons.GrantNotAccepted)
 }
 
 func TestAGrantToADrainedTenantIsAFinding(t *testing.T) {
 	dir := checkout(t)
 	editSpec(t, dir, `{consumer: "alpha", provider: "beta", slices: [`, `{consumer: "alpha", provider: "beta", tenantCondition: "Drained", slices: [`)
 	findings := run(t, dir)
-	mustHave(t, findings, webAnswer, "spec", verify.ReasonGrantBeyondPolicy)
+	mustHave(t, findings, webAnswer, "spec", reasons.GrantBeyondPolicy)
 	if !has(findings, webAnswer, "spec", "drained") {
 		t.Errorf("the finding does not say why:\n%s", list(findings))
 	}

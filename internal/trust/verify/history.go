@@ -18,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
@@ -596,7 +597,7 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 			}
 		}
 		if judge && principal != "" && !layout.Writable(principal, ch.path) {
-			h.add(n.c, ch.path, ReasonOwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
+			h.add(n.c, ch.path, reasons.OwnershipViolation, "changed by a commit signed by %s, whose reconciler may only write clusters/%s/ and clusters/*/inbox/%s/", principal, principal, principal)
 		}
 		if principal != "" && h.signed != nil && strings.HasPrefix(ch.path, own) && !strings.HasPrefix(ch.path, ownInbox) {
 			k := pathBlob{ch.path, ch.to}
@@ -784,7 +785,7 @@ func (h *history) continuity(c *object.Commit, file string, id *identity, parent
 		}
 		if err := id.info.VerifyRotation(prev.info.Fingerprint); err != nil {
 			h.keyChanges = append(h.keyChanges, keyChange{index: len(h.findings), cluster: id.info.ClusterID, fingerprint: id.info.Fingerprint})
-			h.add(c, file, ReasonKeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
+			h.add(c, file, reasons.KeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
 			return
 		}
 	}
@@ -835,7 +836,7 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 	}
 	m, err := dirmanifest.Parse(file, data)
 	if err != nil {
-		out.reason, out.detail = ReasonManifestInvalid, err.Error()
+		out.reason, out.detail = reasons.ManifestInvalid, err.Error()
 		return out, nil
 	}
 	var id *identity
@@ -845,13 +846,13 @@ func (h *history) manifestOf(tree *object.Tree, writer, dir string) (*manifestAt
 		}
 	}
 	if id == nil {
-		out.reason, out.detail = ReasonManifestInvalid, fmt.Sprintf("%s: no valid key published in %s", file, layout.ClusterPath(writer, layout.ClusterFile))
+		out.reason, out.detail = reasons.ManifestInvalid, fmt.Sprintf("%s: no valid key published in %s", file, layout.ClusterPath(writer, layout.ClusterFile))
 		return out, nil
 	}
 	if err := m.Verify(id.pub, writer, dir); err != nil {
-		out.reason, out.detail = ReasonManifestInvalid, fmt.Sprintf("%s: %v", file, err)
+		out.reason, out.detail = reasons.ManifestInvalid, fmt.Sprintf("%s: %v", file, err)
 		if errors.Is(err, dirmanifest.ErrWrongScope) {
-			out.reason = ReasonOwnershipViolation
+			out.reason = reasons.OwnershipViolation
 		}
 		return out, nil
 	}
@@ -872,7 +873,7 @@ func (h *history) manifestChange(c *object.Commit, tree *object.Tree, ch change,
 				return 0, err
 			}
 			if !gone {
-				h.add(c, ch.path, ReasonManifestInvalid, "deleted while %s still holds files: nothing in it is signed by %s any more", dir, writer)
+				h.add(c, ch.path, reasons.ManifestInvalid, "deleted while %s still holds files: nothing in it is signed by %s any more", dir, writer)
 			}
 		}
 		return 0, nil
@@ -890,7 +891,7 @@ func (h *history) manifestChange(c *object.Commit, tree *object.Tree, ch change,
 	if judge {
 		for _, p := range parents {
 			if p != nil && ma.m.Sequence < p.sequences[dir] {
-				h.add(c, ch.path, ReasonManifestRolledBack, "sequence %d is lower than %d, signed before: an old signed state of %s replayed", ma.m.Sequence, p.sequences[dir], dir)
+				h.add(c, ch.path, reasons.ManifestRolledBack, "sequence %d is lower than %d, signed before: an old signed state of %s replayed", ma.m.Sequence, p.sequences[dir], dir)
 				break
 			}
 		}
@@ -917,25 +918,25 @@ func (h *history) vouched(c *object.Commit, tree *object.Tree, ch change, writer
 			return nil
 		}
 		if deleted {
-			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "deleted while %s has no manifest signed by %s", dir, writer)
+			h.addRepairable(c, ch.path, writer, dir, reasons.UnsignedChange, "deleted while %s has no manifest signed by %s", dir, writer)
 		} else {
-			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "written while %s has no manifest signed by %s", dir, writer)
+			h.addRepairable(c, ch.path, writer, dir, reasons.UnsignedChange, "written while %s has no manifest signed by %s", dir, writer)
 		}
 	case ma.m == nil:
 		h.addRepairable(c, ch.path, writer, dir, ma.reason, "changed, but the manifest does not vouch for it: %s", ma.detail)
 	case deleted:
 		if _, listed := ma.m.Lookup(rel); listed {
-			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "deleted, but %s/%s, signed by %s, still lists it", dir, dirmanifest.FileName, writer)
+			h.addRepairable(c, ch.path, writer, dir, reasons.UnsignedChange, "deleted, but %s/%s, signed by %s, still lists it", dir, dirmanifest.FileName, writer)
 		}
 	case ch.mode == filemode.Submodule:
-		h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "a submodule: no manifest can vouch for it")
+		h.addRepairable(c, ch.path, writer, dir, reasons.UnsignedChange, "a submodule: no manifest can vouch for it")
 	default:
 		sum, err := h.sum(ch.to)
 		if err != nil {
 			return err
 		}
 		if listed, ok := ma.m.Lookup(rel); !ok || listed != sum {
-			h.addRepairable(c, ch.path, writer, dir, ReasonUnsignedChange, "not listed with this content in %s/%s, signed by %s", dir, dirmanifest.FileName, writer)
+			h.addRepairable(c, ch.path, writer, dir, reasons.UnsignedChange, "not listed with this content in %s/%s, signed by %s", dir, dirmanifest.FileName, writer)
 		}
 	}
 	return nil
@@ -996,7 +997,7 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 	case err != nil && format == commitsig.FormatSSH:
 		// Only reconcilers sign with SSH keys here: an unreadable one is
 		// someone's attempt at passing for one.
-		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature, Message: fmt.Sprintf("the commit's %s signature cannot be read: %v", name, err), Commit: c.Hash.String()})
+		h.findings = append(h.findings, Finding{Reason: reasons.BadCommitSignature, Message: fmt.Sprintf("the commit's %s signature cannot be read: %v", name, err), Commit: c.Hash.String()})
 		return "", nil
 	case err != nil:
 		return "", nil // a person's OpenPGP signature go-crypto cannot read: judged as unsigned
@@ -1012,7 +1013,7 @@ func (h *history) signature(c *object.Commit, tree *object.Tree, st *known) (str
 	case claimed == "":
 		return "", nil // a key no cluster published: judged as unsigned
 	default:
-		h.findings = append(h.findings, Finding{Reason: ReasonBadCommitSignature,
+		h.findings = append(h.findings, Finding{Reason: reasons.BadCommitSignature,
 			Message: fmt.Sprintf("the commit's %s signature names %s's key but does not verify: %v", name, claimed, err), Commit: c.Hash.String()})
 		return "", nil
 	}

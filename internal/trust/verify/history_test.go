@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
@@ -215,7 +216,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.write("clusters/alpha/kustomization.yaml", "resources: [../beta/liqo]\n")
 		bad := r.commit("alpha: update kustomization\n\nGitpeer-Cluster: alpha\n")
 		r.legit("2")
-		if f := r.history(strict); !only(f, "clusters/alpha/kustomization.yaml", verify.ReasonUnsignedChange, bad) {
+		if f := r.history(strict); !only(f, "clusters/alpha/kustomization.yaml", reasons.UnsignedChange, bad) {
 			t.Fatalf("want one UnsignedChange in %s:\n%s", bad, list(f))
 		}
 	})
@@ -224,7 +225,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.legit("1")
 		r.write("clusters/beta/inbox/alpha/request-1.yaml", "n: forged\n")
 		bad := r.commit("fix a typo")
-		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/request-1.yaml", verify.ReasonUnsignedChange, bad) {
+		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/request-1.yaml", reasons.UnsignedChange, bad) {
 			t.Fatalf("want one UnsignedChange in %s:\n%s", bad, list(f))
 		}
 	})
@@ -242,7 +243,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.git("commit", "-q", "-m", "Merge branch 'side'")
 		merge := r.git("rev-parse", "HEAD")
 		f := r.history(strict)
-		if !only(f, "clusters/alpha/status.yaml", verify.ReasonUnsignedChange, merge) {
+		if !only(f, "clusters/alpha/status.yaml", reasons.UnsignedChange, merge) {
 			t.Fatalf("want one UnsignedChange in the merge %s (side: %s):\n%s", merge, side, list(f))
 		}
 	})
@@ -251,7 +252,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.legit("1")
 		r.remove("clusters/beta/inbox/alpha/request-1.yaml")
 		bad := r.commit("beta: clean up")
-		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/request-1.yaml", verify.ReasonUnsignedChange, bad) {
+		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/request-1.yaml", reasons.UnsignedChange, bad) {
 			t.Fatalf("want one UnsignedChange in %s:\n%s", bad, list(f))
 		}
 	})
@@ -260,11 +261,11 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.legit("1")
 		r.remove("clusters/beta/inbox/alpha/manifest.yaml")
 		bad := r.commit("drop the manifest")
-		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid, bad) {
+		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestInvalid, bad) {
 			t.Fatalf("want one ManifestInvalid in %s:\n%s", bad, list(f))
 		}
 		// Even when manifests are not required: it unsigns a signed directory.
-		if f := r.history(verify.Options{}); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestInvalid, bad) {
+		if f := r.history(verify.Options{}); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestInvalid, bad) {
 			t.Fatalf("without RequireManifests, want one ManifestInvalid in %s:\n%s", bad, list(f))
 		}
 	})
@@ -275,7 +276,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.git("checkout", first, "--", "clusters/beta/inbox/alpha")
 		r.remove("clusters/beta/inbox/alpha/request-2.yaml")
 		bad := r.commit("restore")
-		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestRolledBack, bad) {
+		if f := r.history(strict); !only(f, "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestRolledBack, bad) {
 			t.Fatalf("want one ManifestRolledBack in %s:\n%s", bad, list(f))
 		}
 	})
@@ -285,8 +286,8 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.signWith("alpha", "clusters/beta", r.keys["alpha"])
 		bad := r.commit("alpha: beta's status")
 		f := r.history(strict)
-		if len(f) != 2 || !hasCommitFinding(f, "clusters/beta/manifest.yaml", verify.ReasonOwnershipViolation, bad) ||
-			!hasCommitFinding(f, "clusters/beta/status.yaml", verify.ReasonOwnershipViolation, bad) {
+		if len(f) != 2 || !hasCommitFinding(f, "clusters/beta/manifest.yaml", reasons.OwnershipViolation, bad) ||
+			!hasCommitFinding(f, "clusters/beta/status.yaml", reasons.OwnershipViolation, bad) {
 			t.Fatalf("want OwnershipViolation on beta's manifest and status in %s:\n%s", bad, list(f))
 		}
 	})
@@ -298,7 +299,7 @@ func TestHistoryAttacksAreNamedWithTheirCommit(t *testing.T) {
 		r.git("checkout", "-q", "main")
 		r.legit("1")
 		r.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
-		if f := r.history(strict); !only(f, "clusters/alpha/liqo/beta/extra.yaml", verify.ReasonUnsignedChange, bad) {
+		if f := r.history(strict); !only(f, "clusters/alpha/liqo/beta/extra.yaml", reasons.UnsignedChange, bad) {
 			t.Fatalf("want one UnsignedChange in %s:\n%s", bad, list(f))
 		}
 	})
@@ -324,7 +325,7 @@ func TestKeyContinuity(t *testing.T) {
 		r.publish("alpha", mallory, "https://alpha.example:6443", nil)
 		r.signWith("alpha", "clusters/alpha", mallory)
 		bad := r.commit("alpha: new key\n\nGitpeer-Cluster: alpha\n")
-		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", verify.ReasonKeyChanged, bad) {
+		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", reasons.KeyChanged, bad) {
 			t.Fatalf("want one KeyChanged in %s:\n%s", bad, list(f))
 		}
 	})
@@ -334,7 +335,7 @@ func TestKeyContinuity(t *testing.T) {
 		r.sign("beta", "clusters/beta")
 		bad := r.commit("beta: move")
 		f := r.history(strict)
-		if !only(f, "clusters/beta/cluster.yaml", verify.ReasonKeyChanged, bad) || !strings.Contains(f[0].Message, "apiServer") {
+		if !only(f, "clusters/beta/cluster.yaml", reasons.KeyChanged, bad) || !strings.Contains(f[0].Message, "apiServer") {
 			t.Fatalf("want one KeyChanged naming apiServer in %s:\n%s", bad, list(f))
 		}
 	})
@@ -349,7 +350,7 @@ func TestKeyContinuity(t *testing.T) {
 		r.publish("alpha", mallory, "https://alpha.example:6443", nil)
 		r.signWith("alpha", "clusters/alpha", mallory)
 		bad := r.commit("alpha: publish again")
-		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", verify.ReasonKeyChanged, bad) {
+		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", reasons.KeyChanged, bad) {
 			t.Fatalf("want one KeyChanged in %s:\n%s", bad, list(f))
 		}
 	})
@@ -378,7 +379,7 @@ func TestKeyContinuity(t *testing.T) {
 		r.publish("alpha", next, "https://alpha.example:6443", next)
 		r.signWith("alpha", "clusters/alpha", next)
 		bad := r.commit("alpha: rotate key")
-		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", verify.ReasonKeyChanged, bad) {
+		if f := r.history(strict); !only(f, "clusters/alpha/cluster.yaml", reasons.KeyChanged, bad) {
 			t.Fatalf("want one KeyChanged in %s:\n%s", bad, list(f))
 		}
 	})
@@ -396,7 +397,7 @@ func TestBaseLimitsTheCommitsJudged(t *testing.T) {
 	}
 	opts := strict
 	opts.Base = base
-	if f := r.history(opts); !only(f, "clusters/beta/status.yaml", verify.ReasonUnsignedChange, bad) {
+	if f := r.history(opts); !only(f, "clusters/beta/status.yaml", reasons.UnsignedChange, bad) {
 		t.Fatalf("with --base %s, want only %s:\n%s", base, bad, list(f))
 	}
 	opts.Base = "main"
@@ -416,7 +417,7 @@ func TestUnsignedDirectoriesAreJudgedOnlyWhenManifestsAreRequired(t *testing.T) 
 	if f := r.history(verify.Options{}); len(f) != 0 {
 		t.Fatalf("without RequireManifests:\n%s", list(f))
 	}
-	if f := r.history(strict); !only(f, "clusters/alpha/inbox/beta/nonce.yaml", verify.ReasonUnsignedChange, bad) {
+	if f := r.history(strict); !only(f, "clusters/alpha/inbox/beta/nonce.yaml", reasons.UnsignedChange, bad) {
 		t.Fatalf("with RequireManifests, want one UnsignedChange in %s:\n%s", bad, list(f))
 	}
 }
@@ -490,10 +491,10 @@ func TestCommitSignatures(t *testing.T) {
 	r.legit("3") // unsigned: no finding by itself
 
 	want := []verify.Finding{
-		{File: "clusters/beta/manifest.yaml", Reason: verify.ReasonOwnershipViolation, Commit: foreign},
-		{File: "clusters/beta/status.yaml", Reason: verify.ReasonOwnershipViolation, Commit: foreign},
-		{Reason: verify.ReasonBadCommitSignature, Commit: garbled},
-		{Reason: verify.ReasonBadCommitSignature, Commit: tampered},
+		{File: "clusters/beta/manifest.yaml", Reason: reasons.OwnershipViolation, Commit: foreign},
+		{File: "clusters/beta/status.yaml", Reason: reasons.OwnershipViolation, Commit: foreign},
+		{Reason: reasons.BadCommitSignature, Commit: garbled},
+		{Reason: reasons.BadCommitSignature, Commit: tampered},
 	}
 	f := r.history(strict)
 	if len(f) != len(want) {
@@ -526,7 +527,7 @@ func TestCommitSignatures(t *testing.T) {
 	// Every refusal of a signature made with alpha's key (three commits) is
 	// a finding, with the garbled one; the maintainer's commit is no
 	// cluster's.
-	if n := count(f, verify.ReasonBadCommitSignature); n != 4 {
+	if n := count(f, reasons.BadCommitSignature); n != 4 {
 		t.Errorf("%d BadCommitSignature, want 4:\n%s", n, list(f))
 	}
 }
@@ -563,7 +564,7 @@ func TestAPrivateKeyOnlyInHistoryIsFoundWithHistory(t *testing.T) {
 	if findings, err = verify.Check(r.dir, spec, opts); err != nil {
 		t.Fatal(err)
 	}
-	if !only(findings, "docs/id_ed25519", verify.ReasonPrivateMaterial, leak) {
+	if !only(findings, "docs/id_ed25519", reasons.PrivateMaterial, leak) {
 		t.Fatalf("with --history, want the key in %s:\n%s", leak, list(findings))
 	}
 }
@@ -603,7 +604,7 @@ func TestARepoMadeByTheReconcilersPassesEveryCheckWithItsHistory(t *testing.T) {
 	if findings, err = verify.Check(dir, spec, refuse); err != nil {
 		t.Fatal(err)
 	}
-	if n := count(findings, verify.ReasonBadCommitSignature); n < 8 {
+	if n := count(findings, reasons.BadCommitSignature); n < 8 {
 		t.Fatalf("%d commits signed with a cluster key; want every reconciler pass:\n%s", n, list(findings))
 	}
 
@@ -615,8 +616,8 @@ func TestARepoMadeByTheReconcilersPassesEveryCheckWithItsHistory(t *testing.T) {
 	if findings, err = verify.Check(dir, spec, opts); err != nil {
 		t.Fatal(err)
 	}
-	if !hasCommitFinding(findings, "clusters/alpha/kustomization.yaml", verify.ReasonUnsignedChange, bad) ||
-		!hasFinding(findings, "clusters/alpha/kustomization.yaml", "", verify.ReasonUnsignedChange) {
+	if !hasCommitFinding(findings, "clusters/alpha/kustomization.yaml", reasons.UnsignedChange, bad) ||
+		!hasFinding(findings, "clusters/alpha/kustomization.yaml", "", reasons.UnsignedChange) {
 		t.Fatalf("want the unsigned kustomization in the tree and in %s:\n%s", bad, list(findings))
 	}
 }
@@ -649,7 +650,7 @@ func TestAReplayAfterTheBaseIsFoundAgainstSequencesBeforeIt(t *testing.T) {
 			bad := r.commit("restore")
 			opts := strict
 			opts.Base = base
-			if f := r.history(opts); !hasCommitFinding(f, "clusters/beta/inbox/alpha/manifest.yaml", verify.ReasonManifestRolledBack, bad) {
+			if f := r.history(opts); !hasCommitFinding(f, "clusters/beta/inbox/alpha/manifest.yaml", reasons.ManifestRolledBack, bad) {
 				t.Fatalf("with --base, want ManifestRolledBack in %s:\n%s", bad, list(f))
 			}
 		})

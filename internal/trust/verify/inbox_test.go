@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
 )
 
@@ -38,14 +38,14 @@ func TestAnythingButArtifactsInAnInboxIsAFinding(t *testing.T) {
 				}
 			}
 			findings := checkTree(t, dir, true)
-			if !hasFinding(findings, tc.file, "", verify.ReasonUnexpectedArtifact) {
+			if !hasFinding(findings, tc.file, "", reasons.UnexpectedArtifact) {
 				t.Fatalf("no UnexpectedArtifact on %s; got:\n%s", tc.file, list(findings))
 			}
-			if signed := !hasFinding(findings, tc.file, "", verify.ReasonUnsignedChange); signed != tc.signed {
+			if signed := !hasFinding(findings, tc.file, "", reasons.UnsignedChange); signed != tc.signed {
 				t.Errorf("%s signed: %t, want %t; got:\n%s", tc.file, signed, tc.signed, list(findings))
 			}
 			for _, f := range findings {
-				if f.Reason == verify.ReasonUnexpectedArtifact && f.File != tc.file {
+				if f.Reason == reasons.UnexpectedArtifact && f.File != tc.file {
 					t.Errorf("UnexpectedArtifact on another file: %s", f)
 				}
 			}

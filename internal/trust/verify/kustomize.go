@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/internal/boundedmap"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -50,8 +51,7 @@ func (v *verifier) build(id string) {
 	root := layout.ClusterPath(id)
 	kfile := findKustomization(v.tree, root)
 	if kfile == "" {
-		v.add(path.Join(root, layout.KustomizationFile), "", ReasonMissingKustomization,
-			"missing: Flux would apply every YAML file under %s/, the unverified inbox included", root)
+		v.add(path.Join(root, layout.KustomizationFile), "", reasons.MissingKustomization, "missing: Flux would apply every YAML file under %s/, the unverified inbox included", root)
 		return
 	}
 	refused := v.references(id)
@@ -77,7 +77,7 @@ func (v *verifier) build(id string) {
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	built, err := krusty.MakeKustomizer(opts).Run(mem, "/"+root)
 	if err != nil {
-		v.add(kfile, "", ReasonBuildFailed, "kustomize build %s: %v", root, err)
+		v.add(kfile, "", reasons.BuildFailed, "kustomize build %s: %v", root, err)
 		return
 	}
 	v.compareBuilt(id, kfile, built.Resources())
@@ -95,7 +95,7 @@ func (v *verifier) compareBuilt(id, kfile string, built []*resource.Resource) {
 		name := objectName(r)
 		m, err := r.Map()
 		if err != nil {
-			v.add(kfile, name, ReasonUnexpectedObject, "builds an object that cannot be read: %v", err)
+			v.add(kfile, name, reasons.UnexpectedObject, "builds an object that cannot be read: %v", err)
 			continue
 		}
 		match, sameName := false, false
@@ -111,9 +111,9 @@ func (v *verifier) compareBuilt(id, kfile string, built []*resource.Resource) {
 		switch {
 		case match:
 		case sameName:
-			v.add(kfile, name, ReasonUnexpectedObject, "builds %s unlike the object gitpeer renders for %s: a patch, generator or transformer changed it", name, id)
+			v.add(kfile, name, reasons.UnexpectedObject, "builds %s unlike the object gitpeer renders for %s: a patch, generator or transformer changed it", name, id)
 		default:
-			v.add(kfile, name, ReasonUnexpectedObject, "builds %s, which gitpeer does not render for %s from verified artifacts: Flux would apply it unverified", name, id)
+			v.add(kfile, name, reasons.UnexpectedObject, "builds %s, which gitpeer does not render for %s from verified artifacts: Flux would apply it unverified", name, id)
 		}
 	}
 }
@@ -224,7 +224,7 @@ func (v *verifier) references(id string) bool {
 		}
 		var k types.Kustomization
 		if err := yaml.Unmarshal(data, &k); err != nil {
-			v.add(file, "", ReasonBuildFailed, "does not parse as a kustomization: %v", err)
+			v.add(file, "", reasons.BuildFailed, "does not parse as a kustomization: %v", err)
 			refused = true
 			continue
 		}
@@ -364,17 +364,17 @@ func isRemote(ref string) bool {
 // it is refused.
 func classifyRef(root, dir, ref string) (target, reason, why string) {
 	if isRemote(ref) {
-		return "", ReasonRemoteBase, "is remote: Flux would fetch content nobody reviewed in this repo"
+		return "", reasons.RemoteBase, "is remote: Flux would fetch content nobody reviewed in this repo"
 	}
 	if path.IsAbs(ref) {
-		return "", ReasonOutsideReference, fmt.Sprintf("is an absolute path: only paths inside %s/ are applied", root)
+		return "", reasons.OutsideReference, fmt.Sprintf("is an absolute path: only paths inside %s/ are applied", root)
 	}
 	target = path.Join(dir, ref)
 	if target != root && !strings.HasPrefix(target, root+"/") {
-		return "", ReasonOutsideReference, fmt.Sprintf("leaves %s/: a cluster applies only its own tree", root)
+		return "", reasons.OutsideReference, fmt.Sprintf("leaves %s/: a cluster applies only its own tree", root)
 	}
 	if inbox := path.Join(root, layout.InboxDir); target == inbox || strings.HasPrefix(target, inbox+"/") {
-		return "", ReasonOutsideReference, fmt.Sprintf("enters %s/: inbox artifacts are applied only through the cluster's own verified copies", inbox)
+		return "", reasons.OutsideReference, fmt.Sprintf("enters %s/: inbox artifacts are applied only through the cluster's own verified copies", inbox)
 	}
 	return target, "", ""
 }

@@ -1,6 +1,9 @@
 package verify
 
-import "testing"
+import (
+	"github.com/gitpeer/gitpeer/internal/reasons"
+	"testing"
+)
 
 func TestReferencesKustomizeWouldFetchAreRemote(t *testing.T) {
 	remote := []string{
@@ -34,12 +37,12 @@ func TestReferencesAreResolvedInsideTheClusterTree(t *testing.T) {
 	}{
 		{"clusters/alpha", "liqo/beta/identity.yaml", ""},
 		{"clusters/alpha/overlay", "../liqo", ""},
-		{"clusters/alpha", "inbox/beta/identity.yaml", ReasonOutsideReference},
-		{"clusters/alpha/overlay", "../inbox", ReasonOutsideReference},
-		{"clusters/alpha", "../beta/liqo", ReasonOutsideReference},
-		{"clusters/alpha", "../alpha-evil/x.yaml", ReasonOutsideReference},
-		{"clusters/alpha", "/etc/passwd", ReasonOutsideReference},
-		{"clusters/alpha", "github.com/mallory/x", ReasonRemoteBase},
+		{"clusters/alpha", "inbox/beta/identity.yaml", reasons.OutsideReference},
+		{"clusters/alpha/overlay", "../inbox", reasons.OutsideReference},
+		{"clusters/alpha", "../beta/liqo", reasons.OutsideReference},
+		{"clusters/alpha", "../alpha-evil/x.yaml", reasons.OutsideReference},
+		{"clusters/alpha", "/etc/passwd", reasons.OutsideReference},
+		{"clusters/alpha", "github.com/mallory/x", reasons.RemoteBase},
 	}
 	for _, tc := range cases {
 		if _, reason, _ := classifyRef("clusters/alpha", tc.dir, tc.ref); reason != tc.reason {

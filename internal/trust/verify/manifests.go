@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
@@ -63,7 +64,7 @@ func (v *verifier) manifest(wd writerDir, trust dirmanifest.Keys, require bool) 
 		v.manifestScope(wd, file)
 	}
 	for _, ig := range view.Audit(wd.writer, wd.dir) {
-		if ig.Reason == dirmanifest.ReasonUnsignedChange {
+		if ig.Reason == reasons.UnsignedChange {
 			v.add(ig.Path, "", ig.Reason, "not listed with this content in %s: not signed by %s, so no reader acts on it", file, wd.writer)
 			continue
 		}
@@ -75,7 +76,7 @@ func (v *verifier) manifest(wd writerDir, trust dirmanifest.Keys, require bool) 
 	for _, f := range m.Files {
 		p := path.Join(wd.dir, f.Path)
 		if _, err := fs.Stat(v.tree, p); errors.Is(err, fs.ErrNotExist) {
-			v.add(p, "", dirmanifest.ReasonUnsignedChange, "listed in %s, signed by %s, but missing: deleted without %s's signature", file, wd.writer, wd.writer)
+			v.add(p, "", reasons.UnsignedChange, "listed in %s, signed by %s, but missing: deleted without %s's signature", file, wd.writer, wd.writer)
 		}
 	}
 }
@@ -92,6 +93,6 @@ func (v *verifier) manifestScope(wd writerDir, file string) {
 		return
 	}
 	if m.ClusterID != wd.writer || m.Directory != wd.dir {
-		v.add(file, "clusterID", ReasonOwnershipViolation, "signed for %s's %s, but %s is written only by %s", m.ClusterID, m.Directory, wd.dir, wd.writer)
+		v.add(file, "clusterID", reasons.OwnershipViolation, "signed for %s's %s, but %s is written only by %s", m.ClusterID, m.Directory, wd.dir, wd.writer)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
@@ -75,11 +76,11 @@ func TestATamperedFileInOneOfManyClustersIsNamed(t *testing.T) {
 	runtime.GOMAXPROCS(1)
 	serial := verify.CheckTree(layout.NewSnapshotTree(dir), spec, opts)
 	for _, want := range []struct{ file, field, reason string }{
-		{rendered, "", verify.ReasonRenderedMismatch},
-		{rendered, "", verify.ReasonUnsignedChange},
-		{planted, "", verify.ReasonPrivateMaterial},
-		{planted, "", verify.ReasonUnsignedChange},
-		{kust, "resources[", verify.ReasonRemoteBase},
+		{rendered, "", reasons.RenderedMismatch},
+		{rendered, "", reasons.UnsignedChange},
+		{planted, "", reasons.PrivateMaterial},
+		{planted, "", reasons.UnsignedChange},
+		{kust, "resources[", reasons.RemoteBase},
 	} {
 		found := false
 		for _, f := range serial {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/schema"
 )
 
@@ -87,7 +88,7 @@ func notInSpec(dir string, tree fs.FS, spec *schema.Spec, opts Options, unheld [
 		if err != nil {
 			why = fmt.Sprintf("does not load (%v)", err)
 		}
-		out = append(out, Finding{File: u.file, Reason: ReasonPeeringNotInSpec, Commit: c.String(), Message: fmt.Sprintf(
+		out = append(out, Finding{File: u.file, Reason: reasons.PeeringNotInSpec, Commit: c.String(), Message: fmt.Sprintf(
 			"an object of the peering %s → %s, written by this commit while its spec %s: once a peering leaves the spec, only what its revocation renders is written for it (the Tenant drained, no binding, an admission policy admitting nothing), so this is a state nobody approved (an unmerged proposal or an old state, copied onto the branch); revert it",
 			u.pair.Consumer, u.pair.Provider, why)})
 	}

@@ -3,6 +3,7 @@ package verify
 import (
 	"io/fs"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
 
@@ -37,16 +38,16 @@ func (v *verifier) privateMaterial() {
 	v.parallel(len(items), func(sub *verifier, i int) {
 		p := items[i].path
 		if items[i].err != nil {
-			sub.add(p, "", ReasonUnreadable, "%v", items[i].err)
+			sub.add(p, "", reasons.Unreadable, "%v", items[i].err)
 			return
 		}
 		data, err := fs.ReadFile(sub.tree, p)
 		if err != nil {
-			sub.add(p, "", ReasonUnreadable, "%v", err)
+			sub.add(p, "", reasons.Unreadable, "%v", err)
 			return
 		}
 		if reason, found := sub.guard.Inspect(data); found {
-			sub.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
+			sub.add(p, "", reasons.PrivateMaterial, "private material: %s", reason)
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/admission"
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/schema"
@@ -71,7 +72,7 @@ func (v *verifier) renderedOf(self string) (accepted [][]byte, unheld []unheldOb
 	for _, p := range peers {
 		dir := path.Join(layout.ClusterPath(self, layout.LiqoDir), p.Name())
 		if !p.IsDir() {
-			v.add(dir, "", ReasonUnexpectedObject, "gitpeer renders objects only in per-peer directories")
+			v.add(dir, "", reasons.UnexpectedObject, "gitpeer renders objects only in per-peer directories")
 			continue
 		}
 		allowed := v.expected(self, p.Name())
@@ -84,11 +85,11 @@ func (v *verifier) renderedOf(self string) (accepted [][]byte, unheld []unheldOb
 			}
 			known, match := v.matchesAny(data, allowed[f.Name()])
 			if !known {
-				v.add(file, "", ReasonUnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
+				v.add(file, "", reasons.UnexpectedObject, "gitpeer renders no such object for this peering: it would be applied unverified")
 				continue
 			}
 			if match == nil {
-				v.add(file, "", ReasonRenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
+				v.add(file, "", reasons.RenderedMismatch, "differs from the object gitpeer renders from the verified artifacts")
 				continue
 			}
 			accepted = append(accepted, data)

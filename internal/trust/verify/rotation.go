@@ -12,7 +12,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
-	"github.com/gitpeer/gitpeer/internal/repo/artifact"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
@@ -24,19 +24,14 @@ import (
 // Identity or grant checked against the new key, and the objects rendered
 // from them. Nothing about signatures of directories, layout or private
 // material is among them: those a rotation never excuses.
-var rotationReasons = map[string]bool{
-	ReasonRenderedMismatch: true, ReasonUnexpectedObject: true, ReasonOutOfOrder: true, ReasonEpochMismatch: true,
-	artifact.ReasonInvalidCertificate: true, artifact.ReasonInvalidCSR: true, artifact.ReasonSignatureMismatch: true,
-	artifact.ReasonKeyNotPinned: true, artifact.ReasonUntrustedCA: true, artifact.ReasonUntrustedAPIServer: true,
-	handshake.ReasonUntrustedCertificate: true,
-}
+var rotationReasons = map[string]bool{reasons.RenderedMismatch: true, reasons.UnexpectedObject: true, reasons.OutOfOrder: true, reasons.EpochMismatch: true, reasons.InvalidCertificate: true, reasons.InvalidCSR: true, reasons.SignatureVerificationFailed: true, reasons.KeyNotPinned: true, reasons.UntrustedCA: true, reasons.UntrustedAPIServer: true, reasons.UntrustedCertificate: true}
 
 // signedReasons are the reasons of the tree findings on a file that its
 // writer's manifest does not vouch for. A rotation explains one only on a
 // directory of the rotated cluster still signed, as before the rotation,
 // by its previous key (the cluster re-signs it with the new key at its
 // next pass): the file and the manifest unchanged since.
-var signedReasons = map[string]bool{ReasonUnsignedChange: true, ReasonManifestInvalid: true}
+var signedReasons = map[string]bool{reasons.UnsignedChange: true, reasons.ManifestInvalid: true}
 
 // maxRotationWalk bounds the commits resolveRotation walks back (first
 // parents) to find where a rotation was published.
@@ -161,7 +156,7 @@ func resolveRotation(dir string, head plumbing.Hash, tree fs.FS, spec *schema.Sp
 		}
 		for _, c := range mine {
 			f := &findings[c.index]
-			if !kept[f.File] || held[[2]string{f.File, ""}] && f.Reason != ReasonUnexpectedObject || held[[2]string{f.File, f.Field}] {
+			if !kept[f.File] || held[[2]string{f.File, ""}] && f.Reason != reasons.UnexpectedObject || held[[2]string{f.File, f.Field}] {
 				continue
 			}
 			if signedReasons[f.Reason] {

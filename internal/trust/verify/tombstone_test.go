@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
-	"github.com/gitpeer/gitpeer/internal/trust/verify"
 )
 
 // TestATombstoneIsNoFindingBetweenFormerPeers: delta and beta do not peer.
@@ -31,13 +31,13 @@ func TestATombstoneIsNoFindingBetweenFormerPeers(t *testing.T) {
 	}
 
 	writeFile(t, filepath.Join(repo, dir, "tenant.yaml"), "kind: Tenant\n")
-	if findings := checkTree(t, repo, true); !hasFinding(findings, dir+"/tenant.yaml", "", verify.ReasonUnsignedChange) {
+	if findings := checkTree(t, repo, true); !hasFinding(findings, dir+"/tenant.yaml", "", reasons.UnsignedChange) {
 		t.Fatalf("a file beside the tombstone is not UnsignedChange:\n%s", list(findings))
 	}
 
 	repo = checkout(t)
 	writeFile(t, filepath.Join(repo, dir, dirmanifest.FileName), tombstone(t, "alpha"))
-	if findings := checkTree(t, repo, true); !hasFinding(findings, dir+"/"+dirmanifest.FileName, "", verify.ReasonNotPeered) {
+	if findings := checkTree(t, repo, true); !hasFinding(findings, dir+"/"+dirmanifest.FileName, "", reasons.NotPeered) {
 		t.Fatalf("a tombstone not signed by delta is not NotPeered:\n%s", list(findings))
 	}
 }

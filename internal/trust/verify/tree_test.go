@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
@@ -70,71 +71,71 @@ func TestTreeAttacksAreFound(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml"), evilCRB)
 			appendTo(t, filepath.Join(dir, "clusters/beta/kustomization.yaml"), "- liqo/alpha/clusterrolebinding-evil.yaml\n")
 		}, []want{
-			{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", verify.ReasonUnexpectedObject},
-			{"clusters/beta/kustomization.yaml", "", verify.ReasonUnsignedChange},
-			{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", "", verify.ReasonUnsignedChange},
+			{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", reasons.UnexpectedObject},
+			{"clusters/beta/kustomization.yaml", "", reasons.UnsignedChange},
+			{"clusters/beta/liqo/alpha/clusterrolebinding-evil.yaml", "", reasons.UnsignedChange},
 		}},
 
 		{"a ClusterRoleBinding planted as a nested kustomization's generated object", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/beta/extra/kustomization.yaml"), "resources: [crb.yaml]\n")
 			writeFile(t, filepath.Join(dir, "clusters/beta/extra/crb.yaml"), evilCRB)
 			appendTo(t, filepath.Join(dir, "clusters/beta/kustomization.yaml"), "- extra\n")
-		}, []want{{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", verify.ReasonUnexpectedObject}}},
+		}, []want{{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", reasons.UnexpectedObject}}},
 
 		{"a patch that rebinds a rendered RoleBinding to cluster-admin", func(t *testing.T, dir string) {
 			appendTo(t, filepath.Join(dir, "clusters/beta/kustomization.yaml"),
 				"patches:\n- path: rb.yaml\n")
 			writeFile(t, filepath.Join(dir, "clusters/beta/rb.yaml"),
 				"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: liqo-binding-liqo-remote-controlplane, namespace: liqo-tenant-alpha}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n")
-		}, []want{{"clusters/beta/kustomization.yaml", "RoleBinding/liqo-tenant-alpha/liqo-binding-liqo-remote-controlplane", verify.ReasonUnexpectedObject}}},
+		}, []want{{"clusters/beta/kustomization.yaml", "RoleBinding/liqo-tenant-alpha/liqo-binding-liqo-remote-controlplane", reasons.UnexpectedObject}}},
 
 		{"a nested kustomization pulling an Identity from alpha's inbox", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/alpha/overlay/kustomization.yaml"), "resources:\n- ../inbox/beta/identity.yaml\n")
 			appendTo(t, filepath.Join(dir, "clusters/alpha/kustomization.yaml"), "- overlay\n")
-		}, []want{{"clusters/alpha/overlay/kustomization.yaml", "resources[0]", verify.ReasonOutsideReference}}},
+		}, []want{{"clusters/alpha/overlay/kustomization.yaml", "resources[0]", reasons.OutsideReference}}},
 
 		{"a nested kustomization, listed nowhere, reaching into another cluster's tree", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/alpha/liqo-extra/kustomization.yaml"), "components:\n- ../../beta/liqo\n")
-		}, []want{{"clusters/alpha/liqo-extra/kustomization.yaml", "components[0]", verify.ReasonOutsideReference}}},
+		}, []want{{"clusters/alpha/liqo-extra/kustomization.yaml", "components[0]", reasons.OutsideReference}}},
 
 		{"a configMapGenerator reading a file outside the cluster's tree", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/alpha/gen/kustomization.yaml"), "configMapGenerator:\n- name: x\n  files:\n  - spec=../../../peering.cue\n")
 			appendTo(t, filepath.Join(dir, "clusters/alpha/kustomization.yaml"), "- gen\n")
-		}, []want{{"clusters/alpha/gen/kustomization.yaml", "configMapGenerator[0].files[0]", verify.ReasonOutsideReference}}},
+		}, []want{{"clusters/alpha/gen/kustomization.yaml", "configMapGenerator[0].files[0]", reasons.OutsideReference}}},
 
 		{"a remote base", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/alpha/base/kustomization.yaml"), "resources:\n- https://github.com/mallory/manifests//evil?ref=main\n")
 			appendTo(t, filepath.Join(dir, "clusters/alpha/kustomization.yaml"), "- base\n")
-		}, []want{{"clusters/alpha/base/kustomization.yaml", "resources[0]", verify.ReasonRemoteBase}}},
+		}, []want{{"clusters/alpha/base/kustomization.yaml", "resources[0]", reasons.RemoteBase}}},
 
 		{"a kustomization that does not build", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "clusters/gamma/broken/kustomization.yaml"), "resources:\n- missing.yaml\n")
 			appendTo(t, filepath.Join(dir, "clusters/gamma/kustomization.yaml"), "- broken\n")
-		}, []want{{"clusters/gamma/kustomization.yaml", "", verify.ReasonBuildFailed}}},
+		}, []want{{"clusters/gamma/kustomization.yaml", "", reasons.BuildFailed}}},
 
 		{"a cluster's kustomization removed", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "clusters/delta/kustomization.yaml")); err != nil {
 				t.Fatal(err)
 			}
-		}, []want{{"clusters/delta/kustomization.yaml", "", verify.ReasonMissingKustomization}}},
+		}, []want{{"clusters/delta/kustomization.yaml", "", reasons.MissingKustomization}}},
 
 		{"a private key under docs/", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "docs/setup/key.pem"), privateKeyPEM(t))
-		}, []want{{"docs/setup/key.pem", "", verify.ReasonPrivateMaterial}}},
+		}, []want{{"docs/setup/key.pem", "", reasons.PrivateMaterial}}},
 
 		{"a private key at the root", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, "id_ed25519"), privateKeyPEM(t))
-		}, []want{{"id_ed25519", "", verify.ReasonPrivateMaterial}}},
+		}, []want{{"id_ed25519", "", reasons.PrivateMaterial}}},
 
 		{"an unsigned edit of a signed Identity", editFile("clusters/alpha/inbox/beta/identity.yaml", func(t *testing.T, data []byte) []byte {
 			return append(data, "# edited\n"...)
-		}), []want{{"clusters/alpha/inbox/beta/identity.yaml", "", verify.ReasonUnsignedChange}}},
+		}), []want{{"clusters/alpha/inbox/beta/identity.yaml", "", reasons.UnsignedChange}}},
 
 		{"a signed nonce deleted", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "clusters/alpha/inbox/gamma/nonce.yaml")); err != nil {
 				t.Fatal(err)
 			}
-		}, []want{{"clusters/alpha/inbox/gamma/nonce.yaml", "", verify.ReasonUnsignedChange}}},
+		}, []want{{"clusters/alpha/inbox/gamma/nonce.yaml", "", reasons.UnsignedChange}}},
 
 		// Bindings stand on a Tenant: with the Tenant gone from the inbox,
 		// what the provider rendered for it is no longer what render lists.
@@ -143,17 +144,17 @@ func TestTreeAttacksAreFound(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []want{
-			{"clusters/beta/inbox/alpha/tenant.yaml", "", verify.ReasonUnsignedChange},
-			{"clusters/beta/liqo/alpha/tenant-alpha.yaml", "", verify.ReasonUnexpectedObject},
-			{"clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml", "", verify.ReasonUnexpectedObject},
-			{"clusters/beta/liqo/alpha/clusterrolebinding-liqo-binding-liqo-virtual-kubelet-remote-clusterwide-alpha.yaml", "", verify.ReasonUnexpectedObject},
+			{"clusters/beta/inbox/alpha/tenant.yaml", "", reasons.UnsignedChange},
+			{"clusters/beta/liqo/alpha/tenant-alpha.yaml", "", reasons.UnexpectedObject},
+			{"clusters/beta/liqo/alpha/rolebinding-liqo-binding-liqo-remote-controlplane.yaml", "", reasons.UnexpectedObject},
+			{"clusters/beta/liqo/alpha/clusterrolebinding-liqo-binding-liqo-virtual-kubelet-remote-clusterwide-alpha.yaml", "", reasons.UnexpectedObject},
 		}},
 
 		{"an inbox manifest deleted", func(t *testing.T, dir string) {
 			if err := os.Remove(filepath.Join(dir, "clusters/beta/inbox/alpha/manifest.yaml")); err != nil {
 				t.Fatal(err)
 			}
-		}, []want{{"clusters/beta/inbox/alpha/tenant.yaml", "", verify.ReasonManifestInvalid}}},
+		}, []want{{"clusters/beta/inbox/alpha/tenant.yaml", "", reasons.ManifestInvalid}}},
 
 		{"alpha's signed manifest copied over beta's", func(t *testing.T, dir string) {
 			data, err := os.ReadFile(filepath.Join(dir, "clusters/alpha/manifest.yaml"))
@@ -162,8 +163,8 @@ func TestTreeAttacksAreFound(t *testing.T) {
 			}
 			writeFile(t, filepath.Join(dir, "clusters/beta/manifest.yaml"), string(data))
 		}, []want{
-			{"clusters/beta/manifest.yaml", "clusterID", verify.ReasonOwnershipViolation},
-			{"clusters/beta/kustomization.yaml", "", verify.ReasonManifestInvalid},
+			{"clusters/beta/manifest.yaml", "clusterID", reasons.OwnershipViolation},
+			{"clusters/beta/kustomization.yaml", "", reasons.ManifestInvalid},
 		}},
 
 		{"a manifest re-signed with a key beta does not publish", func(t *testing.T, dir string) {
@@ -177,8 +178,8 @@ func TestTreeAttacksAreFound(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []want{
-			{"clusters/beta/kustomization.yaml", "", verify.ReasonManifestInvalid},
-			{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", verify.ReasonUnexpectedObject},
+			{"clusters/beta/kustomization.yaml", "", reasons.ManifestInvalid},
+			{"clusters/beta/kustomization.yaml", "ClusterRoleBinding/evil", reasons.UnexpectedObject},
 		}},
 	}
 	for _, tc := range cases {
@@ -214,7 +215,7 @@ func TestManifestsAreRequiredOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	findings := checkTree(t, dir, true)
-	if !hasFinding(findings, "clusters/beta/inbox/alpha/tenant.yaml", "", verify.ReasonManifestInvalid) {
+	if !hasFinding(findings, "clusters/beta/inbox/alpha/tenant.yaml", "", reasons.ManifestInvalid) {
 		t.Fatalf("a directory without its manifest, with RequireManifests: no ManifestInvalid for its files:\n%s", list(findings))
 	}
 	if findings := checkTree(t, dir, false); len(findings) != 0 {
@@ -223,7 +224,7 @@ func TestManifestsAreRequiredOnlyWhenAsked(t *testing.T) {
 	// A directory that is signed is checked even when manifests are not
 	// required.
 	appendTo(t, filepath.Join(dir, "clusters/alpha/inbox/beta/identity.yaml"), "# edited\n")
-	if findings := checkTree(t, dir, false); len(findings) != 1 || !hasFinding(findings, "clusters/alpha/inbox/beta/identity.yaml", "", verify.ReasonUnsignedChange) {
+	if findings := checkTree(t, dir, false); len(findings) != 1 || !hasFinding(findings, "clusters/alpha/inbox/beta/identity.yaml", "", reasons.UnsignedChange) {
 		t.Fatalf("an unsigned edit in a signed directory, manifests not required:\n%s", list(findings))
 	}
 	// Signed again by its writer, the directory passes.

@@ -16,7 +16,7 @@
 //     (StaleSeal, InvalidSeal);
 //   - Check runs all of it on a checkout, and guard.ScanHistory on request.
 //
-// Findings name the file, the field, a reason code (Reason*), a message and,
+// Findings name the file, the field, a reason code (package reasons), a message and,
 // from history, the commit. A finding that a later signed state resolved
 // (Finding.Resolved: a repaired hand edit, a re-pinned key, a rotation in
 // progress) is legitimate history: Failing leaves it out unless strict.
@@ -40,6 +40,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/liqo"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/liqo/render"
+	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/artifact"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -49,7 +50,7 @@ import (
 )
 
 // Finding is one failed check: the file at fault, the field in it ("" for
-// the whole file), a reason code a program branches on (one of the Reason*
+// the whole file), a reason code a program branches on (one of package reasons'
 // constants, or an artifact's condition reason such as
 // SignatureVerificationFailed), the message a person reads to act, and, for
 // a finding from history, the full hash of the commit that introduced it.
@@ -154,103 +155,6 @@ func shortHash(h string) string {
 	}
 	return h
 }
-
-// Reason codes of findings. Artifact checks use the artifact's own condition
-// reasons (artifact.Reason*, handshake.Reason*) instead.
-const (
-	// ReasonUnsignedChange: a file of a writer's directory is not listed, or
-	// not with this content, in the directory's signed manifest; or a commit
-	// changed or deleted it without the writer's manifest vouching for it.
-	ReasonUnsignedChange = dirmanifest.ReasonUnsignedChange
-	// ReasonManifestInvalid: a directory's manifest is missing, malformed, or
-	// not signed by the writer's published key.
-	ReasonManifestInvalid = dirmanifest.ReasonManifestInvalid
-	// ReasonManifestRolledBack: a commit replaced a manifest with one of a
-	// lower sequence: an old signed state replayed.
-	ReasonManifestRolledBack = dirmanifest.ReasonManifestRolledBack
-	// ReasonTooManyEntries: a folder holds more entries than its cap
-	// (layout.EntryLimit), so no reader reads anything in it.
-	ReasonTooManyEntries = dirmanifest.ReasonTooManyEntries
-	// ReasonOwnershipViolation: a manifest signed for one writer sits in
-	// another's directory, or a commit signed by a cluster's key changed a
-	// path that cluster may not write.
-	ReasonOwnershipViolation = "OwnershipViolation"
-	// ReasonKeyChanged: a commit changed a cluster.yaml's public key, API
-	// server or CA without a rotation statement signed by the previous key.
-	ReasonKeyChanged = "KeyChanged"
-	// ReasonBadCommitSignature: a commit carries an SSH or OpenPGP
-	// signature that does not verify with the cluster key it claims.
-	ReasonBadCommitSignature = "BadCommitSignature"
-	// ReasonRemoteBase: a kustomization refers to a remote base or file (a
-	// URL, github.com/…, git::, ssh://, user@host:, ?ref=): Flux would fetch
-	// content nobody reviewed in this repo.
-	ReasonRemoteBase = "RemoteBase"
-	// ReasonOutsideReference: a kustomization refers to a path outside its
-	// cluster's tree or into its inbox.
-	ReasonOutsideReference = "OutsideReference"
-	// ReasonUnexpectedObject: a cluster's kustomization builds an object that
-	// is not one gitpeer renders from verified artifacts, or a file under
-	// liqo/ is not such an object.
-	ReasonUnexpectedObject = "UnexpectedObject"
-	// ReasonRenderedMismatch: a file under liqo/ differs from the object
-	// gitpeer renders for it.
-	ReasonRenderedMismatch = "RenderedMismatch"
-	// ReasonBuildFailed: kustomize, as Flux runs it, cannot build a
-	// cluster's tree; the message is kustomize's.
-	ReasonBuildFailed = "BuildFailed"
-	// ReasonMissingKustomization: a cluster's tree has no kustomization.yaml,
-	// so Flux would apply every YAML file under it, the inbox included.
-	ReasonMissingKustomization = "MissingKustomization"
-	// ReasonMissingReference: a kustomization lists a path that does not exist.
-	ReasonMissingReference = "MissingReference"
-	// ReasonPrivateMaterial: a file holds a private key, a kubeconfig client
-	// credential or an AWS secret key.
-	ReasonPrivateMaterial = "PrivateMaterial"
-	// ReasonInvalidFile: a repo file (cluster.yaml, kustomization.yaml) does
-	// not parse or breaks a rule of its kind.
-	ReasonInvalidFile = "InvalidFile"
-	// ReasonUnreadable: a file cannot be read (e.g. it is a symbolic link).
-	ReasonUnreadable = "Unreadable"
-	// ReasonOutsideLayout: a file is where no cluster writes.
-	ReasonOutsideLayout = "OutsideLayout"
-	// ReasonUndeclaredCluster: a tree belongs to a cluster the spec does not declare.
-	ReasonUndeclaredCluster = "UndeclaredCluster"
-	// ReasonNotPeered: an inbox holds artifacts between clusters that do not peer.
-	ReasonNotPeered = "NotPeered"
-	// ReasonFingerprintMismatch: a cluster's published key is not the one the spec pins.
-	ReasonFingerprintMismatch = "FingerprintMismatch"
-	// ReasonOpenPGPKeyMismatch: a cluster's openpgp.asc holds another key
-	// than the OpenPGP key derived from its cluster.yaml's key: GnuPG and
-	// Argo CD importing it would trust commits the cluster did not sign.
-	ReasonOpenPGPKeyMismatch = "OpenPGPKeyMismatch"
-	// ReasonOutOfOrder: an artifact exists without the one it answers (a
-	// Tenant without a valid nonce, an Identity without a valid Tenant, …).
-	ReasonOutOfOrder = "OutOfOrder"
-	// ReasonEpochMismatch: a Tenant answers a nonce of another epoch.
-	ReasonEpochMismatch = "EpochMismatch"
-	// ReasonUnexpectedArtifact: a file in an inbox, signed or not, is not
-	// one of the artifacts its writer sends in its part
-	// (artifact.InboxArtifact): no reader acts on it, and a GitOps engine
-	// that generated a kustomization from every manifest would apply it.
-	ReasonUnexpectedArtifact = artifact.ReasonUnexpectedArtifact
-	// ReasonPeeringNotInSpec: a file under clusters/<id>/liqo/<peer>/
-	// holds an object of a peering (a binding of the consumer, an active
-	// Tenant, a grant, an Identity) that the spec did not hold at the
-	// commit that wrote it: only what a revocation renders (the drained
-	// Tenant, an admission policy admitting nothing) is written for a
-	// peering the spec no longer holds.
-	ReasonPeeringNotInSpec = "PeeringNotInSpec"
-	// ReasonStaleSeal: a cluster's applied branch points at a seal older
-	// than a change the cluster's own reconciler signed on the branch
-	// checked since the seal's parent: the cluster applies a state its
-	// reconciler has replaced.
-	ReasonStaleSeal = "StaleSeal"
-	// ReasonInvalidSeal: a cluster's applied branch points at something
-	// that is not a seal of that cluster: a commit not signed by its key,
-	// with other than one parent, or whose tree holds more than
-	// clusters/<id>/ less its inbox (a dot-file, a link, another path).
-	ReasonInvalidSeal = "InvalidSeal"
-)
 
 // Tree runs the artifact and layout checks on a checkout tree (spec at its
 // root) at time now: every check a reconciler makes on the artifacts, the
@@ -417,11 +321,11 @@ func (v *verifier) cluster(c schema.Cluster) {
 		return // not published yet: its peerings simply have not started
 	}
 	if err != nil {
-		v.addErr(ReasonInvalidFile, err)
+		v.addErr(reasons.InvalidFile, err)
 		return
 	}
 	if c.Fingerprint != "" && c.Fingerprint != ci.Fingerprint {
-		v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", ReasonFingerprintMismatch, "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
+		v.add(layout.ClusterPath(c.ID, layout.ClusterFile), "fingerprint", reasons.FingerprintMismatch, "is %s, but the spec pins %s", ci.Fingerprint, c.Fingerprint)
 		return
 	}
 	v.infos[c.ID] = ci
@@ -443,9 +347,9 @@ func (v *verifier) openPGPKey(ci *layout.ClusterInfo) {
 	_, _, err = commitsig.CheckOpenPGPKey(data, pub, commitsig.OpenPGPUserID(ci.ClusterID))
 	switch {
 	case errors.Is(err, commitsig.ErrOpenPGPKeyMismatch):
-		v.add(file, "", ReasonOpenPGPKeyMismatch, "%v: it is not the key of %s", err, layout.ClusterPath(ci.ClusterID, layout.ClusterFile))
+		v.add(file, "", reasons.OpenPGPKeyMismatch, "%v: it is not the key of %s", err, layout.ClusterPath(ci.ClusterID, layout.ClusterFile))
 	case err != nil:
-		v.add(file, "", ReasonInvalidFile, "%v", err)
+		v.add(file, "", reasons.InvalidFile, "%v", err)
 	}
 }
 
@@ -479,7 +383,7 @@ func (v *verifier) files() {
 	})
 	v.parallel(len(items), func(sub *verifier, i int) {
 		if items[i].err != nil {
-			sub.add(items[i].path, "", ReasonUnreadable, "%v", items[i].err)
+			sub.add(items[i].path, "", reasons.Unreadable, "%v", items[i].err)
 			return
 		}
 		sub.file(items[i].path)
@@ -490,23 +394,23 @@ func (v *verifier) files() {
 func (v *verifier) file(p string) {
 	data, err := fs.ReadFile(v.tree, p)
 	if err != nil {
-		v.add(p, "", ReasonUnreadable, "%v", err)
+		v.add(p, "", reasons.Unreadable, "%v", err)
 		return
 	}
 	if reason, found := v.guard.Inspect(data); found {
-		v.add(p, "", ReasonPrivateMaterial, "private material: %s", reason)
+		v.add(p, "", reasons.PrivateMaterial, "private material: %s", reason)
 	}
 	cluster, from, rest, ok := layout.Split(p)
 	switch {
 	case !ok:
-		v.add(p, "", ReasonOutsideLayout, "not in a cluster's tree")
+		v.add(p, "", reasons.OutsideLayout, "not in a cluster's tree")
 	case !v.declared(cluster):
-		v.add(p, "", ReasonUndeclaredCluster, "cluster %q is not declared in the spec", cluster)
+		v.add(p, "", reasons.UndeclaredCluster, "cluster %q is not declared in the spec", cluster)
 	case from != "" && !v.peers(cluster, from) && !v.peers(from, cluster) && !v.tombstone(p, cluster, from, data):
-		v.add(p, "", ReasonNotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
+		v.add(p, "", reasons.NotPeered, "%s and %s do not peer: nothing may be addressed from one to the other", from, cluster)
 	case from != "" && !artifact.InboxArtifact(rest, v.sender(cluster, from)):
 		parts := v.sender(cluster, from)
-		v.add(p, "", ReasonUnexpectedArtifact, "not an artifact %s sends as %s (%s): no reader acts on it, signed or not",
+		v.add(p, "", reasons.UnexpectedArtifact, "not an artifact %s sends as %s (%s): no reader acts on it, signed or not",
 			from, parts.Part(cluster), artifact.InboxArtifacts(parts))
 	case from == "" && rest == layout.KustomizationFile:
 		v.kustomization(p, cluster, data)
@@ -569,12 +473,12 @@ func (v *verifier) findRemoved() {
 func (v *verifier) kustomization(file, cluster string, data []byte) {
 	resources, err := layout.ParseKustomization(file, data)
 	if err != nil {
-		v.addErr(ReasonInvalidFile, err)
+		v.addErr(reasons.InvalidFile, err)
 		return
 	}
 	for i, r := range resources {
 		if _, err := fs.Stat(v.tree, path.Join(layout.ClusterPath(cluster), r)); err != nil {
-			v.add(file, fmt.Sprintf("resources[%d]", i), ReasonMissingReference, "%q does not exist", r)
+			v.add(file, fmt.Sprintf("resources[%d]", i), reasons.MissingReference, "%q does not exist", r)
 		}
 	}
 }
@@ -585,7 +489,7 @@ func (v *verifier) read(file string) ([]byte, bool) {
 		return nil, false
 	}
 	if err != nil {
-		v.add(file, "", ReasonUnreadable, "%v", err)
+		v.add(file, "", reasons.Unreadable, "%v", err)
 		return nil, false
 	}
 	return data, true
@@ -608,7 +512,7 @@ func (v *verifier) peering(pr schema.Peering) {
 	if hasNonce {
 		var err error
 		if nonce, err = artifact.ParseNonce(nonceFile, nonceData, consumer); err != nil {
-			v.addErr(ReasonInvalidFile, err)
+			v.addErr(reasons.InvalidFile, err)
 			hasNonce = false
 		}
 	}
@@ -636,33 +540,33 @@ func (v *verifier) peering(pr schema.Peering) {
 	}
 	switch {
 	case hasTenant && !hasNonce:
-		v.add(tenantFile, "", ReasonOutOfOrder, "answers no valid nonce from %s", provider)
+		v.add(tenantFile, "", reasons.OutOfOrder, "answers no valid nonce from %s", provider)
 	case hasTenant && !havePin:
-		v.add(tenantFile, "", ReasonOutOfOrder, "%s has not published a valid cluster.yaml to pin its key", consumer)
+		v.add(tenantFile, "", reasons.OutOfOrder, "%s has not published a valid cluster.yaml to pin its key", consumer)
 	case hasTenant:
 		t, err := artifact.VerifyTenant(tenantFile, tenantData, artifact.TenantCheck{ConsumerID: consumer, Nonce: nonce.Value, PinnedKeyDER: pinned, Fingerprint: spec.Fingerprint})
 		if err != nil {
-			v.addErr(ReasonInvalidFile, err)
+			v.addErr(reasons.InvalidFile, err)
 			break
 		}
 		_, tenantKey, _ = handshake.ParsePublicKey(t.Spec.PublicKey)
 		if e, err := artifact.TenantEpoch(tenantFile, t); err != nil {
-			v.addErr(ReasonInvalidFile, err)
+			v.addErr(reasons.InvalidFile, err)
 		} else if e != nonce.Epoch {
-			v.add(tenantFile, "metadata.annotations", ReasonEpochMismatch, "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
+			v.add(tenantFile, "metadata.annotations", reasons.EpochMismatch, "answers epoch %d, the nonce is of epoch %d", e, nonce.Epoch)
 		}
 	}
 	if hasIdentity {
 		if tenantKey == nil {
-			v.add(identityFile, "", ReasonOutOfOrder, "issued without a valid Tenant from %s", consumer)
+			v.add(identityFile, "", reasons.OutOfOrder, "issued without a valid Tenant from %s", consumer)
 		}
 		if p == nil {
-			v.add(identityFile, "", ReasonOutOfOrder, "%s has not published a valid cluster.yaml", provider)
+			v.add(identityFile, "", reasons.OutOfOrder, "%s has not published a valid cluster.yaml", provider)
 		} else if tenantKey != nil {
 			if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
 				ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now,
 			}); err != nil {
-				v.addErr(ReasonInvalidFile, err)
+				v.addErr(reasons.InvalidFile, err)
 			}
 		}
 	}
@@ -688,12 +592,12 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 			continue
 		}
 		if tenantKey == nil {
-			v.add(file, "", ReasonOutOfOrder, "slice request without a valid Tenant from %s", consumer)
+			v.add(file, "", reasons.OutOfOrder, "slice request without a valid Tenant from %s", consumer)
 			continue
 		}
 		rs, err := artifact.VerifySliceRequest(file, data, name, consumer, provider, tenantKey)
 		if err != nil {
-			v.addErr(ReasonInvalidFile, err)
+			v.addErr(reasons.InvalidFile, err)
 			continue
 		}
 		requests[name] = rs
@@ -712,7 +616,7 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 		}
 		req, ok := requests[name]
 		if !ok {
-			v.add(file, "", ReasonOutOfOrder, "answers no valid request of %s", consumer)
+			v.add(file, "", reasons.OutOfOrder, "answers no valid request of %s", consumer)
 			continue
 		}
 		if p == nil || tenantKey == nil {
@@ -720,7 +624,7 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 		}
 		_, err := artifact.VerifySliceAnswer(file, data, req, artifact.IdentityCheck{ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now})
 		if err != nil && !errors.Is(err, artifact.ErrStaleAnswer) {
-			v.addErr(ReasonInvalidFile, err)
+			v.addErr(reasons.InvalidFile, err)
 		}
 	}
 }
