@@ -242,7 +242,7 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 	// The seal of beta's that holds alpha's RoleBinding and
 	// ClusterRoleBinding: a writer replays it once the peering is revoked.
 	var sealWithRBAC string
-	if !check(t, "each reconciler pins its cluster's GitRepository to its newest seal (spec.ref.commit, field manager gitpeer), branch and verify kept", func(t *testing.T) {
+	if !check(t, "each reconciler pins its cluster's GitRepository to its newest seal (spec.ref.commit and the reconcile request, field manager gitpeer), branch and verify kept", func(t *testing.T) {
 		for _, c := range order {
 			repo := "gitpeer-" + c.id
 			err := eventually(ctx, fluxTimeout, 250*time.Millisecond, func() error {
@@ -260,8 +260,10 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 					t.Errorf("%s's GitRepository %s = %q, want %q", c.id, path, got, want)
 				}
 			}
-			if owned := fieldsOwnedBy(ctx, c, "gitrepository", repo, "gitpeer"); owned != `{"f:spec":{"f:ref":{"f:commit":{}}}}` {
-				t.Errorf("field manager gitpeer owns %s of %s's GitRepository, want spec.ref.commit alone", owned, c.id)
+			// The pin and the request to apply it now, in one apply: no other
+			// field of the object is gitpeer's.
+			if owned := fieldsOwnedBy(ctx, c, "gitrepository", repo, "gitpeer"); owned != `{"f:metadata":{"f:annotations":{"f:reconcile.fluxcd.io/requestedAt":{}}},"f:spec":{"f:ref":{"f:commit":{}}}}` {
+				t.Errorf("field manager gitpeer owns %s of %s's GitRepository, want spec.ref.commit and the annotation reconcile.fluxcd.io/requestedAt alone", owned, c.id)
 			}
 		}
 		sealWithRBAC = remoteHead("gitpeer/applied/" + providerID)
