@@ -289,6 +289,36 @@ func TestChartValues(t *testing.T) {
 		}
 	})
 
+	t.Run("the push webhook: --webhook-addr, its secret from a Secret, its port", func(t *testing.T) {
+		off := containerOf(deployment(t, render(t, chartNamespace, nil), chartNamespace))
+		for _, a := range off["args"].([]any) {
+			if strings.HasPrefix(fmt.Sprint(a), "--webhook-addr") {
+				t.Errorf("webhook off by default, yet args hold %v", a)
+			}
+		}
+		c := containerOf(deployment(t, render(t, chartNamespace, map[string]any{"webhook": map[string]any{"enabled": true, "secretName": "hook"}}), chartNamespace))
+		if args := c["args"].([]any); !slices.Contains(args, any("--webhook-addr=:9292")) {
+			t.Errorf("args %v: no --webhook-addr=:9292", args)
+		}
+		var secret, port any
+		for _, e := range c["env"].([]any) {
+			if e := e.(map[string]any); e["name"] == "GITPEER_WEBHOOK_SECRET" {
+				secret = dig(e, "valueFrom", "secretKeyRef")
+			}
+		}
+		for _, p := range c["ports"].([]any) {
+			if p := p.(map[string]any); p["name"] == "webhook" {
+				port = p["containerPort"]
+			}
+		}
+		if fmt.Sprint(secret) != "map[key:token name:hook]" {
+			t.Errorf("GITPEER_WEBHOOK_SECRET from %v, want key token of Secret hook", secret)
+		}
+		if fmt.Sprint(port) != "9292" {
+			t.Errorf("containerPort webhook %v, want 9292", port)
+		}
+	})
+
 	for _, tc := range []struct {
 		name string
 		set  map[string]any
