@@ -79,6 +79,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each, seeded from the bad-input suit
 bench: ## Benchmarks (speed and memory targets live here, not in tests)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+.PHONY: bench-daemons
+bench-daemons: ## 20 `gitpeer reconcile` daemons, default flags, one repo over loopback HTTP: merge to every peering Ready, failed passes
+	$(GO) test -run '^$$' -bench BenchmarkDaemonMesh -benchtime 1x -timeout 30m ./internal/demo -args -daemons 20
+
 .PHONY: bench-contention
 bench-contention: ## Meshes of 20 and 50 clusters through one bare repo, reconcilers in turn and all at once: rounds, retries, failed passes, time
 	$(GO) test -run '^$$' -bench BenchmarkMesh -benchtime 1x -timeout 120m ./internal/demo -args -mesh 20,50

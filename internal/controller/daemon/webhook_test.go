@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -117,6 +118,52 @@ func TestAVerifiedPushToTheBranchWakesTheDaemon(t *testing.T) {
 	}
 }
 
+// TestARealGiteaDeliveryWakesTheDaemon: a push event exactly as Gitea
+// 1.26.0 delivered it (testdata/webhook/README.md), its body and headers
+// verbatim with Gitea's own signature, wakes the daemon; the same bytes
+// under another secret, or changed by one byte, do not.
+func TestARealGiteaDeliveryWakesTheDaemon(t *testing.T) {
+	const capturedSecret, capturedAfter = "gitpeer-e2e-webhook-secret", "d86e7e878fd20c04c677c1df3e5b783150b829b6"
+	body := payload(t, "gitea-push-captured.json")
+	var headers map[string]string
+	if err := json.Unmarshal(payload(t, "gitea-push-captured.headers.json"), &headers); err != nil {
+		t.Fatal(err)
+	}
+	hdr := http.Header{}
+	for k, v := range headers {
+		hdr.Set(k, v)
+	}
+	deliver := func(t *testing.T, secret string, body []byte) (code int, wakes int, lines *logs) {
+		lines, log := newLogs(t)
+		n := 0
+		srv := httptest.NewServer(&Webhook{Secret: []byte(secret), Refs: []string{"refs/heads/main"}, Log: log, Wake: func(string) { n++ }})
+		defer srv.Close()
+		code, _ = post(t, srv, hdr.Clone(), body)
+		return code, n, lines
+	}
+	code, wakes, lines := deliver(t, capturedSecret, body)
+	if code != http.StatusAccepted || wakes != 1 {
+		t.Fatalf("%d, %d wake-ups; want 202 and one", code, wakes)
+	}
+	var found bool
+	for _, l := range lines.all() {
+		found = found || l.msg() == "webhook push" && l["host"] == "gitea" && l["ref"] == "refs/heads/main" && l["after"] == capturedAfter
+	}
+	if !found {
+		t.Errorf("no `webhook push` line for gitea, refs/heads/main, %s: %v", capturedAfter, lines.all())
+	}
+	if code, wakes, _ := deliver(t, hookSecret, body); code != http.StatusForbidden || wakes != 0 {
+		t.Errorf("under another secret: %d, %d wake-ups; want 403 and none", code, wakes)
+	}
+	changed := bytes.Replace(body, []byte("peer gamma with alpha"), []byte("peer gamma with alphA"), 1)
+	if bytes.Equal(changed, body) {
+		t.Fatal("the captured payload lacks its commit message")
+	}
+	if code, wakes, _ := deliver(t, capturedSecret, changed); code != http.StatusForbidden || wakes != 0 {
+		t.Errorf("a changed body: %d, %d wake-ups; want 403 and none", code, wakes)
+	}
+}
+
 // TestGitHubsFormEncodedPushIsRead: GitHub's other content type puts the
 // JSON in a payload field, and signs the form body.
 func TestGitHubsFormEncodedPushIsRead(t *testing.T) {
@@ -221,6 +268,9 @@ func TestParsePushEventReadsTheRef(t *testing.T) {
 			t.Errorf("%s: %+v, %v", file, ev, err)
 		}
 	}
+	if ev, err := ParsePushEvent("application/json", payload(t, "gitea-push-captured.json")); err != nil || ev.Ref != "refs/heads/main" || ev.After != "d86e7e878fd20c04c677c1df3e5b783150b829b6" {
+		t.Errorf("gitea-push-captured.json: %+v, %v", ev, err)
+	}
 	for _, bad := range []string{``, `null`, `[]`, `{"ref": 3}`, `{"ref": "main"}`, `{"ref": "refs/heads/a b"}`, `{`} {
 		if ev, err := ParsePushEvent("application/json", []byte(bad)); err == nil {
 			t.Errorf("%q: %+v, want an error", bad, ev)
@@ -231,7 +281,7 @@ func TestParsePushEventReadsTheRef(t *testing.T) {
 // FuzzParsePushEvent: any body, under either content type, is a push event
 // with a full ref name or an error, never a panic.
 func FuzzParsePushEvent(f *testing.F) {
-	for _, name := range []string{"github-push.json", "gitlab-push.json", "gitea-push.json"} {
+	for _, name := range []string{"github-push.json", "gitlab-push.json", "gitea-push.json", "gitea-push-captured.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "webhook", name))
 		if err != nil {
 			f.Fatal(err)

@@ -6,7 +6,8 @@
 // dir. The reconcilers run as `gitpeer reconcile --push-branch
 // --open-pull-request --forge gitea` against it, and the test checks
 // through Gitea's API and the git CLI what a reviewer would see. No
-// Kubernetes: the clusters use the file backend.
+// Kubernetes: the clusters use the file backend. webhook_test.go has
+// Gitea's push webhook start a `gitpeer reconcile` daemon's pass.
 //
 // Run with `make e2e`, or `go test -tags e2e -count=1 -v ./e2e/forge/` with
 // GITEA_BIN and GITEA_STATIC (default: the e2e cache's bin/gitea and
@@ -128,6 +129,10 @@ ENABLED = false
 
 [mailer]
 ENABLED = false
+
+[webhook]
+; the webhook test's receivers listen on loopback, which Gitea refuses by default
+ALLOWED_HOST_LIST = loopback
 
 [session]
 PROVIDER = memory
