@@ -113,13 +113,13 @@ type Options struct {
 	// refetching, from what the Sync has seen of the other writers;
 	// default DefaultBackoff.
 	Backoff func(Contention) time.Duration
-	// Now gives commit timestamps; default Clock.Now.
-	Now func() time.Time
-	// Clock times push retries: the backoff waits, PushTimeout and the
-	// durations in Contention and in a give-up's error; default
-	// clock.RealClock{} (k8s.io/utils/clock, imported as utilclock
-	// since the tests name their fixed commit time clock). Tests pass a
-	// k8s.io/utils/clock/testing FakeClock and step it.
+	// Clock dates commits (author and committer time: Clock.Now) and times
+	// push retries (the backoff waits, PushTimeout and the durations in
+	// Contention and in a give-up's error); default clock.RealClock{}
+	// (k8s.io/utils/clock, imported as utilclock since the tests name
+	// their fixed commit time clock). Tests pass a
+	// k8s.io/utils/clock/testing FakeClock and step it; a caller whose
+	// time is a function passes ClockFunc.
 	Clock utilclock.Clock
 	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
 	// OpenPGP or SSH signatures, see package commitsig).
@@ -262,6 +262,11 @@ type Repo struct {
 	// branch while a pass of SyncTree runs with Options.PushBranch
 	// (Pending); nil otherwise.
 	pending *TreeFS
+
+	// onDate is a test seam: when set, it runs each time a commit is
+	// dated, between the fetch and the push of an attempt (the tests land
+	// other writers' commits there). Nil outside tests.
+	onDate func()
 }
 
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then
@@ -366,9 +371,6 @@ func withDefaults(opts Options) (Options, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = utilclock.RealClock{}
-	}
-	if opts.Now == nil {
-		opts.Now = opts.Clock.Now
 	}
 	u, err := normalizeURL(opts.URL)
 	if err != nil {

@@ -534,10 +534,13 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 // cleaned as go-git's Worktree.Commit would clean it.
 func (r *Repo) signature() object.Signature {
 	clean := strings.NewReplacer("<", "", ">", "", "\n", "")
+	if r.onDate != nil {
+		r.onDate()
+	}
 	return object.Signature{
 		Name:  clean.Replace(r.opts.Author.Name),
 		Email: clean.Replace(r.opts.Author.Email),
-		When:  r.opts.Now(),
+		When:  r.opts.Clock.Now(),
 	}
 }
 

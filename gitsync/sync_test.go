@@ -22,6 +22,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	utilclock "k8s.io/utils/clock"
+
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
@@ -235,15 +237,14 @@ func TestSyncReappliesTheChangeOnARejectedPush(t *testing.T) {
 	assertClean(t, b.Dir())
 }
 
-// movingClock is a commit clock that lets other make a commit each time
-// it is read, that is while a Sync makes its commit: the Sync's every push
-// is then rejected.
-func movingClock(t *testing.T, other *Repo) func() time.Time {
+// movingRemote is a Repo.onDate that lets other make a commit each time a
+// commit is dated, that is while a Sync makes its commit: the Sync's every
+// push is then rejected.
+func movingRemote(t *testing.T, other *Repo) func() {
 	n := 0
-	return func() time.Time {
+	return func() {
 		n++
 		mustSync(t, other, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
-		return clock
 	}
 }
 
@@ -261,8 +262,8 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	moving := movingClock(t, c)
-	b.opts.Now = moving
+	moving := movingRemote(t, c)
+	b.onDate = moving
 
 	calls := 0
 	res, err := b.SyncTree(context.Background(), func(ctx context.Context, tip *TreeFS) (*Change, error) {
@@ -294,7 +295,7 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	}
 
 	// Once the remote holds still, the same Repo pushes fine.
-	b.opts.Now = func() time.Time { return clock }
+	b.onDate = nil
 	res = mustSync(t, b, writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if res.Commit == "" || res.Attempts != 1 {
 		t.Errorf("Sync after the conflict = %+v", res)
@@ -317,7 +318,7 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.opts.Now = movingClock(t, c)
+	b.onDate = movingRemote(t, c)
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
@@ -416,6 +417,7 @@ func TestSyncHonoursContext(t *testing.T) {
 	other := openRepo(t, bare, "other")
 	opts := testOptions(t, bare, "cl-b")
 	opts.Backoff = func(Contention) time.Duration { return time.Hour }
+	opts.Clock = utilclock.RealClock{} // the wait is real: the context ends it
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -837,6 +839,8 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
 	opts.MaxAttempts = 10
+	// The windows are what real pushes take.
+	opts.Clock = utilclock.RealClock{}
 	const perAttempt = 3 // commits the other writer lands during each attempt
 	var seen []Contention
 	var waits []time.Duration
@@ -851,12 +855,11 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		for range perAttempt {
 			n++
 			mustSync(t, c, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
 		}
-		return clock
 	}
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if !errors.Is(err, ErrPushConflict) {
@@ -911,7 +914,7 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		// Between b's fetch and its push, the next writer of the burst
 		// lands its one commit; then the burst is over.
 		if n < burst {
@@ -919,7 +922,6 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 			mustSync(t, others[n], writes("cl-w pass", map[string]string{name: "ready\n"}))
 			n++
 		}
-		return clock
 	}
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
@@ -959,12 +961,11 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		// Between b's fetch and its push, a commit by a new name lands.
 		n++
 		mallory.opts.Author.Email = fmt.Sprintf("writer-%d@example.com", n)
 		mustSync(t, mallory, writes("burst", map[string]string{"clusters/m/status.yaml": fmt.Sprintf("n: %d\n", n)}))
-		return clock
 	}
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
