@@ -295,8 +295,8 @@ func (r *Repo) Sealed() fs.FS {
 }
 
 // Reviewed reports whether the change a pass makes to path (slash-separated,
-// from the repo root) waits for a merge: with Options.PushBranch, every
-// path Options.Reviewed covers (all when it is nil); without, none.
+// from the repo root) waits for a merge: with Options.Review.Branch, every
+// path Options.Review.Paths covers (all when it is nil); without, none.
 func (r *Repo) Reviewed(path string) bool {
-	return r.opts.PushBranch != "" && (r.opts.Reviewed == nil || r.opts.Reviewed(path))
+	return r.opts.Review.Branch != "" && (r.opts.Review.Paths == nil || r.opts.Review.Paths(path))
 }

@@ -164,7 +164,7 @@ type Options struct {
 	// AppliedKey, when set, is the public key of Signer: an applied branch
 	// whose commit this key did not sign is resealed even if its scope is
 	// already right, and a push branch whose head this key signed is this
-	// cluster's own proposal (see PushBranch).
+	// cluster's own proposal (see Review).
 	AppliedKey crypto.PublicKey
 	// Seals, when set with AppliedBranch, keeps the newest seal where no
 	// writer of the repo reaches it (the cluster's backend): each Sync
@@ -175,26 +175,34 @@ type Options struct {
 	// branch at an older seal has it applied until the next seal.
 	Seals SealKeeper
 
-	// PushBranch, when set, turns Sync into a review flow (after Flux's
-	// image-automation-controller, "a push branch distinct from the checkout
-	// branch"): the pass still runs on Branch's tip, which is only read
-	// (merged = approved), and its commit is pushed to PushBranch instead,
-	// as Branch's tip plus exactly that one signed commit. When the pass
-	// changes nothing, PushBranch is deleted, so that hosts close its pull
-	// request. PushBranch is force-updated, but only over what is absent,
-	// already merged into Branch, or this cluster's own previous proposal
-	// (its head signed with AppliedKey, its parent on Branch); anything else
-	// is someone's work and Sync refuses, wrapping ErrForeignCommit. It
-	// requires Signer and AppliedKey and a name other than Branch and
-	// AppliedBranch.
-	PushBranch string
-	// Reviewed, with PushBranch, tells the paths of a pass's change that
-	// need review (e.g. what the cluster applies): only those go to
-	// PushBranch. The others are pushed to Branch first, as a commit of
-	// their own, signed, with the pass's message, and the proposal is made
-	// on top of it; a rejected push of that commit runs the pass again on
-	// the new tip. Nil: every path needs review.
-	Reviewed func(path string) bool
+	// Review, when its Branch is set, turns Sync into a review flow.
+	Review Review
+}
+
+// Review is Options' review flow (after Flux's image-automation-controller,
+// "a push branch distinct from the checkout branch"): the pass still runs
+// on Options.Branch's tip, which is only read (merged = approved), and its
+// commit is pushed to Review.Branch instead, as that tip plus exactly that
+// one signed commit. The zero Review is no review: passes push to
+// Options.Branch.
+type Review struct {
+	// Branch is the branch proposals are pushed to. When the pass changes
+	// nothing, Branch is deleted, so that hosts close its pull request.
+	// Branch is force-updated, but only over what is absent, already
+	// merged into Options.Branch, or this cluster's own previous proposal
+	// (its head signed with Options.AppliedKey, its parent on
+	// Options.Branch); anything else is someone's work and Sync refuses,
+	// wrapping ErrForeignCommit. It requires Options.Signer and
+	// Options.AppliedKey and a name other than Options.Branch and
+	// Options.AppliedBranch.
+	Branch string
+	// Paths, with Branch, tells the paths of a pass's change that need
+	// review (e.g. what the cluster applies): only those go to Branch. The
+	// others are pushed to Options.Branch first, as a commit of their own,
+	// signed, with the pass's message, and the proposal is made on top of
+	// it; a rejected push of that commit runs the pass again on the new
+	// tip. Nil: every path needs review.
+	Paths func(path string) bool
 }
 
 // Credentials authenticate a Repo's fetches and pushes.
@@ -259,7 +267,7 @@ type Repo struct {
 	seen seenRefs
 
 	// pending is the tree of this cluster's own proposal on the push
-	// branch while a pass of SyncTree runs with Options.PushBranch
+	// branch while a pass of SyncTree runs with Options.Review.Branch
 	// (Pending); nil otherwise.
 	pending *TreeFS
 

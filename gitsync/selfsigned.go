@@ -36,5 +36,5 @@ func (r *Repo) SignedBySelf(since, tip string) (signed []string, ok bool) {
 }
 
 // Branch returns Options.Branch, the shared branch passes read (and commit
-// to, without PushBranch).
+// to, without Review.Branch).
 func (r *Repo) Branch() string { return r.opts.Branch }

@@ -80,7 +80,7 @@ type Change struct {
 // TreePassFunc computes the change on the remote tip, read from Git
 // objects (tip). SyncTree runs it once and re-applies its Change when a
 // push is rejected (see SyncTree); a rejected proposal
-// (Options.PushBranch), or commits of this cluster's own key that beat its
+// (Options.Review.Branch), or commits of this cluster's own key that beat its
 // push, run it again, so it must be a function of what it reads. It should
 // return soon after ctx ends.
 type TreePassFunc func(ctx context.Context, tip *TreeFS) (*Change, error)
@@ -113,10 +113,11 @@ type Result struct {
 	// (Options.Seals) before its pass: someone else moved the branch.
 	AppliedRestored string
 
-	// PushBranch is Options.PushBranch. With it, the pass's commit goes to
-	// PushBranch, and Commit is "", unless Options.Reviewed leaves part of
-	// the change out of review: then Commit and Message are the commit
-	// pushed to the shared branch with that part, CommitFiles its paths.
+	// PushBranch is Options.Review.Branch. With it, the pass's commit goes
+	// to PushBranch, and Commit is "", unless Options.Review.Paths leaves
+	// part of the change out of review: then Commit and Message are the
+	// commit pushed to the shared branch with that part, CommitFiles its
+	// paths.
 	PushBranch  string
 	CommitFiles []string
 	// Proposed is the hex hash of the commit PushBranch holds after the
@@ -129,7 +130,7 @@ type Result struct {
 }
 
 // SyncTree runs one pass and publishes its change as at most one commit on
-// the shared branch (or, with Options.PushBranch, on the review branch),
+// the shared branch (or, with Options.Review.Branch, on the review branch),
 // then points the applied branch at the cluster's vouched tree of the tip
 // (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
 // fetch, pass on the tip's tree (TreeFS), guard.Check of every written
@@ -155,7 +156,7 @@ func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) 
 		return Result{}, err
 	}
 	publish := r.publish
-	if r.opts.PushBranch != "" {
+	if r.opts.Review.Branch != "" {
 		publish = r.propose
 	}
 	res, tip, err := publish(ctx, pass)
@@ -300,11 +301,11 @@ func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress ti
 	}
 }
 
-// pushTarget is the branch passes push to: PushBranch in a review flow,
+// pushTarget is the branch passes push to: Review.Branch in a review flow,
 // else Branch.
 func (r *Repo) pushTarget() string {
-	if r.opts.PushBranch != "" {
-		return r.opts.PushBranch
+	if r.opts.Review.Branch != "" {
+		return r.opts.Review.Branch
 	}
 	return r.opts.Branch
 }
@@ -566,7 +567,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
 	specs := []config.RefSpec{trackingSpec(r.opts.Branch)}
 	var optional []string
-	for _, b := range []string{r.opts.AppliedBranch, r.opts.PushBranch} {
+	for _, b := range []string{r.opts.AppliedBranch, r.opts.Review.Branch} {
 		if b != "" {
 			optional = append(optional, b)
 			specs = append(specs, trackingSpec(b))

@@ -220,8 +220,8 @@ func (w *world) openRunner(c *cluster) error {
 	if w.reviewed[c.id] {
 		// As reconcile --push-branch gitpeer/review/<id> --review-scope
 		// applied: what the cluster applies waits for a merge.
-		opts.PushBranch = reviewBranch(c.id)
-		if opts.Reviewed, err = runner.Reviewed(runner.ReviewApplied, c.id); err != nil {
+		opts.Review.Branch = reviewBranch(c.id)
+		if opts.Review.Paths, err = runner.Reviewed(runner.ReviewApplied, c.id); err != nil {
 			return err
 		}
 	}
