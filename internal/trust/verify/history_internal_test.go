@@ -7,9 +7,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -115,7 +112,7 @@ func TestLearnedChangesAreTheFullDiffsThatCommitReads(t *testing.T) {
 		{"clusters/b/inbox/c": true, "clusters/b": true},
 		{},
 	} {
-		h := &history{repo: repo, trees: map[plumbing.Hash][]object.TreeEntry{}, sequenced: sequenced}
+		h := &history{repo: repo, trees: newTreeCache(), sequenced: sequenced}
 		order, err := h.walk(head.Hash())
 		if err != nil {
 			t.Fatal(err)
