@@ -27,7 +27,8 @@ import (
 // A host that refuses for its rate limit (HTTP 429, or 503 with
 // Retry-After) is a *RateLimitError saying how long it asked to wait.
 func (r *Repo) RemoteRefs(ctx context.Context) (map[string]string, error) {
-	auth, ca := r.opts.Auth, r.opts.CABundle
+	var auth transport.AuthMethod
+	var ca []byte
 	if r.opts.Credentials != nil {
 		var err error
 		if auth, ca, err = r.opts.Credentials.Transport(); err != nil {

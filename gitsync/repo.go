@@ -79,17 +79,13 @@ type Options struct {
 	BranchMustExist bool
 	// Author is the commit author and committer.
 	Author Signature
-	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
-	// none (ssh then falls back to go-git's default, the ssh agent).
-	Auth transport.AuthMethod
-	// CABundle is a PEM bundle of CA certificates trusted for https, on top
-	// of the system's; nil means the system's alone.
-	CABundle []byte
-	// Credentials, when set, replace Auth and CABundle: they are asked for
-	// at the start of Open and of every Sync, so that credentials rotated on
-	// disk take effect at the next Sync, and every fetch or push error goes
-	// through their Explain (package gitauth implements it for a
-	// credentials directory).
+	// Credentials authenticate fetches and pushes over http(s) and ssh:
+	// they are asked for at the start of Open and of every Sync, so that
+	// credentials rotated on disk take effect at the next Sync, and every
+	// fetch or push error goes through their Explain (package gitauth
+	// implements it for a credentials directory). Nil means none: no auth
+	// (ssh then falls back to go-git's default, the ssh agent) and the
+	// system's CA roots.
 	Credentials Credentials
 	// PushTimeout bounds the time one Sync retries rejected pushes without
 	// progress: no push attempt starts later than PushTimeout after the
@@ -436,7 +432,6 @@ func DefaultBackoff(c Contention) time.Duration {
 // pushes from Options.
 func (r *Repo) loadCredentials() error {
 	if r.opts.Credentials == nil {
-		r.auth, r.caBundle = r.opts.Auth, r.opts.CABundle
 		return nil
 	}
 	auth, ca, err := r.opts.Credentials.Transport()
