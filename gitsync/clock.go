@@ -10,7 +10,7 @@ import (
 // rather than a clock (the demo's time, a test world's, frozen or stepped by
 // hand): Now is now(), Since measures from now(), and timers, tickers and
 // sleeps are the real clock's. A frozen now therefore dates every commit
-// alike and never lets Options.PushTimeout run out; the backoff waits are
+// alike and never lets Options.Push.Timeout run out; the backoff waits are
 // still real.
 func ClockFunc(now func() time.Time) utilclock.Clock { return funcClock{now: now} }
 

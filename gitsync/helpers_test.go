@@ -43,11 +43,11 @@ func newBare(t testing.TB) string {
 // which take no real time.
 func testOptions(t testing.TB, url, name string) Options {
 	return Options{
-		URL:     url,
-		Dir:     filepath.Join(t.TempDir(), name),
-		Author:  Signature{Name: "gitpeer " + name, Email: name + "@gitpeer.example"},
-		Backoff: func(Contention) time.Duration { return time.Millisecond },
-		Clock:   newSkippingClock(),
+		URL:    url,
+		Dir:    filepath.Join(t.TempDir(), name),
+		Author: Signature{Name: "gitpeer " + name, Email: name + "@gitpeer.example"},
+		Push:   PushRetry{Backoff: func(Contention) time.Duration { return time.Millisecond }},
+		Clock:  newSkippingClock(),
 	}
 }
 

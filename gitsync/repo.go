@@ -46,9 +46,9 @@ import (
 const (
 	DefaultBranch = "main"
 	// DefaultPushTimeout bounds the retries of a rejected push while no
-	// writer new to the pass lands a commit (see Options.PushTimeout).
+	// writer new to the pass lands a commit (see PushRetry.Timeout).
 	DefaultPushTimeout = 2 * time.Minute
-	// MaxPushWait bounds one Sync's retries to MaxPushWait × PushTimeout
+	// MaxPushWait bounds one Sync's retries to MaxPushWait × Push.Timeout
 	// from its first push attempt, new writers or not (20 minutes by
 	// default; a burst of 50 daemons on 2 cores took under 3).
 	MaxPushWait = 10
@@ -87,30 +87,10 @@ type Options struct {
 	// (ssh then falls back to go-git's default, the ssh agent) and the
 	// system's CA roots.
 	Credentials Credentials
-	// PushTimeout bounds the time one Sync retries rejected pushes without
-	// progress: no push attempt starts later than PushTimeout after the
-	// last commit by a writer (commit author) new to this Sync landed on
-	// the branch, or after the first attempt before any did; default
-	// DefaultPushTimeout. In a burst (every daemon of a mesh wakes on the
-	// same spec change) each writer lands once, so the bound restarts
-	// with each of them and a pass waits its turn however many are ahead;
-	// a writer landing commit after commit ahead of it (a hot loop) does
-	// not restart it. However many new writers land, no attempt starts
-	// later than MaxPushWait × PushTimeout after the first: commit authors
-	// are what any repo writer says they are, and a stream of made-up ones
-	// must not hold a pass forever. Retries are bounded in time, not in
-	// count.
-	PushTimeout time.Duration
-	// MaxAttempts, when positive, is the maximum number of push attempts
-	// of one Sync, including the first one; default 0: as many as
-	// PushTimeout allows.
-	MaxAttempts int
-	// Backoff returns how long to wait after a rejected push before
-	// refetching, from what the Sync has seen of the other writers;
-	// default DefaultBackoff.
-	Backoff func(Contention) time.Duration
+	// Push bounds and paces the retries of a rejected push.
+	Push PushRetry
 	// Clock dates commits (author and committer time: Clock.Now) and times
-	// push retries (the backoff waits, PushTimeout and the durations in
+	// push retries (the backoff waits, Push.Timeout and the durations in
 	// Contention and in a give-up's error); default clock.RealClock{}
 	// (k8s.io/utils/clock, imported as utilclock since the tests name
 	// their fixed commit time clock). Tests pass a
@@ -199,6 +179,34 @@ type Review struct {
 	// it; a rejected push of that commit runs the pass again on the new
 	// tip. Nil: every path needs review.
 	Paths func(path string) bool
+}
+
+// PushRetry is how a Sync retries a push the remote rejected because
+// another writer landed first: it refetches, checks and retries its commit
+// on the new tip, after a backoff. The zero PushRetry is the defaults.
+type PushRetry struct {
+	// Timeout bounds the time one Sync retries rejected pushes without
+	// progress: no push attempt starts later than Timeout after the
+	// last commit by a writer (commit author) new to this Sync landed on
+	// the branch, or after the first attempt before any did; default
+	// DefaultPushTimeout. In a burst (every daemon of a mesh wakes on the
+	// same spec change) each writer lands once, so the bound restarts
+	// with each of them and a pass waits its turn however many are ahead;
+	// a writer landing commit after commit ahead of it (a hot loop) does
+	// not restart it. However many new writers land, no attempt starts
+	// later than MaxPushWait × Timeout after the first: commit authors
+	// are what any repo writer says they are, and a stream of made-up ones
+	// must not hold a pass forever. Retries are bounded in time, not in
+	// count.
+	Timeout time.Duration
+	// MaxAttempts, when positive, is the maximum number of push attempts
+	// of one Sync, including the first one; default 0: as many as
+	// Timeout allows.
+	MaxAttempts int
+	// Backoff returns how long to wait after a rejected push before
+	// refetching, from what the Sync has seen of the other writers;
+	// default DefaultBackoff.
+	Backoff func(Contention) time.Duration
 }
 
 // Credentials authenticate a Repo's fetches and pushes.
@@ -367,11 +375,11 @@ func withDefaults(opts Options) (Options, error) {
 	if err := checkPush(opts); err != nil {
 		return opts, err
 	}
-	if opts.PushTimeout <= 0 {
-		opts.PushTimeout = DefaultPushTimeout
+	if opts.Push.Timeout <= 0 {
+		opts.Push.Timeout = DefaultPushTimeout
 	}
-	if opts.Backoff == nil {
-		opts.Backoff = DefaultBackoff
+	if opts.Push.Backoff == nil {
+		opts.Push.Backoff = DefaultBackoff
 	}
 	if opts.Clock == nil {
 		opts.Clock = utilclock.RealClock{}
@@ -385,7 +393,7 @@ func withDefaults(opts Options) (Options, error) {
 }
 
 // Contention is what a Sync has seen of the other writers when a push of
-// its was rejected: the input of Options.Backoff.
+// its was rejected: the input of Options.Push.Backoff.
 type Contention struct {
 	// Attempt counts the push attempts made so far, the rejected one
 	// included (1-based).
@@ -408,7 +416,7 @@ const (
 	maxBackoff = 10 * time.Second
 )
 
-// DefaultBackoff is the default Options.Backoff: max(1, Landed) × Window,
+// DefaultBackoff is the default Options.Push.Backoff: max(1, Landed) × Window,
 // with "equal jitter" (half fixed, half random), within 10ms and 10s.
 //
 // Every commit that lands invalidates every attempt in flight, so what a

@@ -24,7 +24,7 @@ import (
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
 // rejected because the remote branch moved in between, and no writer new to
-// the Sync landed a commit for Options.PushTimeout (or Options.MaxAttempts
+// the Sync landed a commit for Options.Push.Timeout (or Options.Push.MaxAttempts
 // attempts were made).
 var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 
@@ -135,7 +135,7 @@ type Result struct {
 // (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
 // fetch, pass on the tip's tree (TreeFS), guard.Check of every written
 // file, commit, push without force; a rejected push re-applies the same
-// change on the new tip after Backoff until it lands or PushTimeout
+// change on the new tip after Backoff until it lands or Push.Timeout
 // (bounded by MaxPushWait) passes. Everything is Git objects and refs: the
 // commit's tree is built from the tip's and the change (gitobj.Writer),
 // and nothing is checked out. It returns what was pushed (Result) and
@@ -272,25 +272,25 @@ func (r *Repo) publish(ctx context.Context, pass TreePassFunc) (Result, plumbing
 
 // waitRetry waits Backoff(c) before push attempt number c.Attempt+1 after a
 // rejected push (err) of a Sync that started pushing at started, at most
-// until PushTimeout from progress, the last time a writer new to the Sync
+// until Push.Timeout from progress, the last time a writer new to the Sync
 // landed a commit (started, before any). It returns an error wrapping
 // ErrPushConflict when that attempt would be past MaxAttempts or
-// PushTimeout has passed, and the context's error when it ends first.
+// Push.Timeout has passed, and the context's error when it ends first.
 func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress time.Time, err error) error {
 	giveUp := func() error {
 		return fmt.Errorf("push %s to %s after %d attempts in %s, the last %s without a commit from a writer new to this pass: %w: %w",
 			r.pushTarget(), r.opts.URL, c.Attempt, r.opts.Clock.Since(started).Round(time.Millisecond),
 			r.opts.Clock.Since(progress).Round(time.Millisecond), ErrPushConflict, r.explain(err))
 	}
-	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
+	if r.opts.Push.MaxAttempts > 0 && c.Attempt >= r.opts.Push.MaxAttempts {
 		return giveUp()
 	}
-	left := min(r.opts.PushTimeout-r.opts.Clock.Since(progress), MaxPushWait*r.opts.PushTimeout-r.opts.Clock.Since(started))
+	left := min(r.opts.Push.Timeout-r.opts.Clock.Since(progress), MaxPushWait*r.opts.Push.Timeout-r.opts.Clock.Since(started))
 	if left <= 0 {
 		return giveUp()
 	}
 	// The last attempt starts at the deadline rather than not at all.
-	wait := min(r.opts.Backoff(c), left)
+	wait := min(r.opts.Push.Backoff(c), left)
 	t := r.opts.Clock.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -169,7 +169,7 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer lock.Unlock()
-	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, Push: gitsync.PushRetry{Timeout: o.pushTimeout}}
 	if review != nil {
 		gopts.Review = gitsync.Review{Branch: review.branch, Paths: reviewed}
 	}

@@ -212,7 +212,7 @@ func (w *world) publish(c *cluster) error {
 func (w *world) openRunner(c *cluster) error {
 	opts, err := runner.Signed(gitsync.Options{
 		URL: w.remote, Dir: filepath.Join(w.dir, "checkouts", c.id), Clock: gitsync.ClockFunc(w.clock.Now),
-		Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond },
+		Push: gitsync.PushRetry{Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond }},
 	}, c.b, w.format)
 	if err != nil {
 		return err

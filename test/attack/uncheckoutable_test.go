@@ -100,7 +100,7 @@ func TestAPathNoCheckoutCanHoldStallsNoPass(t *testing.T) {
 func openRunnerAt(w *world, c *cluster, dir string) error {
 	opts, err := runner.Signed(gitsync.Options{
 		URL: w.remote, Dir: dir, Clock: gitsync.ClockFunc(w.clock.Now),
-		Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond },
+		Push: gitsync.PushRetry{Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond }},
 	}, c.b, w.format)
 	if err != nil {
 		return err

@@ -44,7 +44,7 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 	moving.Store(true)
 	generation := 0
 	o := opts("alpha")
-	o.PushTimeout = 2 * time.Second
+	o.Push.Timeout = 2 * time.Second
 	// The clock is read while alpha pushes, among others when it dates
 	// its commit, between its fetch and its push: beta lands a commit at
 	// every reading while moving.
