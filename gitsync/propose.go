@@ -46,8 +46,8 @@ func (e *foreignCommitError) Error() string {
 func (e *foreignCommitError) Unwrap() error { return ErrForeignCommit }
 
 // checkPush validates Options.Review.Branch: a valid branch name other than the
-// shared and the applied branch, with a Signer and its public key
-// (AppliedKey), by which Sync recognises its own previous proposals.
+// shared and the applied branch, with a Signing.Signer and its public key
+// (Signing.Key), by which Sync recognises its own previous proposals.
 func checkPush(opts Options) error {
 	if opts.Review.Branch == "" {
 		return nil
@@ -58,10 +58,10 @@ func checkPush(opts Options) error {
 	switch {
 	case opts.Review.Branch == opts.Branch:
 		return fmt.Errorf("open: push branch %q is the shared branch", opts.Review.Branch)
-	case opts.Review.Branch == opts.AppliedBranch:
+	case opts.Review.Branch == opts.Applied.Branch:
 		return fmt.Errorf("open: push branch %q is the applied branch", opts.Review.Branch)
-	case opts.Signer == nil || opts.AppliedKey == nil:
-		return errors.New("open: Review.Branch needs a Signer and its public key (AppliedKey) to recognise its own proposals")
+	case opts.Signing.Signer == nil || opts.Signing.Key == nil:
+		return errors.New("open: Review.Branch needs a Signing.Signer and its public key (Signing.Key) to recognise its own proposals")
 	}
 	return nil
 }
@@ -271,7 +271,7 @@ func (r *Repo) pushLeased(ctx context.Context, spec config.RefSpec, cur plumbing
 // currentProposal reads the push branch as last fetched and decides whether
 // Sync may replace it: it may when the branch is absent (zero hash), when
 // its head is merged into tip (reachable from it), or when its head is this
-// cluster's own proposal: a commit signed with AppliedKey whose one parent
+// cluster's own proposal: a commit signed with Signing.Key whose one parent
 // is merged into tip, or that has none while tip is zero (own). Anything else is someone's work: the error
 // wraps ErrForeignCommit and names the first commit gitpeer did not make.
 func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, err error) {
@@ -328,10 +328,10 @@ func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, 
 	return plumbing.ZeroHash, false, fmt.Errorf("propose on %s: %w", r.opts.Review.Branch, &foreignCommitError{branch: r.opts.Review.Branch, commit: c})
 }
 
-// signedBySelf reports whether c carries a signature by AppliedKey, or by
+// signedBySelf reports whether c carries a signature by Signing.Key, or by
 // a key it replaced (Rekey).
 func (r *Repo) signedBySelf(c *object.Commit) bool {
-	if signedByKey(c, r.opts.AppliedKey) {
+	if signedByKey(c, r.opts.Signing.Key) {
 		return true
 	}
 	for _, k := range r.former {

@@ -21,7 +21,7 @@ const (
 func openProposing(t *testing.T, bare string) *Repo {
 	t.Helper()
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey = alphaKey.Public()
+	opts.Signing.Key = alphaKey.Public()
 	opts.Review.Branch = pushBranch
 	r, err := Open(context.Background(), opts)
 	if err != nil {
@@ -207,11 +207,11 @@ func TestProposeOptions(t *testing.T) {
 		"the shared branch":  func(o *Options) { o.Review.Branch = "main" },
 		"the applied branch": func(o *Options) { o.Review.Branch = appliedBranch },
 		"an invalid name":    func(o *Options) { o.Review.Branch = "gitpeer/a..b" },
-		"no key":             func(o *Options) { o.AppliedKey = nil },
+		"no key":             func(o *Options) { o.Signing.Key = nil },
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
 			opts := appliedOptions(t, bare)
-			opts.AppliedKey = alphaKey.Public()
+			opts.Signing.Key = alphaKey.Public()
 			opts.Review.Branch = pushBranch
 			edit(&opts)
 			if _, err := Open(context.Background(), opts); err == nil {
@@ -290,7 +290,7 @@ func TestProposeReviewedPartOnly(t *testing.T) {
 	bare := newBare(t)
 	main := seedMain(t, bare)
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey = alphaKey.Public()
+	opts.Signing.Key = alphaKey.Public()
 	opts.Review.Branch = pushBranch
 	opts.Review.Paths = func(p string) bool {
 		return strings.HasPrefix(p, "clusters/alpha/") && !strings.HasPrefix(p, "clusters/alpha/inbox/")

@@ -97,62 +97,76 @@ type Options struct {
 	// k8s.io/utils/clock/testing FakeClock and step it; a caller whose
 	// time is a function passes ClockFunc.
 	Clock utilclock.Clock
-	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
-	// OpenPGP or SSH signatures, see package commitsig).
-	Signer git.Signer
-	// SignatureFormat is the format Signer signs in (commitsig.FormatSSH or
-	// commitsig.FormatOpenPGP); "" means either. With AppliedKey, an
-	// applied branch whose head carries a signature of another format is
-	// resealed: a cluster that switches formats gets its head signed in the
-	// new one at its next Sync, which is the only one its engine checks
-	// (Flux SSH, Argo CD OpenPGP).
-	SignatureFormat commitsig.Format
+	// Signing signs commits and recognises this cluster's own.
+	Signing Signing
 
-	// AppliedBranch, when set, is the branch this cluster's Flux applies
-	// from, written by this cluster alone (e.g. "gitpeer/applied/alpha";
-	// docs/trust.md). After every successful Sync it points at a commit
-	// signed by Signer whose tree is the applied tree of the shared branch
-	// tip (AppliedScope alone, filtered): the applied branch as it stands
-	// when it already holds that tree, else a new signed seal commit of it
-	// whose only parent is the tip (see Sync). It is the only ref gitsync
-	// force-pushes. Setting it requires AppliedScope, ClusterID and Signer
-	// and a name other than Branch.
-	AppliedBranch string
-	// AppliedScope is the repo directory, slash-separated and relative,
-	// whose content the applied branch vouches for (e.g. "clusters/alpha").
-	// The applied commit's tree holds that directory alone, filtered (see
-	// AppliedExclude and AppliedFilter), at the same path.
-	AppliedScope string
-	// AppliedExclude are names directly under AppliedScope that the
-	// applied tree leaves out (e.g. "inbox": what other clusters address
-	// to this one is theirs, and reaches it only as its own verified copy).
-	AppliedExclude []string
-	// AppliedFilter, when set, keeps only the files of AppliedScope it
-	// vouches for (e.g. those listed, with their content, in the cluster's
-	// own signed manifest); nil keeps every file the structural rules
-	// leave (see AppliedFilter's type).
-	AppliedFilter AppliedFilter
-	// ClusterID names this cluster in seal commits: their message is
-	// "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster:
-	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
-	// AppliedScope, so that the cluster-ID rule stays with its owner.
-	ClusterID string
-	// AppliedKey, when set, is the public key of Signer: an applied branch
-	// whose commit this key did not sign is resealed even if its scope is
-	// already right, and a push branch whose head this key signed is this
-	// cluster's own proposal (see Review).
-	AppliedKey crypto.PublicKey
-	// Seals, when set with AppliedBranch, keeps the newest seal where no
-	// writer of the repo reaches it (the cluster's backend): each Sync
-	// points the remote applied branch back at Seals.LastSeal before its
-	// pass runs, whatever the pass then does, and records every seal it
-	// makes with Seals.RecordSeal before pushing it. A signature proves who
-	// made a seal, never when: without this, a writer who points the
-	// branch at an older seal has it applied until the next seal.
-	Seals SealKeeper
+	// Applied, when its Branch is set, keeps the applied branch.
+	Applied Applied
 
 	// Review, when its Branch is set, turns Sync into a review flow.
 	Review Review
+}
+
+// Signing is how a Repo signs its commits and tells its own commits from
+// others'. The zero Signing signs nothing.
+type Signing struct {
+	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
+	// OpenPGP or SSH signatures, see package commitsig).
+	Signer git.Signer
+	// Format is the format Signer signs in (commitsig.FormatSSH or
+	// commitsig.FormatOpenPGP); "" means either. With Key, an applied
+	// branch whose head carries a signature of another format is
+	// resealed: a cluster that switches formats gets its head signed in the
+	// new one at its next Sync, which is the only one its engine checks
+	// (Flux SSH, Argo CD OpenPGP).
+	Format commitsig.Format
+	// Key, when set, is the public key of Signer: an applied branch whose
+	// commit this key did not sign is resealed even if its scope is
+	// already right, and a review branch whose head this key signed is
+	// this cluster's own proposal (see Review).
+	Key crypto.PublicKey
+}
+
+// Applied is Options' applied branch: the branch this cluster's Flux
+// applies from, written by this cluster alone (docs/trust.md). After every
+// successful Sync it points at a commit signed by Signing.Signer whose
+// tree is the applied tree of the shared branch tip (Scope alone,
+// filtered): the applied branch as it stands when it already holds that
+// tree, else a new signed seal commit of it whose only parent is the tip
+// (see Sync). It is the only ref gitsync force-pushes. The zero Applied is
+// no applied branch.
+type Applied struct {
+	// Branch is the applied branch (e.g. "gitpeer/applied/alpha"). Setting
+	// it requires Scope, ClusterID and Options.Signing.Signer and a name
+	// other than Options.Branch.
+	Branch string
+	// Scope is the repo directory, slash-separated and relative, whose
+	// content the applied branch vouches for (e.g. "clusters/alpha"). The
+	// applied commit's tree holds that directory alone, filtered (see
+	// Exclude and Filter), at the same path.
+	Scope string
+	// Exclude are names directly under Scope that the applied tree leaves
+	// out (e.g. "inbox": what other clusters address to this one is
+	// theirs, and reaches it only as its own verified copy).
+	Exclude []string
+	// Filter, when set, keeps only the files of Scope it vouches for (e.g.
+	// those listed, with their content, in the cluster's own signed
+	// manifest); nil keeps every file the structural rules leave (see
+	// AppliedFilter's type).
+	Filter AppliedFilter
+	// ClusterID names this cluster in seal commits: their message is
+	// "<ClusterID>: seal <Scope>" with trailers Gitpeer-Cluster:
+	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
+	// Scope, so that the cluster-ID rule stays with its owner.
+	ClusterID string
+	// Seals, when set, keeps the newest seal where no writer of the repo
+	// reaches it (the cluster's backend): each Sync points the remote
+	// applied branch back at Seals.LastSeal before its pass runs, whatever
+	// the pass then does, and records every seal it makes with
+	// Seals.RecordSeal before pushing it. A signature proves who made a
+	// seal, never when: without this, a writer who points the branch at an
+	// older seal has it applied until the next seal.
+	Seals SealKeeper
 }
 
 // Review is Options' review flow (after Flux's image-automation-controller,
@@ -166,11 +180,11 @@ type Review struct {
 	// nothing, Branch is deleted, so that hosts close its pull request.
 	// Branch is force-updated, but only over what is absent, already
 	// merged into Options.Branch, or this cluster's own previous proposal
-	// (its head signed with Options.AppliedKey, its parent on
+	// (its head signed with Options.Signing.Key, its parent on
 	// Options.Branch); anything else is someone's work and Sync refuses,
-	// wrapping ErrForeignCommit. It requires Options.Signer and
-	// Options.AppliedKey and a name other than Options.Branch and
-	// Options.AppliedBranch.
+	// wrapping ErrForeignCommit. It requires Options.Signing.Signer and
+	// Options.Signing.Key and a name other than Options.Branch and
+	// Options.Applied.Branch.
 	Branch string
 	// Paths, with Branch, tells the paths of a pass's change that need
 	// review (e.g. what the cluster applies): only those go to Branch. The
@@ -251,7 +265,7 @@ type Repo struct {
 		restored bool
 		files    map[string][]byte
 		replaced string // the head restoreApplied replaced
-		last     string // the newest seal Options.Seals holds
+		last     string // the newest seal Options.Applied.Seals holds
 		fs       *TreeFS
 	}
 	// former are the keys Rekey replaced: commits they signed are still
@@ -330,9 +344,9 @@ func (r *Repo) CacheFile(name string) string {
 
 func cacheFile(gitDir, name string) string { return filepath.Join(gitDir, "gitpeer-"+name) }
 
-// SignatureFormat returns Options.SignatureFormat: the format the Repo's
+// SignatureFormat returns Options.Signing.Format: the format the Repo's
 // commits are signed in, "" when that is not known.
-func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.SignatureFormat }
+func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.Signing.Format }
 
 // Head returns the hex hash of the local branch tip after the last Sync or
 // Open: the pushed commit, or the remote tip when nothing was pushed. It is

@@ -34,7 +34,7 @@ var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 // ownership rule), so this is a hostile or broken writer: the pass's change
 // is not re-applied over theirs, nothing is pushed, and the error names the
 // paths. The next Sync runs the pass again on what they wrote. Commits this
-// cluster signed itself (Options.AppliedKey) are not foreign: a pass beaten
+// cluster signed itself (Options.Signing.Key) are not foreign: a pass beaten
 // by them (a killed predecessor's push landing late) runs again on the new
 // tip, at most maxRecompute times, instead of failing.
 var ErrForeignWrite = errors.New("another writer changed a path this pass owns")
@@ -68,11 +68,11 @@ type Change struct {
 	// scanned.
 	Guard *guard.Cache
 	// Seal, when not nil, is exactly what the applied branch holds after
-	// this Sync (Options.AppliedBranch): repo paths under AppliedScope and
+	// this Sync (Options.Applied.Branch): repo paths under Applied.Scope and
 	// their content, the structural rules of the applied tree still
-	// applied (no AppliedExclude, dot-file or name Git refuses). The pass
+	// applied (no Applied.Exclude, dot-file or name Git refuses). The pass
 	// decides what its cluster applies, from what it computed, instead of
-	// the tip's AppliedScope through AppliedFilter. An empty non-nil Seal
+	// the tip's Applied.Scope through AppliedFilter. An empty non-nil Seal
 	// holds the applied branch (Result.AppliedHeld).
 	Seal map[string][]byte
 }
@@ -97,7 +97,7 @@ type Result struct {
 
 	// Applied is the hex hash the remote applied branch points at after
 	// the Sync: a seal commit this Sync made, or the unchanged applied
-	// branch. It is "" without Options.AppliedBranch, while the shared
+	// branch. It is "" without Options.Applied.Branch, while the shared
 	// branch has no commits, or when AppliedHeld.
 	Applied string
 	// Sealed reports that Applied is a seal commit this Sync made and
@@ -105,12 +105,12 @@ type Result struct {
 	Sealed bool
 	// AppliedHeld, when not "", says why the applied branch was left where
 	// it was: nothing at the shared branch tip is vouched for (no
-	// AppliedScope there, or AppliedFilter refused it), and an applied tree
+	// Applied.Scope there, or AppliedFilter refused it), and an applied tree
 	// with nothing in it would have the cluster's engine prune everything.
 	AppliedHeld string
 	// AppliedRestored, when not "", is the head the remote applied branch
 	// was found at, which this Sync replaced with the newest seal
-	// (Options.Seals) before its pass: someone else moved the branch.
+	// (Options.Applied.Seals) before its pass: someone else moved the branch.
 	AppliedRestored string
 
 	// PushBranch is Options.Review.Branch. With it, the pass's commit goes
@@ -132,7 +132,7 @@ type Result struct {
 // SyncTree runs one pass and publishes its change as at most one commit on
 // the shared branch (or, with Options.Review.Branch, on the review branch),
 // then points the applied branch at the cluster's vouched tree of the tip
-// (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
+// (Options.Applied.Branch), as docs/design.md ("Publishing a pass") says:
 // fetch, pass on the tip's tree (TreeFS), guard.Check of every written
 // file, commit, push without force; a rejected push re-applies the same
 // change on the new tip after Backoff until it lands or Push.Timeout
@@ -164,7 +164,7 @@ func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) 
 	if err != nil {
 		return res, err
 	}
-	if r.opts.AppliedBranch != "" {
+	if r.opts.Applied.Branch != "" {
 		if err := r.updateApplied(ctx, tip, &res); err != nil {
 			return res, err
 		}
@@ -372,11 +372,11 @@ const maxRecompute = 3
 
 // ownWrites reports whether every commit from base (excluded) to tip, along
 // first parents, that changed a path ch owns was signed by this cluster
-// (Options.AppliedKey, as ClusterID). It is false without AppliedKey, for a
+// (Options.Signing.Key, as Applied.ClusterID). It is false without Signing.Key, for a
 // merge, for a walk of more than maxCounted commits, and on any error: only
 // what is shown to be this cluster's own is recomputed over.
 func (r *Repo) ownWrites(ctx context.Context, ch *Change, base, tip plumbing.Hash) bool {
-	if r.opts.AppliedKey == nil {
+	if r.opts.Signing.Key == nil {
 		return false
 	}
 	owned := ch.owned()
@@ -473,7 +473,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 		return nil, nil, fmt.Errorf("pass: %w", err)
 	}
 	// Before the first pass of the Sync, whatever it does: the applied
-	// branch is back on the newest seal (Options.Seals).
+	// branch is back on the newest seal (Options.Applied.Seals).
 	if !r.seal.restored {
 		r.seal.restored = true
 		if err := r.restoreApplied(ctx); err != nil {
@@ -499,7 +499,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 	return ch, p, nil
 }
 
-// commitPlan commits p on tip, signed with Signer, and points the local
+// commitPlan commits p on tip, signed with Signing.Signer, and points the local
 // branch at the commit. It returns the zero hash when there is nothing to
 // commit. The commit's tree is built from tip's (gitobj.Writer), rewriting
 // only the trees on the changed paths.
@@ -567,7 +567,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
 	specs := []config.RefSpec{trackingSpec(r.opts.Branch)}
 	var optional []string
-	for _, b := range []string{r.opts.AppliedBranch, r.opts.Review.Branch} {
+	for _, b := range []string{r.opts.Applied.Branch, r.opts.Review.Branch} {
 		if b != "" {
 			optional = append(optional, b)
 			specs = append(specs, trackingSpec(b))

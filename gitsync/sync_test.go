@@ -792,7 +792,7 @@ func TestSyncSignsCommits(t *testing.T) {
 	bare := newBare(t)
 	opts := testOptions(t, bare, "cl-a")
 	signer := &fakeSigner{}
-	opts.Signer = signer
+	opts.Signing.Signer = signer
 	r, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
