@@ -54,8 +54,13 @@ const (
 	MaxPushWait = 10
 )
 
-// Options configure a Repo. URL, Dir and Author are required.
+// Options configure a Repo, grouped by what they govern: fetching the
+// remote, making commits, pushing them, the applied branch and the review
+// flow. URL, Dir and Author are required; the zero value of every group is
+// its default (Push) or its feature off (Signing, Applied, Review).
 type Options struct {
+	// Fetching the remote.
+
 	// URL is the remote: a local path (made absolute), a file:// URL, an
 	// http(s):// URL (smart HTTP) or an ssh URL. Local paths and file://
 	// exec git-upload-pack/git-receive-pack, so git must be installed. A
@@ -77,8 +82,6 @@ type Options struct {
 	// name, or a branch deleted there), before any ref of the clone is
 	// moved, instead of starting Branch with a root commit as Seed does.
 	BranchMustExist bool
-	// Author is the commit author and committer.
-	Author Signature
 	// Credentials authenticate fetches and pushes over http(s) and ssh:
 	// they are asked for at the start of Open and of every Sync, so that
 	// credentials rotated on disk take effect at the next Sync, and every
@@ -87,8 +90,11 @@ type Options struct {
 	// (ssh then falls back to go-git's default, the ssh agent) and the
 	// system's CA roots.
 	Credentials Credentials
-	// Push bounds and paces the retries of a rejected push.
-	Push PushRetry
+
+	// Making commits.
+
+	// Author is the commit author and committer.
+	Author Signature
 	// Clock dates commits (author and committer time: Clock.Now) and times
 	// push retries (the backoff waits, Push.Timeout and the durations in
 	// Contention and in a give-up's error); default clock.RealClock{}
@@ -99,6 +105,9 @@ type Options struct {
 	Clock utilclock.Clock
 	// Signing signs commits and recognises this cluster's own.
 	Signing Signing
+
+	// Push bounds and paces the retries of a rejected push.
+	Push PushRetry
 
 	// Applied, when its Branch is set, keeps the applied branch.
 	Applied Applied
