@@ -33,49 +33,49 @@ type SealKeeper interface {
 }
 
 // checkApplied validates the applied-branch options; they are all unset or
-// all set (ClusterID and Signer included).
+// all set (Applied.ClusterID and Signing.Signer included).
 func checkApplied(opts Options) error {
-	if opts.AppliedBranch == "" {
-		if opts.AppliedScope != "" {
-			return errors.New("open: AppliedScope is set without AppliedBranch")
+	if opts.Applied.Branch == "" {
+		if opts.Applied.Scope != "" {
+			return errors.New("open: Applied.Scope is set without Applied.Branch")
 		}
 		return nil
 	}
-	if err := plumbing.NewBranchReferenceName(opts.AppliedBranch).Validate(); err != nil {
-		return fmt.Errorf("open: applied branch %q: %w", opts.AppliedBranch, err)
+	if err := plumbing.NewBranchReferenceName(opts.Applied.Branch).Validate(); err != nil {
+		return fmt.Errorf("open: applied branch %q: %w", opts.Applied.Branch, err)
 	}
-	if opts.AppliedBranch == opts.Branch {
-		return fmt.Errorf("open: applied branch %q is the shared branch", opts.AppliedBranch)
+	if opts.Applied.Branch == opts.Branch {
+		return fmt.Errorf("open: applied branch %q is the shared branch", opts.Applied.Branch)
 	}
-	if opts.AppliedScope == "" {
-		return errors.New("open: AppliedBranch needs AppliedScope")
+	if opts.Applied.Scope == "" {
+		return errors.New("open: Applied.Branch needs Applied.Scope")
 	}
-	if err := checkPath(opts.AppliedScope); err != nil {
+	if err := checkPath(opts.Applied.Scope); err != nil {
 		return fmt.Errorf("open: applied scope: %w", err)
 	}
-	if opts.ClusterID == "" || strings.ContainsFunc(opts.ClusterID, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return fmt.Errorf("open: AppliedBranch needs a ClusterID without spaces or control characters, got %q", opts.ClusterID)
+	if opts.Applied.ClusterID == "" || strings.ContainsFunc(opts.Applied.ClusterID, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("open: Applied.Branch needs an Applied.ClusterID without spaces or control characters, got %q", opts.Applied.ClusterID)
 	}
-	if opts.Signer == nil {
-		return errors.New("open: AppliedBranch needs a Signer: the applied branch must point at signed commits")
+	if opts.Signing.Signer == nil {
+		return errors.New("open: Applied.Branch needs a Signing.Signer: the applied branch must point at signed commits")
 	}
-	switch opts.SignatureFormat {
+	switch opts.Signing.Format {
 	case "", commitsig.FormatSSH, commitsig.FormatOpenPGP:
 	default:
-		return fmt.Errorf("open: unknown SignatureFormat %q", opts.SignatureFormat)
+		return fmt.Errorf("open: unknown Signing.Format %q", opts.Signing.Format)
 	}
 	return nil
 }
 
 // appliedRef is the applied branch's name, locally and on the remote.
 func (r *Repo) appliedRef() plumbing.ReferenceName {
-	return plumbing.NewBranchReferenceName(r.opts.AppliedBranch)
+	return plumbing.NewBranchReferenceName(r.opts.Applied.Branch)
 }
 
 // appliedTracking is the remote-tracking ref of the applied branch, as of the
 // last fetch; absent when the remote has no applied branch.
 func (r *Repo) appliedTracking() plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName("origin", r.opts.AppliedBranch)
+	return plumbing.NewRemoteReferenceName("origin", r.opts.Applied.Branch)
 }
 
 // updateApplied points the remote applied branch at a signed commit whose
@@ -122,7 +122,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 	case !errors.Is(err, plumbing.ErrReferenceNotFound):
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	target, err := r.writeCommit(tree, tip, sealMessage(r.opts.ClusterID, r.opts.AppliedScope))
+	target, err := r.writeCommit(tree, tip, sealMessage(r.opts.Applied.ClusterID, r.opts.Applied.Scope))
 	if err != nil {
 		return fmt.Errorf("update %s: seal: %w", ref, err)
 	}
@@ -132,7 +132,7 @@ func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result
 	if err := r.recordSeal(ctx, target); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, target, true); err != nil {
+	if err := r.pushNarrow(ctx, r.opts.Applied.Branch, base, target, true); err != nil {
 		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
 	res.Applied, res.Sealed = target.String(), true
@@ -155,23 +155,23 @@ func (r *Repo) holds(h, tree plumbing.Hash) bool {
 }
 
 // signedByUs reports whether commit h carries this cluster's signature, in
-// SignatureFormat when that is set, when AppliedKey is known: a writer who
+// Signing.Format when that is set, when Signing.Key is known: a writer who
 // points the applied branch at an unsigned commit with the same tree, or
 // at one signed by another key, would otherwise stall this cluster's
 // engine until the content changes; and after a switch of formats the
 // engine checks only the new one.
 func (r *Repo) signedByUs(h plumbing.Hash) bool {
-	if r.opts.AppliedKey == nil {
+	if r.opts.Signing.Key == nil {
 		return true
 	}
 	c, err := r.repo.CommitObject(h)
 	if err != nil {
 		return false
 	}
-	if f := r.opts.SignatureFormat; f != "" && commitsig.FormatOf(c.PGPSignature) != f {
+	if f := r.opts.Signing.Format; f != "" && commitsig.FormatOf(c.PGPSignature) != f {
 		return false
 	}
-	return signedByKey(c, r.opts.AppliedKey)
+	return signedByKey(c, r.opts.Signing.Key)
 }
 
 // sealMessage is the message of a seal commit of cluster for scope: the
@@ -186,31 +186,31 @@ type scopeEntry struct {
 	Mode filemode.FileMode
 }
 
-// scopeEntry returns the tree entry at AppliedScope in commit h, the zero
+// scopeEntry returns the tree entry at Applied.Scope in commit h, the zero
 // value when there is none.
 func (r *Repo) scopeEntry(h plumbing.Hash) (scopeEntry, error) {
 	tree, err := gitobj.Tree(r.repo.Storer, h)
 	if err != nil {
 		return scopeEntry{}, err
 	}
-	e, err := tree.FindEntry(r.opts.AppliedScope)
+	e, err := tree.FindEntry(r.opts.Applied.Scope)
 	switch {
 	case err == nil:
 		return scopeEntry{e.Hash, e.Mode}, nil
 	case errors.Is(err, object.ErrEntryNotFound), errors.Is(err, object.ErrDirectoryNotFound):
 		return scopeEntry{}, nil
 	default:
-		return scopeEntry{}, fmt.Errorf("read %s in %s: %w", r.opts.AppliedScope, h, err)
+		return scopeEntry{}, fmt.Errorf("read %s in %s: %w", r.opts.Applied.Scope, h, err)
 	}
 }
 
-// recordSeal records h as the newest seal (Options.Seals) unless it is the
+// recordSeal records h as the newest seal (Options.Applied.Seals) unless it is the
 // one recorded already (as restoreApplied read it, or this Sync recorded).
 func (r *Repo) recordSeal(ctx context.Context, h plumbing.Hash) error {
-	if r.opts.Seals == nil || r.seal.last == h.String() {
+	if r.opts.Applied.Seals == nil || r.seal.last == h.String() {
 		return nil
 	}
-	if err := r.opts.Seals.RecordSeal(ctx, h.String()); err != nil {
+	if err := r.opts.Applied.Seals.RecordSeal(ctx, h.String()); err != nil {
 		return fmt.Errorf("record seal %s: %w", short(h), err)
 	}
 	r.seal.last = h.String()
@@ -218,7 +218,7 @@ func (r *Repo) recordSeal(ctx context.Context, h plumbing.Hash) error {
 }
 
 // restoreApplied points the remote applied branch back at the newest seal
-// Options.Seals recorded, when the last fetch found it anywhere else (a
+// Options.Applied.Seals recorded, when the last fetch found it anywhere else (a
 // writer moved it, to an older seal say: validly signed, and stale). It
 // runs before a Sync's pass, so that a pass that then fails (an edit that
 // stalls it, a spec that does not load) leaves the cluster on its newest
@@ -226,10 +226,10 @@ func (r *Repo) recordSeal(ctx context.Context, h plumbing.Hash) error {
 // current key did not sign (a key switched since), is left to the pass,
 // which seals anew; Result.AppliedRestored names what was replaced.
 func (r *Repo) restoreApplied(ctx context.Context) error {
-	if r.opts.AppliedBranch == "" || r.opts.Seals == nil {
+	if r.opts.Applied.Branch == "" || r.opts.Applied.Seals == nil {
 		return nil
 	}
-	last, err := r.opts.Seals.LastSeal(ctx)
+	last, err := r.opts.Applied.Seals.LastSeal(ctx)
 	if err != nil {
 		return fmt.Errorf("restore %s: last seal: %w", r.appliedRef(), err)
 	}
@@ -255,7 +255,7 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 	if r.seal.fs == nil {
 		return nil
 	}
-	if err := r.pushNarrow(ctx, r.opts.AppliedBranch, base, seal, true); err != nil {
+	if err := r.pushNarrow(ctx, r.opts.Applied.Branch, base, seal, true); err != nil {
 		return fmt.Errorf("restore %s to seal %s on %s: %w", r.appliedRef(), short(seal), r.opts.URL, r.explain(err))
 	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.appliedRef(), seal)); err != nil {
@@ -282,7 +282,7 @@ func (r *Repo) sealFS(seal plumbing.Hash) *TreeFS {
 	return t
 }
 
-// Sealed is the tree of the newest seal Options.Seals recorded, while a
+// Sealed is the tree of the newest seal Options.Applied.Seals recorded, while a
 // pass of Sync runs and this clone holds that seal signed by the cluster's
 // current key; nil otherwise. It is what the cluster applies until the
 // pass's seal replaces it: a pass that seals only part of what it computed
@@ -295,8 +295,8 @@ func (r *Repo) Sealed() fs.FS {
 }
 
 // Reviewed reports whether the change a pass makes to path (slash-separated,
-// from the repo root) waits for a merge: with Options.PushBranch, every
-// path Options.Reviewed covers (all when it is nil); without, none.
+// from the repo root) waits for a merge: with Options.Review.Branch, every
+// path Options.Review.Paths covers (all when it is nil); without, none.
 func (r *Repo) Reviewed(path string) bool {
-	return r.opts.PushBranch != "" && (r.opts.Reviewed == nil || r.opts.Reviewed(path))
+	return r.opts.Review.Branch != "" && (r.opts.Review.Paths == nil || r.opts.Review.Paths(path))
 }

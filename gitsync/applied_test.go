@@ -36,11 +36,11 @@ func appliedOptions(t *testing.T, bare string) Options {
 		t.Fatal(err)
 	}
 	opts := testOptions(t, bare, "alpha")
-	opts.Signer = signer
-	opts.AppliedBranch = appliedBranch
-	opts.AppliedScope = "clusters/alpha"
-	opts.AppliedExclude = []string{"inbox"}
-	opts.ClusterID = "alpha"
+	opts.Signing.Signer = signer
+	opts.Applied.Branch = appliedBranch
+	opts.Applied.Scope = "clusters/alpha"
+	opts.Applied.Exclude = []string{"inbox"}
+	opts.Applied.ClusterID = "alpha"
 	return opts
 }
 
@@ -361,15 +361,15 @@ func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
 		name, want string
 		edit       func(*Options)
 	}{
-		{"no scope", "needs AppliedScope", func(o *Options) { o.AppliedScope = "" }},
-		{"a scope leaving the repo", "applied scope", func(o *Options) { o.AppliedScope = "../alpha" }},
-		{"no cluster ID", "ClusterID", func(o *Options) { o.ClusterID = "" }},
-		{"a cluster ID with a newline", "ClusterID", func(o *Options) { o.ClusterID = "alpha\nGitpeer-Cluster: beta" }},
-		{"no signer", "needs a Signer", func(o *Options) { o.Signer = nil }},
-		{"an unknown signature format", "SignatureFormat", func(o *Options) { o.SignatureFormat = "x509" }},
-		{"the shared branch", "is the shared branch", func(o *Options) { o.AppliedBranch = "main" }},
-		{"an invalid branch name", "applied branch", func(o *Options) { o.AppliedBranch = "gitpeer/applied/alpha..x" }},
-		{"a scope without the branch", "without AppliedBranch", func(o *Options) { o.AppliedBranch = "" }},
+		{"no scope", "needs Applied.Scope", func(o *Options) { o.Applied.Scope = "" }},
+		{"a scope leaving the repo", "applied scope", func(o *Options) { o.Applied.Scope = "../alpha" }},
+		{"no cluster ID", "Applied.ClusterID", func(o *Options) { o.Applied.ClusterID = "" }},
+		{"a cluster ID with a newline", "ClusterID", func(o *Options) { o.Applied.ClusterID = "alpha\nGitpeer-Cluster: beta" }},
+		{"no signer", "needs a Signing.Signer", func(o *Options) { o.Signing.Signer = nil }},
+		{"an unknown signature format", "Signing.Format", func(o *Options) { o.Signing.Format = "x509" }},
+		{"the shared branch", "is the shared branch", func(o *Options) { o.Applied.Branch = "main" }},
+		{"an invalid branch name", "applied branch", func(o *Options) { o.Applied.Branch = "gitpeer/applied/alpha..x" }},
+		{"a scope without the branch", "without Applied.Branch", func(o *Options) { o.Applied.Branch = "" }},
 	} {
 		opts := appliedOptions(t, bare)
 		tc.edit(&opts)
@@ -379,12 +379,12 @@ func TestOpenRefusesIncompleteAppliedOptions(t *testing.T) {
 	}
 }
 
-// settledKnowingKey opens alpha knowing its key (AppliedKey) and makes its
+// settledKnowingKey opens alpha knowing its key (Signing.Key) and makes its
 // first Sync, publishing clusters/alpha/cluster.yaml as content.
 func settledKnowingKey(t *testing.T, bare string) (*Repo, string) {
 	t.Helper()
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey = alphaKey.Public()
+	opts.Signing.Key = alphaKey.Public()
 	alpha, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func openPGPOptions(t *testing.T, bare string) Options {
 		t.Fatal(err)
 	}
 	opts := appliedOptions(t, bare)
-	opts.Signer, opts.SignatureFormat, opts.AppliedKey = signer, commitsig.FormatOpenPGP, alphaKey.Public()
+	opts.Signing.Signer, opts.Signing.Format, opts.Signing.Key = signer, commitsig.FormatOpenPGP, alphaKey.Public()
 	return opts
 }
 
@@ -481,7 +481,7 @@ func TestAppliedWithOpenPGPSignatures(t *testing.T) {
 func TestAppliedIsResealedWhenTheFormatChanges(t *testing.T) {
 	bare := newBare(t)
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey, opts.SignatureFormat = alphaKey.Public(), commitsig.FormatSSH
+	opts.Signing.Key, opts.Signing.Format = alphaKey.Public(), commitsig.FormatSSH
 	alpha, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -594,7 +594,7 @@ func TestAppliedFilterDecidesWhatIsVouchedFor(t *testing.T) {
 	bare := newBare(t)
 	opts := appliedOptions(t, bare)
 	refuse := ""
-	opts.AppliedFilter = func(tip fs.FS) (func(string) bool, error) {
+	opts.Applied.Filter = func(tip fs.FS) (func(string) bool, error) {
 		if refuse != "" {
 			return nil, errors.New(refuse)
 		}
@@ -661,7 +661,7 @@ func TestAPassBeatenByItsOwnClustersCommitRecomputes(t *testing.T) {
 			}
 			popts := appliedOptions(t, bare)
 			popts.Dir = filepath.Join(t.TempDir(), "predecessor")
-			popts.Signer, popts.AppliedBranch, popts.AppliedScope, popts.AppliedExclude = signer, "", "", nil
+			popts.Signing.Signer, popts.Applied.Branch, popts.Applied.Scope, popts.Applied.Exclude = signer, "", "", nil
 			predecessor, err := Open(context.Background(), popts)
 			if err != nil {
 				t.Fatal(err)

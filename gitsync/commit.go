@@ -45,7 +45,7 @@ func treeWithPlan(w gitobj.Writer, p *plan, root plumbing.Hash) (plumbing.Hash, 
 }
 
 // writeCommit stores a commit of tree on tip (none when zero) with the
-// Repo's signature and message, signed with Options.Signer when set.
+// Repo's signature and message, signed with Options.Signing.Signer when set.
 func (r *Repo) writeCommit(tree, tip plumbing.Hash, message string) (plumbing.Hash, error) {
 	sig := r.signature()
 	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: tree}
@@ -53,8 +53,8 @@ func (r *Repo) writeCommit(tree, tip plumbing.Hash, message string) (plumbing.Ha
 		c.ParentHashes = []plumbing.Hash{tip}
 	}
 	var signer gitobj.Signer
-	if r.opts.Signer != nil {
-		signer = r.opts.Signer
+	if r.opts.Signing.Signer != nil {
+		signer = r.opts.Signing.Signer
 	}
 	return gitobj.Writer{S: r.repo.Storer}.Commit(c, signer)
 }

@@ -38,15 +38,16 @@ func newBare(t testing.TB) string {
 	return bare
 }
 
-// testOptions are Options for a clone named name of url, with a fixed clock
-// and no real waiting between push attempts.
+// testOptions are Options for a clone named name of url, on a fake clock
+// that starts at clock and moves only by the waits between push attempts,
+// which take no real time.
 func testOptions(t testing.TB, url, name string) Options {
 	return Options{
-		URL:     url,
-		Dir:     filepath.Join(t.TempDir(), name),
-		Author:  Signature{Name: "gitpeer " + name, Email: name + "@gitpeer.example"},
-		Backoff: func(Contention) time.Duration { return time.Millisecond },
-		Now:     func() time.Time { return clock },
+		URL:    url,
+		Dir:    filepath.Join(t.TempDir(), name),
+		Author: Signature{Name: "gitpeer " + name, Email: name + "@gitpeer.example"},
+		Push:   PushRetry{Backoff: func(Contention) time.Duration { return time.Millisecond }},
+		Clock:  newSkippingClock(),
 	}
 }
 

@@ -19,14 +19,14 @@ import (
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
-// Review flows (Options.PushBranch), after Flux's image-automation-controller:
+// Review flows (Options.Review.Branch), after Flux's image-automation-controller:
 // the pass still reads the shared branch alone (merged = approved), but its
 // commit goes to a push branch that a human reviews and merges. The push
 // branch is this cluster's own proposal, so it is force-updated, yet only
 // over this cluster's own previous proposal: a commit someone else put there
 // is never overwritten.
 
-// ErrForeignCommit is returned (wrapped) by Sync with Options.PushBranch
+// ErrForeignCommit is returned (wrapped) by Sync with Options.Review.Branch
 // when the push branch holds a commit this cluster did not make and that is
 // not merged into the shared branch: replacing or deleting the branch would
 // lose it, so nothing is pushed. Merging or deleting the branch settles it.
@@ -45,44 +45,44 @@ func (e *foreignCommitError) Error() string {
 
 func (e *foreignCommitError) Unwrap() error { return ErrForeignCommit }
 
-// checkPush validates Options.PushBranch: a valid branch name other than the
-// shared and the applied branch, with a Signer and its public key
-// (AppliedKey), by which Sync recognises its own previous proposals.
+// checkPush validates Options.Review.Branch: a valid branch name other than the
+// shared and the applied branch, with a Signing.Signer and its public key
+// (Signing.Key), by which Sync recognises its own previous proposals.
 func checkPush(opts Options) error {
-	if opts.PushBranch == "" {
+	if opts.Review.Branch == "" {
 		return nil
 	}
-	if err := plumbing.NewBranchReferenceName(opts.PushBranch).Validate(); err != nil {
-		return fmt.Errorf("open: push branch %q: %w", opts.PushBranch, err)
+	if err := plumbing.NewBranchReferenceName(opts.Review.Branch).Validate(); err != nil {
+		return fmt.Errorf("open: push branch %q: %w", opts.Review.Branch, err)
 	}
 	switch {
-	case opts.PushBranch == opts.Branch:
-		return fmt.Errorf("open: push branch %q is the shared branch", opts.PushBranch)
-	case opts.PushBranch == opts.AppliedBranch:
-		return fmt.Errorf("open: push branch %q is the applied branch", opts.PushBranch)
-	case opts.Signer == nil || opts.AppliedKey == nil:
-		return errors.New("open: PushBranch needs a Signer and its public key (AppliedKey) to recognise its own proposals")
+	case opts.Review.Branch == opts.Branch:
+		return fmt.Errorf("open: push branch %q is the shared branch", opts.Review.Branch)
+	case opts.Review.Branch == opts.Applied.Branch:
+		return fmt.Errorf("open: push branch %q is the applied branch", opts.Review.Branch)
+	case opts.Signing.Signer == nil || opts.Signing.Key == nil:
+		return errors.New("open: Review.Branch needs a Signing.Signer and its public key (Signing.Key) to recognise its own proposals")
 	}
 	return nil
 }
 
 // pushRef is the push branch's name, locally and on the remote.
 func (r *Repo) pushRef() plumbing.ReferenceName {
-	return plumbing.NewBranchReferenceName(r.opts.PushBranch)
+	return plumbing.NewBranchReferenceName(r.opts.Review.Branch)
 }
 
 // pushTracking is the remote-tracking ref of the push branch, as of the
 // last fetch; absent when the remote has no push branch.
 func (r *Repo) pushTracking() plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName("origin", r.opts.PushBranch)
+	return plumbing.NewRemoteReferenceName("origin", r.opts.Review.Branch)
 }
 
-// propose is publish for Options.PushBranch. The pass runs on the shared
+// propose is publish for Options.Review.Branch. The pass runs on the shared
 // branch tip T, which is never pushed to; the push branch becomes T plus
 // the pass's commit, or is deleted when the pass changes nothing. It
 // returns T.
 func (r *Repo) propose(ctx context.Context, pass TreePassFunc) (Result, plumbing.Hash, error) {
-	res := Result{PushBranch: r.opts.PushBranch}
+	res := Result{PushBranch: r.opts.Review.Branch}
 	started := r.opts.Clock.Now()
 	for {
 		attempt := r.opts.Clock.Now()
@@ -99,7 +99,7 @@ func (r *Repo) propose(ctx context.Context, pass TreePassFunc) (Result, plumbing
 		}
 		ch, p, err := r.runPass(ctx, pass, tip)
 		r.pending = nil
-		if err == nil && r.opts.Reviewed != nil {
+		if err == nil && r.opts.Review.Paths != nil {
 			var pushed plumbing.Hash
 			pushed, p, err = r.pushUnreviewed(ctx, ch, tip, &res)
 			if err != nil && isRejected(err) {
@@ -173,12 +173,12 @@ func (r *Repo) propose(ctx context.Context, pass TreePassFunc) (Result, plumbing
 }
 
 // pushUnreviewed pushes to the shared branch the part of ch that
-// Options.Reviewed says needs no review, as one signed commit on tip, and
+// Options.Review.Paths says needs no review, as one signed commit on tip, and
 // returns that commit (zero when that part changes nothing) and the plan
 // of the part that does, on the tip the branch then has. A push the host
 // rejects because the branch moved is returned as it is (isRejected).
 func (r *Repo) pushUnreviewed(ctx context.Context, ch *Change, tip plumbing.Hash, res *Result) (plumbing.Hash, *plan, error) {
-	direct, reviewed := splitChange(ch, r.opts.Reviewed)
+	direct, reviewed := splitChange(ch, r.opts.Review.Paths)
 	dp, err := r.diffTree(direct, tip)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
@@ -228,7 +228,7 @@ func splitChange(ch *Change, reviewed func(string) bool) (direct, rest *Change) 
 
 // Pending is the tree of this cluster's own proposal, the head of the push
 // branch as fetched, while a pass of Sync or SyncTree runs with
-// Options.PushBranch and that head is a proposal this cluster made on a
+// Options.Review.Branch and that head is a proposal this cluster made on a
 // commit of the shared branch (not merged yet); nil otherwise, and outside
 // a pass. It is for the pass alone (it is called from the pass function):
 // what the pass decides still comes from the shared branch (merged is
@@ -271,7 +271,7 @@ func (r *Repo) pushLeased(ctx context.Context, spec config.RefSpec, cur plumbing
 // currentProposal reads the push branch as last fetched and decides whether
 // Sync may replace it: it may when the branch is absent (zero hash), when
 // its head is merged into tip (reachable from it), or when its head is this
-// cluster's own proposal: a commit signed with AppliedKey whose one parent
+// cluster's own proposal: a commit signed with Signing.Key whose one parent
 // is merged into tip, or that has none while tip is zero (own). Anything else is someone's work: the error
 // wraps ErrForeignCommit and names the first commit gitpeer did not make.
 func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, err error) {
@@ -325,13 +325,13 @@ func (r *Repo) currentProposal(tip plumbing.Hash) (cur plumbing.Hash, own bool, 
 		}
 		c = parent
 	}
-	return plumbing.ZeroHash, false, fmt.Errorf("propose on %s: %w", r.opts.PushBranch, &foreignCommitError{branch: r.opts.PushBranch, commit: c})
+	return plumbing.ZeroHash, false, fmt.Errorf("propose on %s: %w", r.opts.Review.Branch, &foreignCommitError{branch: r.opts.Review.Branch, commit: c})
 }
 
-// signedBySelf reports whether c carries a signature by AppliedKey, or by
+// signedBySelf reports whether c carries a signature by Signing.Key, or by
 // a key it replaced (Rekey).
 func (r *Repo) signedBySelf(c *object.Commit) bool {
-	if signedByKey(c, r.opts.AppliedKey) {
+	if signedByKey(c, r.opts.Signing.Key) {
 		return true
 	}
 	for _, k := range r.former {

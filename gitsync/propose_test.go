@@ -21,8 +21,8 @@ const (
 func openProposing(t *testing.T, bare string) *Repo {
 	t.Helper()
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey = alphaKey.Public()
-	opts.PushBranch = pushBranch
+	opts.Signing.Key = alphaKey.Public()
+	opts.Review.Branch = pushBranch
 	r, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -204,15 +204,15 @@ func TestProposeRefusesAHumanCommit(t *testing.T) {
 func TestProposeOptions(t *testing.T) {
 	bare := newBare(t)
 	for name, edit := range map[string]func(*Options){
-		"the shared branch":  func(o *Options) { o.PushBranch = "main" },
-		"the applied branch": func(o *Options) { o.PushBranch = appliedBranch },
-		"an invalid name":    func(o *Options) { o.PushBranch = "gitpeer/a..b" },
-		"no key":             func(o *Options) { o.AppliedKey = nil },
+		"the shared branch":  func(o *Options) { o.Review.Branch = "main" },
+		"the applied branch": func(o *Options) { o.Review.Branch = appliedBranch },
+		"an invalid name":    func(o *Options) { o.Review.Branch = "gitpeer/a..b" },
+		"no key":             func(o *Options) { o.Signing.Key = nil },
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
 			opts := appliedOptions(t, bare)
-			opts.AppliedKey = alphaKey.Public()
-			opts.PushBranch = pushBranch
+			opts.Signing.Key = alphaKey.Public()
+			opts.Review.Branch = pushBranch
 			edit(&opts)
 			if _, err := Open(context.Background(), opts); err == nil {
 				t.Error("Open accepted it")
@@ -290,9 +290,9 @@ func TestProposeReviewedPartOnly(t *testing.T) {
 	bare := newBare(t)
 	main := seedMain(t, bare)
 	opts := appliedOptions(t, bare)
-	opts.AppliedKey = alphaKey.Public()
-	opts.PushBranch = pushBranch
-	opts.Reviewed = func(p string) bool {
+	opts.Signing.Key = alphaKey.Public()
+	opts.Review.Branch = pushBranch
+	opts.Review.Paths = func(p string) bool {
 		return strings.HasPrefix(p, "clusters/alpha/") && !strings.HasPrefix(p, "clusters/alpha/inbox/")
 	}
 	alpha, err := Open(context.Background(), opts)

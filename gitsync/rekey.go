@@ -12,8 +12,8 @@ import (
 )
 
 // Rekey makes the Repo sign with signer, whose public key is key, and take
-// the applied tree through filter (Options.Signer, AppliedKey and
-// AppliedFilter), from its next Sync on: the switch of a cluster key
+// the applied tree through filter (Options.Signing.Signer, Signing.Key and
+// Applied.Filter), from its next Sync on: the switch of a cluster key
 // rollover. The key it replaces still tells this cluster's own commits
 // (a proposal it made before the switch, a commit a second reconciler
 // signed with it), but no longer vouches for an applied head: the first
@@ -22,10 +22,10 @@ func (r *Repo) Rekey(signer git.Signer, key crypto.PublicKey, filter AppliedFilt
 	if signer == nil || key == nil {
 		return errors.New("rekey: needs a signer and its public key")
 	}
-	if r.opts.AppliedKey != nil {
-		r.former = append(r.former, r.opts.AppliedKey)
+	if r.opts.Signing.Key != nil {
+		r.former = append(r.former, r.opts.Signing.Key)
 	}
-	r.opts.Signer, r.opts.AppliedKey, r.opts.AppliedFilter = signer, key, filter
+	r.opts.Signing.Signer, r.opts.Signing.Key, r.opts.Applied.Filter = signer, key, filter
 	r.applied.key, r.applied.tree = appliedKey{}, plumbing.ZeroHash // made with the old filter
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // RemoteRefs reads, without fetching, where the remote's refs that a Sync
-// reads point: Branch and, when set, AppliedBranch, by full ref name
+// reads point: Branch and, when set, Applied.Branch, by full ref name
 // ("refs/heads/main"), a hex hash, or "" for a ref the remote does not
 // have. It costs one ref advertisement (git ls-remote: one HTTP request or
 // SSH session, no objects) and shares no state with a Sync running at the
@@ -27,7 +27,8 @@ import (
 // A host that refuses for its rate limit (HTTP 429, or 503 with
 // Retry-After) is a *RateLimitError saying how long it asked to wait.
 func (r *Repo) RemoteRefs(ctx context.Context) (map[string]string, error) {
-	auth, ca := r.opts.Auth, r.opts.CABundle
+	var auth transport.AuthMethod
+	var ca []byte
 	if r.opts.Credentials != nil {
 		var err error
 		if auth, ca, err = r.opts.Credentials.Transport(); err != nil {
@@ -83,8 +84,8 @@ func (r *Repo) Unseen(refs map[string]string) []string {
 // is left out: a merge of a proposal moves the shared branch.
 func (r *Repo) watchedRefs() []plumbing.ReferenceName {
 	names := []plumbing.ReferenceName{plumbing.NewBranchReferenceName(r.opts.Branch)}
-	if r.opts.AppliedBranch != "" {
-		names = append(names, plumbing.NewBranchReferenceName(r.opts.AppliedBranch))
+	if r.opts.Applied.Branch != "" {
+		names = append(names, plumbing.NewBranchReferenceName(r.opts.Applied.Branch))
 	}
 	return names
 }

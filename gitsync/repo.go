@@ -46,16 +46,21 @@ import (
 const (
 	DefaultBranch = "main"
 	// DefaultPushTimeout bounds the retries of a rejected push while no
-	// writer new to the pass lands a commit (see Options.PushTimeout).
+	// writer new to the pass lands a commit (see PushRetry.Timeout).
 	DefaultPushTimeout = 2 * time.Minute
-	// MaxPushWait bounds one Sync's retries to MaxPushWait × PushTimeout
+	// MaxPushWait bounds one Sync's retries to MaxPushWait × Push.Timeout
 	// from its first push attempt, new writers or not (20 minutes by
 	// default; a burst of 50 daemons on 2 cores took under 3).
 	MaxPushWait = 10
 )
 
-// Options configure a Repo. URL, Dir and Author are required.
+// Options configure a Repo, grouped by what they govern: fetching the
+// remote, making commits, pushing them, the applied branch and the review
+// flow. URL, Dir and Author are required; the zero value of every group is
+// its default (Push) or its feature off (Signing, Applied, Review).
 type Options struct {
+	// Fetching the remote.
+
 	// URL is the remote: a local path (made absolute), a file:// URL, an
 	// http(s):// URL (smart HTTP) or an ssh URL. Local paths and file://
 	// exec git-upload-pack/git-receive-pack, so git must be installed. A
@@ -77,22 +82,134 @@ type Options struct {
 	// name, or a branch deleted there), before any ref of the clone is
 	// moved, instead of starting Branch with a root commit as Seed does.
 	BranchMustExist bool
+	// Credentials authenticate fetches and pushes over http(s) and ssh:
+	// they are asked for at the start of Open and of every Sync, so that
+	// credentials rotated on disk take effect at the next Sync, and every
+	// fetch or push error goes through their Explain (package gitauth
+	// implements it for a credentials directory). Nil means none: no auth
+	// (ssh then falls back to go-git's default, the ssh agent) and the
+	// system's CA roots.
+	Credentials Credentials
+
+	// Making commits.
+
 	// Author is the commit author and committer.
 	Author Signature
-	// Auth authenticates fetches and pushes over http(s) and ssh; nil means
-	// none (ssh then falls back to go-git's default, the ssh agent).
-	Auth transport.AuthMethod
-	// CABundle is a PEM bundle of CA certificates trusted for https, on top
-	// of the system's; nil means the system's alone.
-	CABundle []byte
-	// Credentials, when set, replace Auth and CABundle: they are asked for
-	// at the start of Open and of every Sync, so that credentials rotated on
-	// disk take effect at the next Sync, and every fetch or push error goes
-	// through their Explain (package gitauth implements it for a
-	// credentials directory).
-	Credentials Credentials
-	// PushTimeout bounds the time one Sync retries rejected pushes without
-	// progress: no push attempt starts later than PushTimeout after the
+	// Clock dates commits (author and committer time: Clock.Now) and times
+	// push retries (the backoff waits, Push.Timeout and the durations in
+	// Contention and in a give-up's error); default clock.RealClock{}
+	// (k8s.io/utils/clock, imported as utilclock since the tests name
+	// their fixed commit time clock). Tests pass a
+	// k8s.io/utils/clock/testing FakeClock and step it; a caller whose
+	// time is a function passes ClockFunc.
+	Clock utilclock.Clock
+	// Signing signs commits and recognises this cluster's own.
+	Signing Signing
+
+	// Push bounds and paces the retries of a rejected push.
+	Push PushRetry
+
+	// Applied, when its Branch is set, keeps the applied branch.
+	Applied Applied
+
+	// Review, when its Branch is set, turns Sync into a review flow.
+	Review Review
+}
+
+// Signing is how a Repo signs its commits and tells its own commits from
+// others'. The zero Signing signs nothing.
+type Signing struct {
+	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
+	// OpenPGP or SSH signatures, see package commitsig).
+	Signer git.Signer
+	// Format is the format Signer signs in (commitsig.FormatSSH or
+	// commitsig.FormatOpenPGP); "" means either. With Key, an applied
+	// branch whose head carries a signature of another format is
+	// resealed: a cluster that switches formats gets its head signed in the
+	// new one at its next Sync, which is the only one its engine checks
+	// (Flux SSH, Argo CD OpenPGP).
+	Format commitsig.Format
+	// Key, when set, is the public key of Signer: an applied branch whose
+	// commit this key did not sign is resealed even if its scope is
+	// already right, and a review branch whose head this key signed is
+	// this cluster's own proposal (see Review).
+	Key crypto.PublicKey
+}
+
+// Applied is Options' applied branch: the branch this cluster's Flux
+// applies from, written by this cluster alone (docs/trust.md). After every
+// successful Sync it points at a commit signed by Signing.Signer whose
+// tree is the applied tree of the shared branch tip (Scope alone,
+// filtered): the applied branch as it stands when it already holds that
+// tree, else a new signed seal commit of it whose only parent is the tip
+// (see Sync). It is the only ref gitsync force-pushes. The zero Applied is
+// no applied branch.
+type Applied struct {
+	// Branch is the applied branch (e.g. "gitpeer/applied/alpha"). Setting
+	// it requires Scope, ClusterID and Options.Signing.Signer and a name
+	// other than Options.Branch.
+	Branch string
+	// Scope is the repo directory, slash-separated and relative, whose
+	// content the applied branch vouches for (e.g. "clusters/alpha"). The
+	// applied commit's tree holds that directory alone, filtered (see
+	// Exclude and Filter), at the same path.
+	Scope string
+	// Exclude are names directly under Scope that the applied tree leaves
+	// out (e.g. "inbox": what other clusters address to this one is
+	// theirs, and reaches it only as its own verified copy).
+	Exclude []string
+	// Filter, when set, keeps only the files of Scope it vouches for (e.g.
+	// those listed, with their content, in the cluster's own signed
+	// manifest); nil keeps every file the structural rules leave (see
+	// AppliedFilter's type).
+	Filter AppliedFilter
+	// ClusterID names this cluster in seal commits: their message is
+	// "<ClusterID>: seal <Scope>" with trailers Gitpeer-Cluster:
+	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
+	// Scope, so that the cluster-ID rule stays with its owner.
+	ClusterID string
+	// Seals, when set, keeps the newest seal where no writer of the repo
+	// reaches it (the cluster's backend): each Sync points the remote
+	// applied branch back at Seals.LastSeal before its pass runs, whatever
+	// the pass then does, and records every seal it makes with
+	// Seals.RecordSeal before pushing it. A signature proves who made a
+	// seal, never when: without this, a writer who points the branch at an
+	// older seal has it applied until the next seal.
+	Seals SealKeeper
+}
+
+// Review is Options' review flow (after Flux's image-automation-controller,
+// "a push branch distinct from the checkout branch"): the pass still runs
+// on Options.Branch's tip, which is only read (merged = approved), and its
+// commit is pushed to Review.Branch instead, as that tip plus exactly that
+// one signed commit. The zero Review is no review: passes push to
+// Options.Branch.
+type Review struct {
+	// Branch is the branch proposals are pushed to. When the pass changes
+	// nothing, Branch is deleted, so that hosts close its pull request.
+	// Branch is force-updated, but only over what is absent, already
+	// merged into Options.Branch, or this cluster's own previous proposal
+	// (its head signed with Options.Signing.Key, its parent on
+	// Options.Branch); anything else is someone's work and Sync refuses,
+	// wrapping ErrForeignCommit. It requires Options.Signing.Signer and
+	// Options.Signing.Key and a name other than Options.Branch and
+	// Options.Applied.Branch.
+	Branch string
+	// Paths, with Branch, tells the paths of a pass's change that need
+	// review (e.g. what the cluster applies): only those go to Branch. The
+	// others are pushed to Options.Branch first, as a commit of their own,
+	// signed, with the pass's message, and the proposal is made on top of
+	// it; a rejected push of that commit runs the pass again on the new
+	// tip. Nil: every path needs review.
+	Paths func(path string) bool
+}
+
+// PushRetry is how a Sync retries a push the remote rejected because
+// another writer landed first: it refetches, checks and retries its commit
+// on the new tip, after a backoff. The zero PushRetry is the defaults.
+type PushRetry struct {
+	// Timeout bounds the time one Sync retries rejected pushes without
+	// progress: no push attempt starts later than Timeout after the
 	// last commit by a writer (commit author) new to this Sync landed on
 	// the branch, or after the first attempt before any did; default
 	// DefaultPushTimeout. In a burst (every daemon of a mesh wakes on the
@@ -100,101 +217,19 @@ type Options struct {
 	// with each of them and a pass waits its turn however many are ahead;
 	// a writer landing commit after commit ahead of it (a hot loop) does
 	// not restart it. However many new writers land, no attempt starts
-	// later than MaxPushWait × PushTimeout after the first: commit authors
+	// later than MaxPushWait × Timeout after the first: commit authors
 	// are what any repo writer says they are, and a stream of made-up ones
 	// must not hold a pass forever. Retries are bounded in time, not in
 	// count.
-	PushTimeout time.Duration
+	Timeout time.Duration
 	// MaxAttempts, when positive, is the maximum number of push attempts
 	// of one Sync, including the first one; default 0: as many as
-	// PushTimeout allows.
+	// Timeout allows.
 	MaxAttempts int
 	// Backoff returns how long to wait after a rejected push before
 	// refetching, from what the Sync has seen of the other writers;
 	// default DefaultBackoff.
 	Backoff func(Contention) time.Duration
-	// Now gives commit timestamps; default Clock.Now.
-	Now func() time.Time
-	// Clock times push retries: the backoff waits, PushTimeout and the
-	// durations in Contention and in a give-up's error; default
-	// clock.RealClock{} (k8s.io/utils/clock, imported as utilclock
-	// since the tests name their fixed commit time clock). Tests pass a
-	// k8s.io/utils/clock/testing FakeClock and step it.
-	Clock utilclock.Clock
-	// Signer, when set, signs every commit (go-git CommitOptions.Signer:
-	// OpenPGP or SSH signatures, see package commitsig).
-	Signer git.Signer
-	// SignatureFormat is the format Signer signs in (commitsig.FormatSSH or
-	// commitsig.FormatOpenPGP); "" means either. With AppliedKey, an
-	// applied branch whose head carries a signature of another format is
-	// resealed: a cluster that switches formats gets its head signed in the
-	// new one at its next Sync, which is the only one its engine checks
-	// (Flux SSH, Argo CD OpenPGP).
-	SignatureFormat commitsig.Format
-
-	// AppliedBranch, when set, is the branch this cluster's Flux applies
-	// from, written by this cluster alone (e.g. "gitpeer/applied/alpha";
-	// docs/trust.md). After every successful Sync it points at a commit
-	// signed by Signer whose tree is the applied tree of the shared branch
-	// tip (AppliedScope alone, filtered): the applied branch as it stands
-	// when it already holds that tree, else a new signed seal commit of it
-	// whose only parent is the tip (see Sync). It is the only ref gitsync
-	// force-pushes. Setting it requires AppliedScope, ClusterID and Signer
-	// and a name other than Branch.
-	AppliedBranch string
-	// AppliedScope is the repo directory, slash-separated and relative,
-	// whose content the applied branch vouches for (e.g. "clusters/alpha").
-	// The applied commit's tree holds that directory alone, filtered (see
-	// AppliedExclude and AppliedFilter), at the same path.
-	AppliedScope string
-	// AppliedExclude are names directly under AppliedScope that the
-	// applied tree leaves out (e.g. "inbox": what other clusters address
-	// to this one is theirs, and reaches it only as its own verified copy).
-	AppliedExclude []string
-	// AppliedFilter, when set, keeps only the files of AppliedScope it
-	// vouches for (e.g. those listed, with their content, in the cluster's
-	// own signed manifest); nil keeps every file the structural rules
-	// leave (see AppliedFilter's type).
-	AppliedFilter AppliedFilter
-	// ClusterID names this cluster in seal commits: their message is
-	// "<ClusterID>: seal <AppliedScope>" with trailers Gitpeer-Cluster:
-	// <ClusterID> and Gitpeer-Step: seal. It is given, not derived from
-	// AppliedScope, so that the cluster-ID rule stays with its owner.
-	ClusterID string
-	// AppliedKey, when set, is the public key of Signer: an applied branch
-	// whose commit this key did not sign is resealed even if its scope is
-	// already right, and a push branch whose head this key signed is this
-	// cluster's own proposal (see PushBranch).
-	AppliedKey crypto.PublicKey
-	// Seals, when set with AppliedBranch, keeps the newest seal where no
-	// writer of the repo reaches it (the cluster's backend): each Sync
-	// points the remote applied branch back at Seals.LastSeal before its
-	// pass runs, whatever the pass then does, and records every seal it
-	// makes with Seals.RecordSeal before pushing it. A signature proves who
-	// made a seal, never when: without this, a writer who points the
-	// branch at an older seal has it applied until the next seal.
-	Seals SealKeeper
-
-	// PushBranch, when set, turns Sync into a review flow (after Flux's
-	// image-automation-controller, "a push branch distinct from the checkout
-	// branch"): the pass still runs on Branch's tip, which is only read
-	// (merged = approved), and its commit is pushed to PushBranch instead,
-	// as Branch's tip plus exactly that one signed commit. When the pass
-	// changes nothing, PushBranch is deleted, so that hosts close its pull
-	// request. PushBranch is force-updated, but only over what is absent,
-	// already merged into Branch, or this cluster's own previous proposal
-	// (its head signed with AppliedKey, its parent on Branch); anything else
-	// is someone's work and Sync refuses, wrapping ErrForeignCommit. It
-	// requires Signer and AppliedKey and a name other than Branch and
-	// AppliedBranch.
-	PushBranch string
-	// Reviewed, with PushBranch, tells the paths of a pass's change that
-	// need review (e.g. what the cluster applies): only those go to
-	// PushBranch. The others are pushed to Branch first, as a commit of
-	// their own, signed, with the pass's message, and the proposal is made
-	// on top of it; a rejected push of that commit runs the pass again on
-	// the new tip. Nil: every path needs review.
-	Reviewed func(path string) bool
 }
 
 // Credentials authenticate a Repo's fetches and pushes.
@@ -239,7 +274,7 @@ type Repo struct {
 		restored bool
 		files    map[string][]byte
 		replaced string // the head restoreApplied replaced
-		last     string // the newest seal Options.Seals holds
+		last     string // the newest seal Options.Applied.Seals holds
 		fs       *TreeFS
 	}
 	// former are the keys Rekey replaced: commits they signed are still
@@ -259,9 +294,14 @@ type Repo struct {
 	seen seenRefs
 
 	// pending is the tree of this cluster's own proposal on the push
-	// branch while a pass of SyncTree runs with Options.PushBranch
+	// branch while a pass of SyncTree runs with Options.Review.Branch
 	// (Pending); nil otherwise.
 	pending *TreeFS
+
+	// onDate is a test seam: when set, it runs each time a commit is
+	// dated, between the fetch and the push of an attempt (the tests land
+	// other writers' commits there). Nil outside tests.
+	onDate func()
 }
 
 // Open clones opts.URL into opts.Dir, or opens the clone already there, then
@@ -313,9 +353,9 @@ func (r *Repo) CacheFile(name string) string {
 
 func cacheFile(gitDir, name string) string { return filepath.Join(gitDir, "gitpeer-"+name) }
 
-// SignatureFormat returns Options.SignatureFormat: the format the Repo's
+// SignatureFormat returns Options.Signing.Format: the format the Repo's
 // commits are signed in, "" when that is not known.
-func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.SignatureFormat }
+func (r *Repo) SignatureFormat() commitsig.Format { return r.opts.Signing.Format }
 
 // Head returns the hex hash of the local branch tip after the last Sync or
 // Open: the pushed commit, or the remote tip when nothing was pushed. It is
@@ -358,17 +398,14 @@ func withDefaults(opts Options) (Options, error) {
 	if err := checkPush(opts); err != nil {
 		return opts, err
 	}
-	if opts.PushTimeout <= 0 {
-		opts.PushTimeout = DefaultPushTimeout
+	if opts.Push.Timeout <= 0 {
+		opts.Push.Timeout = DefaultPushTimeout
 	}
-	if opts.Backoff == nil {
-		opts.Backoff = DefaultBackoff
+	if opts.Push.Backoff == nil {
+		opts.Push.Backoff = DefaultBackoff
 	}
 	if opts.Clock == nil {
 		opts.Clock = utilclock.RealClock{}
-	}
-	if opts.Now == nil {
-		opts.Now = opts.Clock.Now
 	}
 	u, err := normalizeURL(opts.URL)
 	if err != nil {
@@ -379,7 +416,7 @@ func withDefaults(opts Options) (Options, error) {
 }
 
 // Contention is what a Sync has seen of the other writers when a push of
-// its was rejected: the input of Options.Backoff.
+// its was rejected: the input of Options.Push.Backoff.
 type Contention struct {
 	// Attempt counts the push attempts made so far, the rejected one
 	// included (1-based).
@@ -402,7 +439,7 @@ const (
 	maxBackoff = 10 * time.Second
 )
 
-// DefaultBackoff is the default Options.Backoff: max(1, Landed) × Window,
+// DefaultBackoff is the default Options.Push.Backoff: max(1, Landed) × Window,
 // with "equal jitter" (half fixed, half random), within 10ms and 10s.
 //
 // Every commit that lands invalidates every attempt in flight, so what a
@@ -426,7 +463,6 @@ func DefaultBackoff(c Contention) time.Duration {
 // pushes from Options.
 func (r *Repo) loadCredentials() error {
 	if r.opts.Credentials == nil {
-		r.auth, r.caBundle = r.opts.Auth, r.opts.CABundle
 		return nil
 	}
 	auth, ca, err := r.opts.Credentials.Transport()

@@ -34,7 +34,7 @@ func openSealed(t *testing.T, bare string) (*Repo, *memSeals) {
 	t.Helper()
 	seals := &memSeals{t: t, bare: bare}
 	opts := appliedOptions(t, bare)
-	opts.Seals = seals
+	opts.Applied.Seals = seals
 	alpha, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 
 // ErrPushConflict is returned (wrapped) by Sync when every push attempt was
 // rejected because the remote branch moved in between, and no writer new to
-// the Sync landed a commit for Options.PushTimeout (or Options.MaxAttempts
+// the Sync landed a commit for Options.Push.Timeout (or Options.Push.MaxAttempts
 // attempts were made).
 var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 
@@ -34,7 +34,7 @@ var ErrPushConflict = errors.New("push rejected: remote moved on every attempt")
 // ownership rule), so this is a hostile or broken writer: the pass's change
 // is not re-applied over theirs, nothing is pushed, and the error names the
 // paths. The next Sync runs the pass again on what they wrote. Commits this
-// cluster signed itself (Options.AppliedKey) are not foreign: a pass beaten
+// cluster signed itself (Options.Signing.Key) are not foreign: a pass beaten
 // by them (a killed predecessor's push landing late) runs again on the new
 // tip, at most maxRecompute times, instead of failing.
 var ErrForeignWrite = errors.New("another writer changed a path this pass owns")
@@ -68,11 +68,11 @@ type Change struct {
 	// scanned.
 	Guard *guard.Cache
 	// Seal, when not nil, is exactly what the applied branch holds after
-	// this Sync (Options.AppliedBranch): repo paths under AppliedScope and
+	// this Sync (Options.Applied.Branch): repo paths under Applied.Scope and
 	// their content, the structural rules of the applied tree still
-	// applied (no AppliedExclude, dot-file or name Git refuses). The pass
+	// applied (no Applied.Exclude, dot-file or name Git refuses). The pass
 	// decides what its cluster applies, from what it computed, instead of
-	// the tip's AppliedScope through AppliedFilter. An empty non-nil Seal
+	// the tip's Applied.Scope through AppliedFilter. An empty non-nil Seal
 	// holds the applied branch (Result.AppliedHeld).
 	Seal map[string][]byte
 }
@@ -80,7 +80,7 @@ type Change struct {
 // TreePassFunc computes the change on the remote tip, read from Git
 // objects (tip). SyncTree runs it once and re-applies its Change when a
 // push is rejected (see SyncTree); a rejected proposal
-// (Options.PushBranch), or commits of this cluster's own key that beat its
+// (Options.Review.Branch), or commits of this cluster's own key that beat its
 // push, run it again, so it must be a function of what it reads. It should
 // return soon after ctx ends.
 type TreePassFunc func(ctx context.Context, tip *TreeFS) (*Change, error)
@@ -97,7 +97,7 @@ type Result struct {
 
 	// Applied is the hex hash the remote applied branch points at after
 	// the Sync: a seal commit this Sync made, or the unchanged applied
-	// branch. It is "" without Options.AppliedBranch, while the shared
+	// branch. It is "" without Options.Applied.Branch, while the shared
 	// branch has no commits, or when AppliedHeld.
 	Applied string
 	// Sealed reports that Applied is a seal commit this Sync made and
@@ -105,18 +105,19 @@ type Result struct {
 	Sealed bool
 	// AppliedHeld, when not "", says why the applied branch was left where
 	// it was: nothing at the shared branch tip is vouched for (no
-	// AppliedScope there, or AppliedFilter refused it), and an applied tree
+	// Applied.Scope there, or AppliedFilter refused it), and an applied tree
 	// with nothing in it would have the cluster's engine prune everything.
 	AppliedHeld string
 	// AppliedRestored, when not "", is the head the remote applied branch
 	// was found at, which this Sync replaced with the newest seal
-	// (Options.Seals) before its pass: someone else moved the branch.
+	// (Options.Applied.Seals) before its pass: someone else moved the branch.
 	AppliedRestored string
 
-	// PushBranch is Options.PushBranch. With it, the pass's commit goes to
-	// PushBranch, and Commit is "", unless Options.Reviewed leaves part of
-	// the change out of review: then Commit and Message are the commit
-	// pushed to the shared branch with that part, CommitFiles its paths.
+	// PushBranch is Options.Review.Branch. With it, the pass's commit goes
+	// to PushBranch, and Commit is "", unless Options.Review.Paths leaves
+	// part of the change out of review: then Commit and Message are the
+	// commit pushed to the shared branch with that part, CommitFiles its
+	// paths.
 	PushBranch  string
 	CommitFiles []string
 	// Proposed is the hex hash of the commit PushBranch holds after the
@@ -129,12 +130,12 @@ type Result struct {
 }
 
 // SyncTree runs one pass and publishes its change as at most one commit on
-// the shared branch (or, with Options.PushBranch, on the review branch),
+// the shared branch (or, with Options.Review.Branch, on the review branch),
 // then points the applied branch at the cluster's vouched tree of the tip
-// (Options.AppliedBranch), as docs/design.md ("Publishing a pass") says:
+// (Options.Applied.Branch), as docs/design.md ("Publishing a pass") says:
 // fetch, pass on the tip's tree (TreeFS), guard.Check of every written
 // file, commit, push without force; a rejected push re-applies the same
-// change on the new tip after Backoff until it lands or PushTimeout
+// change on the new tip after Backoff until it lands or Push.Timeout
 // (bounded by MaxPushWait) passes. Everything is Git objects and refs: the
 // commit's tree is built from the tip's and the change (gitobj.Writer),
 // and nothing is checked out. It returns what was pushed (Result) and
@@ -155,7 +156,7 @@ func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) 
 		return Result{}, err
 	}
 	publish := r.publish
-	if r.opts.PushBranch != "" {
+	if r.opts.Review.Branch != "" {
 		publish = r.propose
 	}
 	res, tip, err := publish(ctx, pass)
@@ -163,7 +164,7 @@ func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) 
 	if err != nil {
 		return res, err
 	}
-	if r.opts.AppliedBranch != "" {
+	if r.opts.Applied.Branch != "" {
 		if err := r.updateApplied(ctx, tip, &res); err != nil {
 			return res, err
 		}
@@ -271,25 +272,25 @@ func (r *Repo) publish(ctx context.Context, pass TreePassFunc) (Result, plumbing
 
 // waitRetry waits Backoff(c) before push attempt number c.Attempt+1 after a
 // rejected push (err) of a Sync that started pushing at started, at most
-// until PushTimeout from progress, the last time a writer new to the Sync
+// until Push.Timeout from progress, the last time a writer new to the Sync
 // landed a commit (started, before any). It returns an error wrapping
 // ErrPushConflict when that attempt would be past MaxAttempts or
-// PushTimeout has passed, and the context's error when it ends first.
+// Push.Timeout has passed, and the context's error when it ends first.
 func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress time.Time, err error) error {
 	giveUp := func() error {
 		return fmt.Errorf("push %s to %s after %d attempts in %s, the last %s without a commit from a writer new to this pass: %w: %w",
 			r.pushTarget(), r.opts.URL, c.Attempt, r.opts.Clock.Since(started).Round(time.Millisecond),
 			r.opts.Clock.Since(progress).Round(time.Millisecond), ErrPushConflict, r.explain(err))
 	}
-	if r.opts.MaxAttempts > 0 && c.Attempt >= r.opts.MaxAttempts {
+	if r.opts.Push.MaxAttempts > 0 && c.Attempt >= r.opts.Push.MaxAttempts {
 		return giveUp()
 	}
-	left := min(r.opts.PushTimeout-r.opts.Clock.Since(progress), MaxPushWait*r.opts.PushTimeout-r.opts.Clock.Since(started))
+	left := min(r.opts.Push.Timeout-r.opts.Clock.Since(progress), MaxPushWait*r.opts.Push.Timeout-r.opts.Clock.Since(started))
 	if left <= 0 {
 		return giveUp()
 	}
 	// The last attempt starts at the deadline rather than not at all.
-	wait := min(r.opts.Backoff(c), left)
+	wait := min(r.opts.Push.Backoff(c), left)
 	t := r.opts.Clock.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -300,11 +301,11 @@ func (r *Repo) waitRetry(ctx context.Context, c Contention, started, progress ti
 	}
 }
 
-// pushTarget is the branch passes push to: PushBranch in a review flow,
+// pushTarget is the branch passes push to: Review.Branch in a review flow,
 // else Branch.
 func (r *Repo) pushTarget() string {
-	if r.opts.PushBranch != "" {
-		return r.opts.PushBranch
+	if r.opts.Review.Branch != "" {
+		return r.opts.Review.Branch
 	}
 	return r.opts.Branch
 }
@@ -371,11 +372,11 @@ const maxRecompute = 3
 
 // ownWrites reports whether every commit from base (excluded) to tip, along
 // first parents, that changed a path ch owns was signed by this cluster
-// (Options.AppliedKey, as ClusterID). It is false without AppliedKey, for a
+// (Options.Signing.Key, as Applied.ClusterID). It is false without Signing.Key, for a
 // merge, for a walk of more than maxCounted commits, and on any error: only
 // what is shown to be this cluster's own is recomputed over.
 func (r *Repo) ownWrites(ctx context.Context, ch *Change, base, tip plumbing.Hash) bool {
-	if r.opts.AppliedKey == nil {
+	if r.opts.Signing.Key == nil {
 		return false
 	}
 	owned := ch.owned()
@@ -472,7 +473,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 		return nil, nil, fmt.Errorf("pass: %w", err)
 	}
 	// Before the first pass of the Sync, whatever it does: the applied
-	// branch is back on the newest seal (Options.Seals).
+	// branch is back on the newest seal (Options.Applied.Seals).
 	if !r.seal.restored {
 		r.seal.restored = true
 		if err := r.restoreApplied(ctx); err != nil {
@@ -498,7 +499,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 	return ch, p, nil
 }
 
-// commitPlan commits p on tip, signed with Signer, and points the local
+// commitPlan commits p on tip, signed with Signing.Signer, and points the local
 // branch at the commit. It returns the zero hash when there is nothing to
 // commit. The commit's tree is built from tip's (gitobj.Writer), rewriting
 // only the trees on the changed paths.
@@ -534,10 +535,13 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 // cleaned as go-git's Worktree.Commit would clean it.
 func (r *Repo) signature() object.Signature {
 	clean := strings.NewReplacer("<", "", ">", "", "\n", "")
+	if r.onDate != nil {
+		r.onDate()
+	}
 	return object.Signature{
 		Name:  clean.Replace(r.opts.Author.Name),
 		Email: clean.Replace(r.opts.Author.Email),
-		When:  r.opts.Now(),
+		When:  r.opts.Clock.Now(),
 	}
 }
 
@@ -563,7 +567,7 @@ func (r *Repo) fetch(ctx context.Context) (plumbing.Hash, error) {
 	tracking := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
 	specs := []config.RefSpec{trackingSpec(r.opts.Branch)}
 	var optional []string
-	for _, b := range []string{r.opts.AppliedBranch, r.opts.PushBranch} {
+	for _, b := range []string{r.opts.Applied.Branch, r.opts.Review.Branch} {
 		if b != "" {
 			optional = append(optional, b)
 			specs = append(specs, trackingSpec(b))

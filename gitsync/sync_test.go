@@ -22,6 +22,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	utilclock "k8s.io/utils/clock"
+
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
@@ -235,15 +237,14 @@ func TestSyncReappliesTheChangeOnARejectedPush(t *testing.T) {
 	assertClean(t, b.Dir())
 }
 
-// movingClock is a commit clock that lets other make a commit each time
-// it is read, that is while a Sync makes its commit: the Sync's every push
-// is then rejected.
-func movingClock(t *testing.T, other *Repo) func() time.Time {
+// movingRemote is a Repo.onDate that lets other make a commit each time a
+// commit is dated, that is while a Sync makes its commit: the Sync's every
+// push is then rejected.
+func movingRemote(t *testing.T, other *Repo) func() {
 	n := 0
-	return func() time.Time {
+	return func() {
 		n++
 		mustSync(t, other, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
-		return clock
 	}
 }
 
@@ -254,15 +255,15 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	}
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
-	opts.MaxAttempts = 3
+	opts.Push.MaxAttempts = 3
 	var waits []int
-	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return 0 }
+	opts.Push.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return 0 }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	moving := movingClock(t, c)
-	b.opts.Now = moving
+	moving := movingRemote(t, c)
+	b.onDate = moving
 
 	calls := 0
 	res, err := b.SyncTree(context.Background(), func(ctx context.Context, tip *TreeFS) (*Change, error) {
@@ -294,7 +295,7 @@ func TestSyncGivesUpWhenRemoteKeepsMoving(t *testing.T) {
 	}
 
 	// Once the remote holds still, the same Repo pushes fine.
-	b.opts.Now = func() time.Time { return clock }
+	b.onDate = nil
 	res = mustSync(t, b, writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if res.Commit == "" || res.Attempts != 1 {
 		t.Errorf("Sync after the conflict = %+v", res)
@@ -305,19 +306,19 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	bare := newBare(t)
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
-	opts.PushTimeout = 2 * time.Second
+	opts.Push.Timeout = 2 * time.Second
 	clk := newSkippingClock()
 	opts.Clock = clk
 	// Each attempt takes no time on the fake clock, so the backoff alone
 	// sets how many fit in the timeout: few, for a fast test.
 	const backoff = 250 * time.Millisecond
 	var waits []int
-	opts.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return backoff }
+	opts.Push.Backoff = func(c Contention) time.Duration { waits = append(waits, c.Attempt); return backoff }
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.opts.Now = movingClock(t, c)
+	b.onDate = movingRemote(t, c)
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), func(context.Context, *TreeFS) (*Change, error) {
 		return &Change{Writes: map[string][]byte{"clusters/cl-b/status.yaml": []byte("ready\n")}, Message: "cl-b pass"}, nil
@@ -326,33 +327,33 @@ func TestSyncRetriesAreBoundedInTimeNotCount(t *testing.T) {
 	if !errors.Is(err, ErrPushConflict) {
 		t.Fatalf("Sync = %v, want ErrPushConflict", err)
 	}
-	if want := 2 + int(opts.PushTimeout/backoff); res.Attempts != want || res.Attempts != len(waits)+1 {
+	if want := 2 + int(opts.Push.Timeout/backoff); res.Attempts != want || res.Attempts != len(waits)+1 {
 		t.Errorf("Attempts = %d after %d backoffs, want %d: retries until the timeout", res.Attempts, len(waits), want)
 	}
 	// cl-c, the one writer, is new to the pass once: at the first refetch,
 	// after one backoff. The timeout runs from there, and the last backoff
 	// ends at it.
-	if want := backoff + opts.PushTimeout; took != want {
-		t.Errorf("gave up after %s, want %s: the push timeout %s after cl-c's first commit", took, want, opts.PushTimeout)
+	if want := backoff + opts.Push.Timeout; took != want {
+		t.Errorf("gave up after %s, want %s: the push timeout %s after cl-c's first commit", took, want, opts.Push.Timeout)
 	}
-	if want := fmt.Sprintf("after %d attempts in %s, the last %s without", res.Attempts, took, opts.PushTimeout); !strings.Contains(err.Error(), want) {
+	if want := fmt.Sprintf("after %d attempts in %s, the last %s without", res.Attempts, took, opts.Push.Timeout); !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say how many attempts in how long (%q)", err, want)
 	}
 
 	// The count alone never stops the retries, however high; the time does.
 	rejected := errors.New("non-fast-forward update: refs/heads/main")
-	b.opts.Backoff = func(Contention) time.Duration { return 0 }
+	b.opts.Push.Backoff = func(Contention) time.Duration { return 0 }
 	if err := b.waitRetry(context.Background(), Contention{Attempt: 1000}, clk.Now(), clk.Now(), rejected); err != nil {
 		t.Errorf("attempt 1001 within the timeout: %v, want a retry", err)
 	}
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, clk.Now().Add(-opts.PushTimeout), clk.Now().Add(-opts.PushTimeout), rejected); !errors.Is(err, ErrPushConflict) {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, clk.Now().Add(-opts.Push.Timeout), clk.Now().Add(-opts.Push.Timeout), rejected); !errors.Is(err, ErrPushConflict) {
 		t.Errorf("attempt 3 after the timeout: %v, want ErrPushConflict", err)
 	}
 	// A backoff longer than the time left ends at the deadline, for one
 	// last attempt.
-	b.opts.Backoff = func(Contention) time.Duration { return time.Hour }
+	b.opts.Push.Backoff = func(Contention) time.Duration { return time.Hour }
 	start = clk.Now()
-	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.PushTimeout+50*time.Millisecond), start.Add(-opts.PushTimeout+50*time.Millisecond), rejected); err != nil || clk.Since(start) != 50*time.Millisecond {
+	if err := b.waitRetry(context.Background(), Contention{Attempt: 2}, start.Add(-opts.Push.Timeout+50*time.Millisecond), start.Add(-opts.Push.Timeout+50*time.Millisecond), rejected); err != nil || clk.Since(start) != 50*time.Millisecond {
 		t.Errorf("a backoff past the deadline: %v after %s, want a last attempt at the deadline, 50ms on", err, clk.Since(start))
 	}
 }
@@ -415,7 +416,8 @@ func TestSyncHonoursContext(t *testing.T) {
 	bare := newBare(t)
 	other := openRepo(t, bare, "other")
 	opts := testOptions(t, bare, "cl-b")
-	opts.Backoff = func(Contention) time.Duration { return time.Hour }
+	opts.Push.Backoff = func(Contention) time.Duration { return time.Hour }
+	opts.Clock = utilclock.RealClock{} // the wait is real: the context ends it
 	b, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -688,8 +690,8 @@ func TestSyncConcurrentWriters(t *testing.T) {
 	errs := make(chan error, writers*rounds)
 	for w := range writers {
 		opts := testOptions(t, bare, "cl-"+strconv.Itoa(w))
-		opts.MaxAttempts = 50
-		opts.Backoff = func(Contention) time.Duration { return time.Duration(1+w) * 5 * time.Millisecond }
+		opts.Push.MaxAttempts = 50
+		opts.Push.Backoff = func(Contention) time.Duration { return time.Duration(1+w) * 5 * time.Millisecond }
 		r, err := Open(context.Background(), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -790,7 +792,7 @@ func TestSyncSignsCommits(t *testing.T) {
 	bare := newBare(t)
 	opts := testOptions(t, bare, "cl-a")
 	signer := &fakeSigner{}
-	opts.Signer = signer
+	opts.Signing.Signer = signer
 	r, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -836,11 +838,13 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 	bare := newBare(t)
 	c := openRepo(t, bare, "cl-c")
 	opts := testOptions(t, bare, "cl-b")
-	opts.MaxAttempts = 10
+	opts.Push.MaxAttempts = 10
+	// The windows are what real pushes take.
+	opts.Clock = utilclock.RealClock{}
 	const perAttempt = 3 // commits the other writer lands during each attempt
 	var seen []Contention
 	var waits []time.Duration
-	opts.Backoff = func(ct Contention) time.Duration {
+	opts.Push.Backoff = func(ct Contention) time.Duration {
 		seen = append(seen, ct)
 		d := DefaultBackoff(ct)
 		waits = append(waits, d)
@@ -851,12 +855,11 @@ func TestSyncBacksOffByTheCommitsThatBeatIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		for range perAttempt {
 			n++
 			mustSync(t, c, writes("cl-c pass", map[string]string{"clusters/cl-c/status.yaml": "generation: " + strconv.Itoa(n) + "\n"}))
 		}
-		return clock
 	}
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if !errors.Is(err, ErrPushConflict) {
@@ -885,9 +888,9 @@ func noChange() TreePassFunc {
 	return func(context.Context, *TreeFS) (*Change, error) { return nil, nil }
 }
 
-// TestSyncWaitsItsTurnInABurstOfNewWriters: PushTimeout counts from the
+// TestSyncWaitsItsTurnInABurstOfNewWriters: Push.Timeout counts from the
 // last commit by a writer new to the pass, so a pass behind a burst of
-// writers that each land once keeps its turn for longer than PushTimeout
+// writers that each land once keeps its turn for longer than Push.Timeout
 // in all, and lands when the burst has drained; a writer landing again and
 // again ahead of it (TestSyncRetriesAreBoundedInTimeNotCount) does not.
 func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
@@ -901,9 +904,9 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 	// Between two writers new to the pass there is a backoff (attempts
 	// take no time on the fake clock): the push timeout outlasts it, and
 	// the burst (8 backoffs) lasts two push timeouts and more.
-	opts.PushTimeout = 2 * time.Second
+	opts.Push.Timeout = 2 * time.Second
 	const backoff = 600 * time.Millisecond
-	opts.Backoff = func(Contention) time.Duration { return backoff }
+	opts.Push.Backoff = func(Contention) time.Duration { return backoff }
 	clk := newSkippingClock()
 	opts.Clock = clk
 	b, err := Open(context.Background(), opts)
@@ -911,7 +914,7 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		// Between b's fetch and its push, the next writer of the burst
 		// lands its one commit; then the burst is over.
 		if n < burst {
@@ -919,15 +922,14 @@ func TestSyncWaitsItsTurnInABurstOfNewWriters(t *testing.T) {
 			mustSync(t, others[n], writes("cl-w pass", map[string]string{name: "ready\n"}))
 			n++
 		}
-		return clock
 	}
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
 	if err != nil {
 		t.Fatalf("Sync behind a burst of %d writers: %v", burst, err)
 	}
-	if took := clk.Since(start); took < 2*opts.PushTimeout || took != burst*backoff || res.Attempts != burst+1 {
-		t.Errorf("landed after %d attempts in %s; want %d in %s, longer than the push timeout %s in all", res.Attempts, took, burst+1, burst*backoff, opts.PushTimeout)
+	if took := clk.Since(start); took < 2*opts.Push.Timeout || took != burst*backoff || res.Attempts != burst+1 {
+		t.Errorf("landed after %d attempts in %s; want %d in %s, longer than the push timeout %s in all", res.Attempts, took, burst+1, burst*backoff, opts.Push.Timeout)
 	}
 	fsck(t, bare)
 	if got := runGit(t, bare, "rev-list", "--count", "main"); got != strconv.Itoa(burst+1) {
@@ -947,11 +949,11 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 	bare := newBare(t)
 	mallory := openRepo(t, bare, "mallory")
 	opts := testOptions(t, bare, "cl-b")
-	opts.PushTimeout = time.Second
+	opts.Push.Timeout = time.Second
 	// Each attempt takes no time on the fake clock, so the backoff alone
 	// sets how many fit in MaxPushWait push timeouts: few, for a fast test.
 	const backoff = 500 * time.Millisecond
-	opts.Backoff = func(Contention) time.Duration { return backoff }
+	opts.Push.Backoff = func(Contention) time.Duration { return backoff }
 	clk := newSkippingClock()
 	opts.Clock = clk
 	b, err := Open(context.Background(), opts)
@@ -959,12 +961,11 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	b.opts.Now = func() time.Time {
+	b.onDate = func() {
 		// Between b's fetch and its push, a commit by a new name lands.
 		n++
 		mallory.opts.Author.Email = fmt.Sprintf("writer-%d@example.com", n)
 		mustSync(t, mallory, writes("burst", map[string]string{"clusters/m/status.yaml": fmt.Sprintf("n: %d\n", n)}))
-		return clock
 	}
 	start := clk.Now()
 	res, err := b.SyncTree(context.Background(), writes("cl-b pass", map[string]string{"clusters/cl-b/status.yaml": "ready\n"}))
@@ -973,7 +974,7 @@ func TestSyncGivesUpOnAnEndlessStreamOfNewWriters(t *testing.T) {
 		t.Fatalf("Sync behind an endless stream of new writers: %v, want ErrPushConflict", err)
 	}
 	// The last backoff ends at the limit; the attempt there is rejected too.
-	if limit := MaxPushWait * opts.PushTimeout; took != limit || res.Attempts != 1+int(limit/backoff) {
+	if limit := MaxPushWait * opts.Push.Timeout; took != limit || res.Attempts != 1+int(limit/backoff) {
 		t.Errorf("gave up after %d attempts in %s, want %d in %s (%d push timeouts)", res.Attempts, took, 1+int(limit/backoff), limit, MaxPushWait)
 	}
 	if _, err := gitOutput(bare, "cat-file", "-e", "main:clusters/cl-b/status.yaml"); err == nil {

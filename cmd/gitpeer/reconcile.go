@@ -169,9 +169,9 @@ func (o *reconcileOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer lock.Unlock()
-	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, PushTimeout: o.pushTimeout}
+	gopts := gitsync.Options{URL: o.pass.repoURL, Dir: o.checkout, Branch: o.branch, BranchMustExist: true, Credentials: creds, Push: gitsync.PushRetry{Timeout: o.pushTimeout}}
 	if review != nil {
-		gopts.PushBranch, gopts.Reviewed = review.branch, reviewed
+		gopts.Review = gitsync.Review{Branch: review.branch, Paths: reviewed}
 	}
 	opts, err := runner.Signed(gopts, b, format)
 	if err != nil {

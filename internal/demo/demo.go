@@ -202,7 +202,7 @@ func createRepo(ctx context.Context, opts Options, sd *seed, w io.Writer) (*Repo
 	if err := gitsync.InitBare(rep.Remote, "main"); err != nil {
 		return nil, err
 	}
-	seedOpts := gitsync.Options{URL: rep.Remote, Now: opts.Now,
+	seedOpts := gitsync.Options{URL: rep.Remote, Clock: gitsync.ClockFunc(opts.Now),
 		Author: gitsync.Signature{Name: "gitpeer demo", Email: "demo@gitpeer.invalid"}}
 	if _, err := gitsync.Seed(ctx, seedOpts, sd.files, sd.message); err != nil {
 		return nil, err
@@ -423,7 +423,7 @@ func setUp(ctx context.Context, opts Options, remote, id string) (*Cluster, erro
 		return nil, err
 	}
 	b.Now = opts.Now
-	gopts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(opts.Dir, "checkouts", id), Now: opts.Now}, b, opts.SigningFormat)
+	gopts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(opts.Dir, "checkouts", id), Clock: gitsync.ClockFunc(opts.Now)}, b, opts.SigningFormat)
 	if err != nil {
 		return nil, err
 	}

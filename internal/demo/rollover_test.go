@@ -316,7 +316,7 @@ func TestSwitchingTheSigningFormatNeverBreaksFlux(t *testing.T) {
 	p := newPeered(t)
 	rep, clk, fl, alpha := p.rep, p.clk, p.fl, p.clusters["alpha"]
 	for _, format := range []commitsig.Format{commitsig.FormatOpenPGP, commitsig.FormatSSH} {
-		opts, err := runner.Signed(gitsync.Options{URL: rep.Remote, Dir: alpha.Runner.Repo.Dir(), Now: clk.Now}, alpha.Backend, format)
+		opts, err := runner.Signed(gitsync.Options{URL: rep.Remote, Dir: alpha.Runner.Repo.Dir(), Clock: gitsync.ClockFunc(clk.Now)}, alpha.Backend, format)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -162,7 +162,7 @@ func newWorld(t *testing.T, dir, spec string, format commitsig.Format) (*world, 
 	if err := gitsync.InitBare(w.remote, "main"); err != nil {
 		return nil, err
 	}
-	seed := gitsync.Options{URL: w.remote, Now: w.clock.Now, Author: gitsync.Signature{Name: "admin", Email: "admin@example.com"}}
+	seed := gitsync.Options{URL: w.remote, Clock: gitsync.ClockFunc(w.clock.Now), Author: gitsync.Signature{Name: "admin", Email: "admin@example.com"}}
 	if _, err := gitsync.Seed(ctx, seed, map[string][]byte{"peering.cue": []byte(spec)}, "seed: peering spec\n"); err != nil {
 		return nil, err
 	}
@@ -211,8 +211,8 @@ func (w *world) publish(c *cluster) error {
 // with c's current key: after a key rotation it is called again.
 func (w *world) openRunner(c *cluster) error {
 	opts, err := runner.Signed(gitsync.Options{
-		URL: w.remote, Dir: filepath.Join(w.dir, "checkouts", c.id), Now: w.clock.Now,
-		Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond },
+		URL: w.remote, Dir: filepath.Join(w.dir, "checkouts", c.id), Clock: gitsync.ClockFunc(w.clock.Now),
+		Push: gitsync.PushRetry{Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond }},
 	}, c.b, w.format)
 	if err != nil {
 		return err
@@ -220,8 +220,8 @@ func (w *world) openRunner(c *cluster) error {
 	if w.reviewed[c.id] {
 		// As reconcile --push-branch gitpeer/review/<id> --review-scope
 		// applied: what the cluster applies waits for a merge.
-		opts.PushBranch = reviewBranch(c.id)
-		if opts.Reviewed, err = runner.Reviewed(runner.ReviewApplied, c.id); err != nil {
+		opts.Review.Branch = reviewBranch(c.id)
+		if opts.Review.Paths, err = runner.Reviewed(runner.ReviewApplied, c.id); err != nil {
 			return err
 		}
 	}

@@ -99,8 +99,8 @@ func TestAPathNoCheckoutCanHoldStallsNoPass(t *testing.T) {
 // openRunnerAt is world.openRunner on a clone in dir.
 func openRunnerAt(w *world, c *cluster, dir string) error {
 	opts, err := runner.Signed(gitsync.Options{
-		URL: w.remote, Dir: dir, Now: w.clock.Now,
-		Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond },
+		URL: w.remote, Dir: dir, Clock: gitsync.ClockFunc(w.clock.Now),
+		Push: gitsync.PushRetry{Backoff: func(gitsync.Contention) time.Duration { return time.Millisecond }},
 	}, c.b, w.format)
 	if err != nil {
 		return err

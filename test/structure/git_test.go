@@ -35,20 +35,12 @@ var gitInstead = map[string]string{
 	goGitOpen: "open it with gitobj.Open or gitobj.OpenHistory (create it with testgit.Git in a test)",
 }
 
-// gitExceptions are the files that reach Git outside its home today, by
-// kind, each with why it stays. An exception that no longer occurs fails
-// the test too: the list only shrinks.
+// gitExceptions are the files that reach Git outside its home, by kind,
+// each with why it stays (none today). An exception that no longer occurs
+// fails the test too: the list only shrinks.
 var gitExceptions = map[string]map[string]string{
-	gitCLI: {
-		// internal/trust/verify is another helper's this round (issue
-		// 29); these belong on testgit.Command / testgit.Git.
-		"internal/trust/verify/mesh_bench_unix_test.go":    "verify: issue 29's area this round; move to testgit.Command",
-		"internal/trust/verify/history_internal_test.go":   "verify: issue 29's area this round; move to testgit.Command",
-		"internal/trust/verify/blobcache_internal_test.go": "verify: issue 29's area this round; move to testgit.Command",
-	},
-	goGitOpen: {
-		"internal/trust/verify/history_test.go": "verify: issue 29's area this round; testgit.Git init, then gitobj.Open",
-	},
+	gitCLI:    {},
+	goGitOpen: {},
 }
 
 // goGitOpeners are go-git's functions that open, clone or create a

@@ -44,10 +44,11 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 	moving.Store(true)
 	generation := 0
 	o := opts("alpha")
-	o.PushTimeout = 2 * time.Second
-	// The clock is read when alpha commits, between its fetch and its
-	// push: beta lands a commit there while moving.
-	o.Now = func() time.Time {
+	o.Push.Timeout = 2 * time.Second
+	// The clock is read while alpha pushes, among others when it dates
+	// its commit, between its fetch and its push: beta lands a commit at
+	// every reading while moving.
+	o.Clock = gitsync.ClockFunc(func() time.Time {
 		if moving.Load() {
 			generation++
 			if _, err := other.SyncTree(ctx, func(context.Context, *gitsync.TreeFS) (*gitsync.Change, error) {
@@ -57,7 +58,7 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 			}
 		}
 		return time.Now()
-	}
+	})
 	alpha, err := gitsync.Open(ctx, o)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func BenchmarkIdlePass(b *testing.B) {
 	id := mesh.IDs[n/2]
 	be := mesh.Backends[id]
 	ctx := context.Background()
-	opts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(b.TempDir(), "checkout"), Now: func() time.Time { return now }}, be, "ssh")
+	opts, err := runner.Signed(gitsync.Options{URL: remote, Dir: filepath.Join(b.TempDir(), "checkout"), Clock: gitsync.ClockFunc(func() time.Time { return now })}, be, "ssh")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ const (
 // ReviewScopes are the values of --review-scope, the default first.
 var ReviewScopes = []string{ReviewAll, ReviewApplied}
 
-// Reviewed is gitsync.Options.Reviewed for cluster id and scope (one of
+// Reviewed is gitsync.Review.Paths for cluster id and scope (one of
 // ReviewScopes): nil for ReviewAll (every path is reviewed); for
 // ReviewApplied, true for a path of id's own tree outside its inbox. An
 // unknown scope is an error naming the allowed ones.

@@ -36,15 +36,15 @@ func Signed(opts gitsync.Options, b backend.Backend, format commitsig.Format) (g
 	if opts.Author.Name == "" {
 		opts.Author = gitsync.Signature{Name: "gitpeer (" + id + ")", Email: id + "@gitpeer.invalid"}
 	}
-	opts.Signer = signer
-	opts.SignatureFormat = format
-	opts.ClusterID = id
-	opts.AppliedBranch = layout.AppliedBranch(id)
-	opts.AppliedScope = layout.ClusterPath(id)
-	opts.AppliedExclude = []string{layout.InboxDir}
-	opts.AppliedKey = b.Signer().Public()
-	opts.AppliedFilter = SignedByManifest(id, opts.AppliedKey)
-	opts.Seals = pinnedSeal{b}
+	opts.Signing.Signer = signer
+	opts.Signing.Format = format
+	opts.Applied.ClusterID = id
+	opts.Applied.Branch = layout.AppliedBranch(id)
+	opts.Applied.Scope = layout.ClusterPath(id)
+	opts.Applied.Exclude = []string{layout.InboxDir}
+	opts.Signing.Key = b.Signer().Public()
+	opts.Applied.Filter = SignedByManifest(id, opts.Signing.Key)
+	opts.Applied.Seals = pinnedSeal{b}
 	return opts, nil
 }
 

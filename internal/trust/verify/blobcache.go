@@ -2,16 +2,17 @@ package verify
 
 import (
 	"bytes"
-	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 )
 
 // maxCachedBlobBytes bounds what a blobCachedTree keeps: a 1,000-cluster,
-// 10,000-peering tree is ~125 MB of files; past the bound it starts over.
+// 10,000-peering tree is ~125 MB of files; past the bound it starts over
+// (boundedmap.NewSized), and a blob larger than the bound is not kept.
 const maxCachedBlobBytes = 128 << 20
 
 // blobCachedTree is a commit's tree whose regular files' contents are kept
@@ -26,13 +27,12 @@ const maxCachedBlobBytes = 128 << 20
 // concurrent use.
 type blobCachedTree struct {
 	*gitobj.TreeFS
-	mu    sync.Mutex
-	blobs map[plumbing.Hash][]byte
-	size  int
+	blobs *boundedmap.Map[plumbing.Hash, []byte] // at most maxCachedBlobBytes in all
 }
 
 func newBlobCachedTree(t *gitobj.TreeFS) *blobCachedTree {
-	return &blobCachedTree{TreeFS: t, blobs: map[plumbing.Hash][]byte{}}
+	size := func(b []byte) int { return len(b) }
+	return &blobCachedTree{TreeFS: t, blobs: boundedmap.NewSized[plumbing.Hash](maxCachedBlobBytes, size)}
 }
 
 // ReadFile is TreeFS.ReadFile, from the cache for a regular file read
@@ -42,26 +42,15 @@ func (t *blobCachedTree) ReadFile(name string) ([]byte, error) {
 	if err != nil || e == nil || !cachedMode(e.Mode) {
 		return t.TreeFS.ReadFile(name) // its answer and errors, as they are
 	}
-	t.mu.Lock()
-	data, ok := t.blobs[e.Hash]
-	t.mu.Unlock()
-	if ok {
+	if data, ok := t.blobs.Get(e.Hash); ok {
 		return bytes.Clone(data), nil
 	}
-	data, err = t.TreeFS.ReadFile(name)
+	data, err := t.TreeFS.ReadFile(name)
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	if _, ok := t.blobs[e.Hash]; !ok {
-		if t.size+len(data) > maxCachedBlobBytes {
-			clear(t.blobs)
-			t.size = 0
-		}
-		t.blobs[e.Hash] = bytes.Clone(data)
-		t.size += len(data)
-	}
-	t.mu.Unlock()
+	// The cache keeps its own copy: the caller may change data.
+	t.blobs.Put(e.Hash, bytes.Clone(data))
 	return data, nil
 }
 

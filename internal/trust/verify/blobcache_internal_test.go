@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // A blobCachedTree reads what its TreeFS reads, with the same errors, on
@@ -22,13 +23,7 @@ func TestBlobCachedTreeReadsWhatTreeFSReads(t *testing.T) {
 	dir := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(bytes.TrimSpace(out))
+		return testgit.Git(t, dir, args...)
 	}
 	git("init", "-q", "-b", "main")
 	files := map[string]string{

@@ -207,8 +207,10 @@ func (v *verifier) peeringPaths(found []string) []string {
 			}
 		}
 		for _, p := range v.spec.Peerings {
-			for _, pair := range [][2]string{{p.Consumer, p.Provider}, {p.Provider, p.Consumer}} {
-				to, from := pair[0], pair[1]
+			// Each side's inbox holds what the other side addressed to it:
+			// the pair as it is, then reversed.
+			for _, pair := range []schema.Pair{p.Pair(), {Consumer: p.Provider, Provider: p.Consumer}} {
+				to, from := pair.Consumer, pair.Provider
 				for _, f := range []string{layout.NonceFile, layout.TenantFile, layout.IdentityFile, dirmanifest.FileName} {
 					add(to, layout.InboxDir, from, f)
 				}

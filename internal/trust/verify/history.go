@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/gitpeer/gitpeer/internal/boundedmap"
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
@@ -99,7 +100,7 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 		repo:       repo,
 		opts:       opts,
 		sums:       map[plumbing.Hash]string{},
-		trees:      map[plumbing.Hash][]object.TreeEntry{},
+		trees:      newTreeCache(),
 		infos:      map[infoKey]*identity{},
 		manifests:  map[manifestKey]*manifestAt{},
 		verified:   verified,
@@ -172,11 +173,12 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 // history is one run of History, with its caches: blobs, cluster.yaml and
 // manifests are read and verified once per distinct content.
 type history struct {
-	repo      *git.Repository
-	opts      Options
-	findings  []Finding
-	sums      map[plumbing.Hash]string // blob → hex SHA-256 of its content
-	trees     map[plumbing.Hash][]object.TreeEntry
+	repo     *git.Repository
+	opts     Options
+	findings []Finding
+	sums     map[plumbing.Hash]string // blob → hex SHA-256 of its content
+	// trees are decoded trees' entries (newTreeCache).
+	trees     *boundedmap.Map[plumbing.Hash, []object.TreeEntry]
 	infos     map[infoKey]*identity
 	manifests map[manifestKey]*manifestAt
 	// sequenced, when set, are the only directories whose manifests the
@@ -492,6 +494,12 @@ func sortedChanges(changes map[string]change, counts map[string]int, n int) []ch
 // maxTrees bounds the cache of decoded trees.
 const maxTrees = 1 << 16
 
+// newTreeCache returns an empty cache of decoded trees' entries, by tree
+// hash, of at most maxTrees trees.
+func newTreeCache() *boundedmap.Map[plumbing.Hash, []object.TreeEntry] {
+	return boundedmap.New[plumbing.Hash, []object.TreeEntry](maxTrees)
+}
+
 // diff records in out every file path whose entry differs between the
 // trees a and b (the zero hash is an empty tree), by gitobj.Diff: subtrees
 // with the same hash are not read, so the cost is that of what changed,
@@ -528,17 +536,14 @@ func (h *history) tree(t plumbing.Hash) ([]object.TreeEntry, error) {
 	if t.IsZero() {
 		return nil, nil
 	}
-	if e, ok := h.trees[t]; ok {
+	if e, ok := h.trees.Get(t); ok {
 		return e, nil
 	}
 	tr, err := h.repo.TreeObject(t)
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", t, err)
 	}
-	if len(h.trees) >= maxTrees {
-		clear(h.trees)
-	}
-	h.trees[t] = tr.Entries
+	h.trees.Put(t, tr.Entries)
 	return tr.Entries, nil
 }
 

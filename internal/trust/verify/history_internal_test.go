@@ -7,12 +7,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // learnedChanges, the pruned diff of the commits before Base, finds of
@@ -27,11 +25,7 @@ func TestLearnedChangesAreTheFullDiffsThatCommitReads(t *testing.T) {
 	dir := t.TempDir()
 	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		testgit.Git(t, dir, args...)
 	}
 	// write applies files, path then content ("": delete), in order, and
 	// commits.
@@ -115,7 +109,7 @@ func TestLearnedChangesAreTheFullDiffsThatCommitReads(t *testing.T) {
 		{"clusters/b/inbox/c": true, "clusters/b": true},
 		{},
 	} {
-		h := &history{repo: repo, trees: map[plumbing.Hash][]object.TreeEntry{}, sequenced: sequenced}
+		h := &history{repo: repo, trees: newTreeCache(), sequenced: sequenced}
 		order, err := h.walk(head.Hash())
 		if err != nil {
 			t.Fatal(err)

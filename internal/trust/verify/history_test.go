@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
+	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/liqo/handshake"
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
@@ -49,7 +50,8 @@ func newHistRepo(t *testing.T) *histRepo {
 		t.Skip("git CLI not installed")
 	}
 	dir := t.TempDir()
-	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
+	testgit.Git(t, dir, "init", "-q", "-b", "main")
+	repo, err := gitobj.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

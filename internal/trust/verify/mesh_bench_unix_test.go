@@ -18,6 +18,7 @@ import (
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/test/meshbench"
+	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
 // verifyMeshSize is the mesh BenchmarkVerifyMesh checks:
@@ -105,21 +106,18 @@ func BenchmarkVerifyMeshPullRequest(b *testing.B) {
 	const branch = "gitpeer-bench-pr"
 	git := func(dir string, args ...string) {
 		b.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		testgit.Git(b, dir, append([]string{"-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
 	}
 	// The pull request, in a worktree of its own: the mesh's checkout is
 	// kept as it is for the next run.
 	wt := filepath.Join(b.TempDir(), "pr")
-	exec.Command("git", "-C", dir, "worktree", "prune").Run()
-	exec.Command("git", "-C", dir, "branch", "-D", branch).Run()
+	// Whatever an earlier run left behind; these fail when it left nothing.
+	testgit.Command(dir, "worktree", "prune").Run()
+	testgit.Command(dir, "branch", "-D", branch).Run()
 	git(dir, "worktree", "add", "-q", "-b", branch, wt, "main")
 	b.Cleanup(func() {
-		exec.Command("git", "-C", dir, "worktree", "remove", "--force", wt).Run()
-		exec.Command("git", "-C", dir, "branch", "-D", branch).Run()
+		testgit.Command(dir, "worktree", "remove", "--force", wt).Run()
+		testgit.Command(dir, "branch", "-D", branch).Run()
 	})
 	self, peer := meshbench.ID(0), meshbench.ID(n-1) // c0000 consumes from the m/n after it
 	specFile := filepath.Join(wt, "peering.cue")

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
@@ -209,7 +208,7 @@ func scopeOf(dir string, tree fs.FS, spec *schema.Spec, opts Options) (*treeScop
 	}
 	// History's diff: equal subtrees are skipped, so its cost is the
 	// change's.
-	h := &history{repo: repo, trees: map[plumbing.Hash][]object.TreeEntry{}}
+	h := &history{repo: repo, trees: newTreeCache()}
 	changed := map[string]change{}
 	if err := h.diff(baseTree, headTree, changed); err != nil {
 		return nil, report, fmt.Errorf("%s: --base %s: %w", dir, opts.Base, err)
