@@ -20,6 +20,11 @@ import (
 	"github.com/gitpeer/gitpeer/test/testgit"
 )
 
+// gitpeerFieldsOfSource is what field manager gitpeer owns of a cluster's
+// GitRepository: the pin to the newest seal and the request to apply it
+// now, in one server-side apply; no other field is gitpeer's.
+const gitpeerFieldsOfSource = `{"f:metadata":{"f:annotations":{"f:reconcile.fluxcd.io/requestedAt":{}}},"f:spec":{"f:ref":{"f:commit":{}}}}`
+
 const (
 	// fluxInterval is the reconcilers' --interval and the GitRepositories'
 	// spec.interval in this test (1m in manifests/flux and manifests/deploy).
@@ -262,7 +267,7 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 			}
 			// The pin and the request to apply it now, in one apply: no other
 			// field of the object is gitpeer's.
-			if owned := fieldsOwnedBy(ctx, c, "gitrepository", repo, "gitpeer"); owned != `{"f:metadata":{"f:annotations":{"f:reconcile.fluxcd.io/requestedAt":{}}},"f:spec":{"f:ref":{"f:commit":{}}}}` {
+			if owned := fieldsOwnedBy(ctx, c, "gitrepository", repo, "gitpeer"); owned != gitpeerFieldsOfSource {
 				t.Errorf("field manager gitpeer owns %s of %s's GitRepository, want spec.ref.commit and the annotation reconcile.fluxcd.io/requestedAt alone", owned, c.id)
 			}
 		}
@@ -321,8 +326,8 @@ func TestFluxAppliesOnlyWhatEachReconcilerSigned(t *testing.T) {
 		if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", fluxManager); strings.Contains(owned, `"f:commit"`) {
 			t.Errorf("%s owns spec.ref.commit: %s", fluxManager, owned)
 		}
-		if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", "gitpeer"); owned != `{"f:spec":{"f:ref":{"f:commit":{}}}}` {
-			t.Errorf("field manager gitpeer owns %s, want spec.ref.commit alone", owned)
+		if owned := fieldsOwnedBy(ctx, beta, "gitrepository", "gitpeer-beta", "gitpeer"); owned != gitpeerFieldsOfSource {
+			t.Errorf("field manager gitpeer owns %s, want spec.ref.commit and the annotation reconcile.fluxcd.io/requestedAt alone", owned)
 		}
 		// The rest of the test applies the overlay itself; the fleet's
 		// objects stay (prune: false).
