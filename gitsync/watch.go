@@ -58,16 +58,30 @@ func watch(ctx context.Context, root string, debounce time.Duration, clk utilclo
 	go func() {
 		defer close(out)
 		defer w.Close()
-		timer := clk.NewTimer(time.Hour)
-		timer.Stop()
-		defer timer.Stop()
-		var first time.Time // of the pending batch; zero when none
+		// The timer is made at the first event, not stopped at once from
+		// here: a clock's waiter exists only while a batch is pending.
+		var (
+			timer utilclock.Timer
+			fired <-chan time.Time // nil (never ready) until the first event
+			first time.Time        // of the pending batch; zero when none
+		)
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
 		arm := func() {
 			now := clk.Now()
 			if first.IsZero() {
 				first = now
 			}
-			timer.Reset(min(debounce, first.Add(10*debounce).Sub(now)))
+			d := min(debounce, first.Add(10*debounce).Sub(now))
+			if timer == nil {
+				timer = clk.NewTimer(d)
+				fired = timer.C()
+				return
+			}
+			timer.Reset(d)
 		}
 		for {
 			select {
@@ -93,7 +107,7 @@ func watch(ctx context.Context, root string, debounce time.Duration, clk utilclo
 					return
 				}
 				arm() // events may have been lost: let the receiver rescan
-			case <-timer.C():
+			case <-fired:
 				first = time.Time{}
 				select {
 				case out <- struct{}{}:
