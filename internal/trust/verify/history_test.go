@@ -22,9 +22,9 @@ import (
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
 	"github.com/gitpeer/gitpeer/schema"
 	"github.com/gitpeer/gitpeer/test/testgit"
+	"github.com/gitpeer/gitpeer/test/verifytest"
 )
 
 const twoClusterSpec = `clusters: [{id: "alpha"}, {id: "beta"}]

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gitpeer/gitpeer/internal/reasons"
-	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
+	"github.com/gitpeer/gitpeer/test/verifytest"
 )
 
 // TestAnythingButArtifactsInAnInboxIsAFinding: in the demo repo (alpha

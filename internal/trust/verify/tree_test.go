@@ -11,8 +11,8 @@ import (
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
-	"github.com/gitpeer/gitpeer/internal/trust/verify/verifytest"
 	"github.com/gitpeer/gitpeer/schema"
+	"github.com/gitpeer/gitpeer/test/verifytest"
 )
 
 // demoKeys are the cluster keys of the demo repo, from its state dirs.
