@@ -318,6 +318,52 @@ func (g *gitea) onlyPull(t *testing.T, head string) pull {
 	return prs[0]
 }
 
+// stateDir is where a test keeps cluster id's file backend under root.
+func stateDir(root, id string) string { return filepath.Join(root, "state", id) }
+
+// seedPeering makes the repo as admins do: a repo "peering" on g, the spec
+// peering alpha with beta, gitpeer init of both (state under
+// stateDir(root, id)), committed in root/work and pushed to main. It
+// returns the repo's URL and the work tree.
+func (g *gitea) seedPeering(t *testing.T, gp, root string) (repoURL, work string) {
+	t.Helper()
+	if code := g.api(t, "POST", "/user/repos", map[string]any{"name": "peering", "default_branch": "main", "private": true}, nil); code != http.StatusCreated {
+		t.Fatalf("create repo: %d", code)
+	}
+	repoURL = g.url + "/gitpeer/peering.git"
+	work = filepath.Join(root, "work")
+	g.git(t, root, "init", "--quiet", "--initial-branch=main", work)
+	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"alpha", "beta"} {
+		if out, err := exec.Command(gp, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
+			"--state-dir", stateDir(root, id), "--repo", work).CombinedOutput(); err != nil {
+			t.Fatalf("gitpeer init %s: %v\n%s", id, err, out)
+		}
+	}
+	g.git(t, work, "add", "-A")
+	g.git(t, work, "commit", "--quiet", "-m", "peer alpha with beta")
+	g.git(t, work, "push", "--quiet", repoURL, "main")
+	return repoURL, work
+}
+
+// credentials writes the reconcilers' Git credentials under root/creds, as
+// Flux's Git Secret keys: the token as the password, and g's CA.
+func (g *gitea) credentials(t *testing.T, root string) string {
+	t.Helper()
+	creds := filepath.Join(root, "creds")
+	if err := os.MkdirAll(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"username": g.user, "password": g.token, "ca.crt": string(g.ca)} {
+		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return creds
+}
+
 // git runs the git CLI in dir, trusting the server's CA and sending the
 // admin's token.
 func (g *gitea) git(t *testing.T, dir string, args ...string) string {
@@ -359,27 +405,8 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 	gp := gitpeerBin(t)
 	root := t.TempDir()
 
-	if code := g.api(t, "POST", "/user/repos", map[string]any{"name": "peering", "default_branch": "main", "private": true}, nil); code != http.StatusCreated {
-		t.Fatalf("create repo: %d", code)
-	}
-	repoURL := g.url + "/gitpeer/peering.git"
-
-	// The repo as admins make it: gitpeer init for both clusters, pushed.
-	work := filepath.Join(root, "work")
-	g.git(t, root, "init", "--quiet", "--initial-branch=main", work)
-	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state := func(id string) string { return filepath.Join(root, "state", id) }
-	for _, id := range []string{"alpha", "beta"} {
-		if out, err := exec.Command(gp, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
-			"--state-dir", state(id), "--repo", work).CombinedOutput(); err != nil {
-			t.Fatalf("gitpeer init %s: %v\n%s", id, err, out)
-		}
-	}
-	g.git(t, work, "add", "-A")
-	g.git(t, work, "commit", "--quiet", "-m", "peer alpha with beta")
-	g.git(t, work, "push", "--quiet", repoURL, "main")
+	repoURL, work := g.seedPeering(t, gp, root)
+	state := func(id string) string { return stateDir(root, id) }
 	// Gitea marks a repo no longer empty in a queue after the push, and
 	// answers its pull-request API with 404 until then.
 	deadline := time.Now().Add(time.Minute)
@@ -396,16 +423,7 @@ func TestReviewBranchesArePullRequestsOnGitea(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	// The reconcilers' credentials: the token as the Git password, and the CA.
-	creds := filepath.Join(root, "creds")
-	for name, v := range map[string]string{"username": g.user, "password": g.token, "ca.crt": string(g.ca)} {
-		if err := os.MkdirAll(creds, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	creds := g.credentials(t, root)
 	reconcile := func(t *testing.T, id string, extraEnv ...string) (code int, stdout, stderr string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -51,35 +51,10 @@ func TestGiteaPushWebhookStartsAPass(t *testing.T) {
 	gp := gitpeerBin(t)
 	root := t.TempDir()
 
-	if code := g.api(t, "POST", "/user/repos", map[string]any{"name": "peering", "default_branch": "main", "private": true}, nil); code != http.StatusCreated {
-		t.Fatalf("create repo: %d", code)
-	}
-	repoURL := g.url + "/gitpeer/peering.git"
-	work := filepath.Join(root, "work")
-	g.git(t, root, "init", "--quiet", "--initial-branch=main", work)
-	if err := os.WriteFile(filepath.Join(work, "peering.cue"), []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	state := func(id string) string { return filepath.Join(root, "state", id) }
-	for _, id := range []string{"alpha", "beta"} {
-		if out, err := exec.Command(gp, "init", "--cluster", id, "--api-server", "https://"+id+".example:6443",
-			"--state-dir", state(id), "--repo", work).CombinedOutput(); err != nil {
-			t.Fatalf("gitpeer init %s: %v\n%s", id, err, out)
-		}
-	}
-	g.git(t, work, "add", "-A")
-	g.git(t, work, "commit", "--quiet", "-m", "peer alpha with beta")
-	g.git(t, work, "push", "--quiet", repoURL, "main")
+	repoURL, work := g.seedPeering(t, gp, root)
+	state := func(id string) string { return stateDir(root, id) }
 
-	creds := filepath.Join(root, "creds")
-	if err := os.MkdirAll(creds, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, v := range map[string]string{"username": g.user, "password": g.token, "ca.crt": string(g.ca)} {
-		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	creds := g.credentials(t, root)
 	secretFile := filepath.Join(root, "webhook-secret")
 	if err := os.WriteFile(secretFile, []byte(webhookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
