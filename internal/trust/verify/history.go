@@ -105,6 +105,7 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 		manifests:  map[manifestKey]*manifestAt{},
 		verified:   verified,
 		manifestBy: map[pathBlob]plumbing.Hash{},
+		repinsAt:   map[pathBlob]int{},
 		lastChange: map[string]plumbing.Hash{},
 	}
 	if rendered {
@@ -215,12 +216,19 @@ type history struct {
 	// keyChanges are the KeyChanged findings, which the peers' signed
 	// re-pins may resolve (see resolveRepinned).
 	keyChanges []keyChange
+	// walked counts the commits h.commit has read, in walk order (parents
+	// first): a position that orders a key change and a re-pin record.
+	walked int
+	// repinsAt is, for each repins.yaml content seen, walked when its
+	// first commit was read: a record resolves only key changes before it.
+	repinsAt map[pathBlob]int
 }
 
 // keyChange is a KeyChanged finding of h.findings (by index): cluster
-// published the key fingerprint without a rotation statement.
+// published the key fingerprint without a rotation statement, at the
+// commit h.walked counted as at.
 type keyChange struct {
-	index                int
+	index, at            int
 	cluster, fingerprint string
 }
 
@@ -550,6 +558,7 @@ func (h *history) tree(t plumbing.Hash) ([]object.TreeEntry, error) {
 // commit judges n's own changes when judge is set and returns what is known
 // after it.
 func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, error) {
+	h.walked++
 	tree, err := n.c.Tree()
 	if err != nil {
 		return nil, err
@@ -599,6 +608,7 @@ func (h *history) commit(n *node, parentStates []*known, judge bool) (*known, er
 		if !ch.to.IsZero() && path.Base(ch.path) == layout.RepinsFile && path.Dir(ch.path) == layout.ClusterPath(writer) {
 			if k := (pathBlob{ch.path, ch.to}); h.manifestBy[k].IsZero() {
 				h.manifestBy[k] = n.c.Hash
+				h.repinsAt[k] = h.walked
 			}
 		}
 		if judge && principal != "" && !layout.Writable(principal, ch.path) {
@@ -789,7 +799,7 @@ func (h *history) continuity(c *object.Commit, file string, id *identity, parent
 			continue
 		}
 		if err := id.info.VerifyRotation(prev.info.Fingerprint); err != nil {
-			h.keyChanges = append(h.keyChanges, keyChange{index: len(h.findings), cluster: id.info.ClusterID, fingerprint: id.info.Fingerprint})
+			h.keyChanges = append(h.keyChanges, keyChange{index: len(h.findings), at: h.walked, cluster: id.info.ClusterID, fingerprint: id.info.Fingerprint})
 			h.add(c, file, reasons.KeyChanged, "%s changed from the published %s without a rotation statement signed by it: %v", strings.Join(changed, ", "), prev.info.Fingerprint, err)
 			return
 		}

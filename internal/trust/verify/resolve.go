@@ -19,7 +19,8 @@ import (
 // finding of h whose new key every peer of its cluster in spec (at least
 // one) records as re-pinned in its repins.yaml in tree, the checked
 // commit, that file being listed with its content in the peer's manifest
-// verified with the key the peer publishes there. A peer's record is its
+// verified with the key the peer publishes there, and first written after
+// the key change in walk order. A peer's record is its
 // reconciler's word, signed, that its admin re-pinned that very key
 // (gitpeer trust): a key swap no admin vouched for stays a finding, and so
 // does one some peer still refuses.
@@ -50,11 +51,22 @@ func (h *history) resolveRepinned(tree fs.FS, spec *schema.Spec) {
 				ok = false
 				break
 			}
+			// A signature proves who, never when: a record older than the
+			// key change (a key re-pinned once, published again later by
+			// whoever holds it) vouches for nothing since.
 			file := layout.ClusterPath(peer, layout.RepinsFile)
-			if data, err := fs.ReadFile(tree, file); err == nil {
-				if c := h.manifestBy[pathBlob{file, plumbing.ComputeHash(plumbing.BlobObject, data)}]; !c.IsZero() && commit == "" {
-					commit = c.String()
-				}
+			data, err := fs.ReadFile(tree, file)
+			if err != nil {
+				ok = false
+				break
+			}
+			k := pathBlob{file, plumbing.ComputeHash(plumbing.BlobObject, data)}
+			if at, seen := h.repinsAt[k]; !seen || at <= kc.at {
+				ok = false
+				break
+			}
+			if c := h.manifestBy[k]; !c.IsZero() && commit == "" {
+				commit = c.String()
 			}
 		}
 		if !ok {
