@@ -78,65 +78,127 @@ func (r *Repo) appliedTracking() plumbing.ReferenceName {
 	return plumbing.NewRemoteReferenceName("origin", r.opts.Applied.Branch)
 }
 
-// updateApplied points the remote applied branch at a signed commit whose
-// tree is the vouched tree of tip (appliedTree), tip being the shared
-// branch tip after the Sync. It records the outcome in res.
-func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result) error {
-	if tip.IsZero() {
-		return nil // no shared branch yet: nothing to vouch for
+// sealPlan is what the applied branch holds after a Sync whose shared
+// branch tip is tip: head, a seal this Sync made (fresh: still to record
+// and push, sending what it adds to base) or the branch's current head;
+// or, when held is not "", nothing new (Result.AppliedHeld).
+type sealPlan struct {
+	tip, head, base plumbing.Hash
+	fresh           bool
+	// pushed: head is a seal this Sync pushed with tip (pushSealed).
+	pushed bool
+	held   string
+}
+
+// planSeal plans the applied branch for the shared branch tip (planSeal's
+// caller has run the pass: r.seal.files), making the seal commit when one
+// is needed, and keeps the plan for updateApplied, so that a proposal can
+// name the very seal its Sync pushes (trailer.Applied). tip must not be
+// zero.
+func (r *Repo) planSeal(tip plumbing.Hash) (*sealPlan, error) {
+	if p := r.seal.plan; p != nil && p.tip == tip {
+		return p, nil
 	}
 	ref := r.appliedRef()
 	var (
 		tree plumbing.Hash
-		held string
 		err  error
 	)
+	p := &sealPlan{tip: tip}
 	if r.seal.files != nil {
-		tree, held, err = r.sealTree(r.seal.files, tip)
+		tree, p.held, err = r.sealTree(r.seal.files, tip)
 	} else {
-		tree, held, err = r.appliedTree(tip)
+		tree, p.held, err = r.appliedTree(tip)
 	}
 	if err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+		return nil, fmt.Errorf("update %s: %w", ref, err)
 	}
-	if held != "" {
-		res.AppliedHeld = held
-		return nil
+	cur, err := r.repo.Reference(r.appliedTracking(), true)
+	if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, fmt.Errorf("update %s: %w", ref, err)
+	}
+	if cur != nil {
+		p.head = cur.Hash()
+	}
+	if p.held != "" {
+		r.seal.plan = p
+		return p, nil
 	}
 	// The objects to send are those the new head's tree adds to the
 	// remote's current head's, vouched trees of nearby tips (a handful of
 	// files), not those it adds to tip's whole tree: that diff reads most
 	// of the repo's trees (100 ms at 14,600 files). The remote has every
 	// object of its head, and tip, the new head's parent.
-	base := tip
-	cur, err := r.repo.Reference(r.appliedTracking(), true)
-	switch {
-	case err == nil:
+	p.base = tip
+	if cur != nil {
 		if r.holds(cur.Hash(), tree) {
-			res.Applied = cur.Hash().String()
-			return r.recordSeal(ctx, cur.Hash())
+			r.seal.plan = p
+			return p, nil
 		}
 		if _, err := gitobj.TreeHash(r.repo.Storer, cur.Hash()); err == nil {
-			base = cur.Hash()
+			p.base = cur.Hash()
 		}
-	case !errors.Is(err, plumbing.ErrReferenceNotFound):
-		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	target, err := r.writeCommit(tree, tip, sealMessage(r.opts.Applied.ClusterID, r.opts.Applied.Scope))
+	if p.head, err = r.writeCommit(tree, tip, sealMessage(r.opts.Applied.ClusterID, r.opts.Applied.Scope)); err != nil {
+		return nil, fmt.Errorf("update %s: seal: %w", ref, err)
+	}
+	p.fresh = true
+	r.seal.plan = p
+	return p, nil
+}
+
+// updateApplied points the remote applied branch at a signed commit whose
+// tree is the vouched tree of tip (appliedTree), tip being the shared
+// branch tip after the Sync, as planSeal planned it. It records the
+// outcome in res.
+func (r *Repo) updateApplied(ctx context.Context, tip plumbing.Hash, res *Result) error {
+	if tip.IsZero() {
+		return nil // no shared branch yet: nothing to vouch for
+	}
+	p, err := r.planSeal(tip)
 	if err != nil {
-		return fmt.Errorf("update %s: seal: %w", ref, err)
+		return err
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, target)); err != nil {
+	ref := r.appliedRef()
+	switch {
+	case p.held != "":
+		res.AppliedHeld = p.held
+		return nil
+	case p.pushed:
+		res.Applied, res.Sealed = p.head.String(), true
+		return nil
+	case !p.fresh:
+		res.Applied = p.head.String()
+		return r.recordSeal(ctx, p.head)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, p.head)); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	if err := r.recordSeal(ctx, target); err != nil {
+	if err := r.recordSeal(ctx, p.head); err != nil {
 		return fmt.Errorf("update %s: %w", ref, err)
 	}
-	if err := r.pushNarrow(ctx, r.opts.Applied.Branch, base, target, true); err != nil {
+	if err := r.pushNarrow(ctx, r.opts.Applied.Branch, p.base, p.head, true); err != nil {
 		return fmt.Errorf("update %s on %s: %w", ref, r.opts.URL, r.explain(err))
 	}
-	res.Applied, res.Sealed = target.String(), true
+	res.Applied, res.Sealed = p.head.String(), true
 	return nil
+}
+
+// appliedNamed is the seal a proposal this Sync makes on tip names
+// (trailer.Applied): the seal this Sync leaves on the applied branch
+// (planSeal), which stays in force until the cluster's first pass after
+// the merge seals it. Zero: none to name (no applied branch, no tip, or
+// the branch held). A commit to the shared branch names none: its own
+// seal follows it in the same Sync, so a seal older than it is stale.
+func (r *Repo) appliedNamed(tip plumbing.Hash) (plumbing.Hash, error) {
+	if r.opts.Applied.Branch == "" || tip.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	p, err := r.planSeal(tip)
+	if err != nil || p.held != "" {
+		return plumbing.ZeroHash, err
+	}
+	return p.head, nil
 }
 
 // holds reports whether commit h, the applied branch's head, already
@@ -222,10 +284,12 @@ func (r *Repo) recordSeal(ctx context.Context, h plumbing.Hash) error {
 // writer moved it, to an older seal say: validly signed, and stale). It
 // runs before a Sync's pass, so that a pass that then fails (an edit that
 // stalls it, a spec that does not load) leaves the cluster on its newest
-// seal. A seal this clone does not hold whole, or that the cluster's
-// current key did not sign (a key switched since), is left to the pass,
-// which seals anew; Result.AppliedRestored names what was replaced.
-func (r *Repo) restoreApplied(ctx context.Context) error {
+// seal. A seal this clone does not hold whole, that the cluster's current
+// key did not sign (a key switched since), or whose parent the shared
+// branch tip does not hold (a seal recorded for a push that then failed,
+// or a process killed in between: pushSealed) is left to the pass, which
+// seals anew; Result.AppliedRestored names what was replaced.
+func (r *Repo) restoreApplied(ctx context.Context, tip plumbing.Hash) error {
 	if r.opts.Applied.Branch == "" || r.opts.Applied.Seals == nil {
 		return nil
 	}
@@ -252,7 +316,7 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 	case !errors.Is(err, plumbing.ErrReferenceNotFound):
 		return fmt.Errorf("restore %s: %w", r.appliedRef(), err)
 	}
-	if r.seal.fs == nil {
+	if r.seal.fs == nil || !r.sealOf(seal, tip) {
 		return nil
 	}
 	if err := r.pushNarrow(ctx, r.opts.Applied.Branch, base, seal, true); err != nil {
@@ -267,6 +331,35 @@ func (r *Repo) restoreApplied(ctx context.Context) error {
 		r.seal.replaced = "(none)"
 	}
 	return nil
+}
+
+// sealOf reports whether seal's parent is tip or one of its ancestors
+// among the maxCounted commits nearest tip (a seal older than that is
+// left to the pass too).
+func (r *Repo) sealOf(seal, tip plumbing.Hash) bool {
+	c, err := r.repo.CommitObject(seal)
+	if err != nil || len(c.ParentHashes) != 1 {
+		return false
+	}
+	want := c.ParentHashes[0]
+	seen := map[plumbing.Hash]bool{tip: true}
+	for queue := []plumbing.Hash{tip}; len(queue) > 0 && len(seen) <= maxCounted; queue = queue[1:] {
+		h := queue[0]
+		if h == want {
+			return true
+		}
+		c, err := r.repo.CommitObject(h)
+		if err != nil {
+			continue
+		}
+		for _, p := range c.ParentHashes {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	return false
 }
 
 // sealFS is the tree of seal when this clone holds the commit and the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -334,8 +335,10 @@ func TestAppliedSealsAForeignTipOnFirstSync(t *testing.T) {
 	}
 }
 
-func TestAppliedUpdateFailureFailsSync(t *testing.T) {
-	bare := newBare(t)
+// refuseApplied installs an update hook in bare that refuses every push
+// to a gitpeer/ branch, as a host protecting the applied branches would.
+func refuseApplied(t *testing.T, bare string) {
+	t.Helper()
 	hook := filepath.Join(bare, "hooks", "update")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 		t.Fatal(err)
@@ -344,6 +347,32 @@ func TestAppliedUpdateFailureFailsSync(t *testing.T) {
 	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A host that refuses the seal refuses the commit it seals with it (one
+// atomic push): nothing lands, and the error names the applied branch and
+// the host's reason.
+func TestAppliedUpdateFailureFailsSync(t *testing.T) {
+	bare := newBare(t)
+	refuseApplied(t, bare)
+	alpha := openApplied(t, bare)
+	content := "clusterID: alpha\n"
+	res, err := alpha.SyncTree(context.Background(), alphaPass(&content))
+	if err == nil || !strings.Contains(err.Error(), appliedRef) || !strings.Contains(err.Error(), "no pushes to") {
+		t.Fatalf("Sync = %v, want an error naming %s and the hook's message", err, appliedRef)
+	}
+	if _, err := gitOutput(bare, "rev-parse", "--verify", "main"); err == nil || res.Commit != "" || res.Applied != "" {
+		t.Errorf("Result = %+v, main on the host: %v; want nothing pushed", res, err)
+	}
+}
+
+// A host without atomic pushes (receive.advertiseAtomic false) gets the
+// commit first, then its seal: a refused seal leaves the commit pushed and
+// the error names the applied branch.
+func TestAppliedUpdateFailureWithoutAtomicPushes(t *testing.T) {
+	bare := newBare(t)
+	runGit(t, bare, "config", "receive.advertiseAtomic", "false")
+	refuseApplied(t, bare)
 	alpha := openApplied(t, bare)
 	content := "clusterID: alpha\n"
 	res, err := alpha.SyncTree(context.Background(), alphaPass(&content))
@@ -352,6 +381,62 @@ func TestAppliedUpdateFailureFailsSync(t *testing.T) {
 	}
 	if main := runGit(t, bare, "rev-parse", "main"); res.Commit != main || res.Applied != "" {
 		t.Errorf("Result = %+v, want the pushed main commit %s and no applied", res, main)
+	}
+}
+
+// The host sees a pass's commit and its seal in one push (the post-receive
+// hook lists every ref a push updated): no reader of the host ever finds
+// the shared branch ahead of the seal of this cluster's newest commit.
+// Without atomic pushes they come as two.
+func TestACommitAndItsSealLandTogether(t *testing.T) {
+	for _, atomic := range []bool{true, false} {
+		t.Run(fmt.Sprintf("atomic=%v", atomic), func(t *testing.T) {
+			bare := newBare(t)
+			if !atomic {
+				runGit(t, bare, "config", "receive.advertiseAtomic", "false")
+			}
+			log := filepath.Join(t.TempDir(), "pushes")
+			hook := filepath.Join(bare, "hooks", "post-receive")
+			if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			script := "#!/bin/sh\n{ echo push; cat; } >> '" + log + "'\n"
+			if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			alpha := openApplied(t, bare)
+			for _, c := range []string{"clusterID: alpha\n", "clusterID: alpha\napiServer: https://alpha:6443\n"} {
+				content := c
+				res := mustSync(t, alpha, alphaPass(&content))
+				if res.Commit == "" || !res.Sealed {
+					t.Fatalf("Sync = %+v, want a commit and its seal", res)
+				}
+			}
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pushes [][]string
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				if line == "push" {
+					pushes = append(pushes, nil)
+					continue
+				}
+				f := strings.Fields(line)
+				pushes[len(pushes)-1] = append(pushes[len(pushes)-1], f[len(f)-1])
+			}
+			want := [][]string{{"refs/heads/main", appliedRef}, {"refs/heads/main", appliedRef}}
+			if !atomic {
+				want = [][]string{{"refs/heads/main"}, {appliedRef}, {"refs/heads/main"}, {appliedRef}}
+			}
+			if fmt.Sprint(pushes) != fmt.Sprint(want) {
+				t.Errorf("the host saw the pushes %v, want %v", pushes, want)
+			}
+			if p := runGit(t, bare, "log", "-1", "--format=%P", appliedRef); p != runGit(t, bare, "rev-parse", "main") {
+				t.Errorf("the seal's parent is %s, want main", p)
+			}
+			signedByAlpha(t, bare, appliedBranch)
+		})
 	}
 }
 
@@ -736,4 +821,62 @@ func TestSyncsOutliveTheRemotesAutoGC(t *testing.T) {
 		runGit(t, bare, "count-objects") // a short wait that asks git, not a sleep
 	}
 	fsck(t, bare)
+}
+
+// A push that loses the race for main on the host itself (after the
+// advertisement, while git-receive-pack holds it) is refused whole, commit
+// and seal, and retried on the new tip like any rejected push: the host
+// says only "atomic transaction failed" for each ref.
+func TestAnAtomicPushThatLosesTheRaceIsRetried(t *testing.T) {
+	bare := newBare(t)
+	beta := openRepo(t, bare, "beta")
+	mustSync(t, beta, writes("seed", map[string]string{"clusters/beta/cluster.yaml": "clusterID: beta\n"}))
+	alpha := openApplied(t, bare)
+
+	// The first push to reach the hook waits there until released; the
+	// others go through.
+	dir := t.TempDir()
+	held, release := filepath.Join(dir, "held"), filepath.Join(dir, "release")
+	hook := filepath.Join(bare, "hooks", "pre-receive")
+	script := "#!/bin/sh\ncat >/dev/null\nif mkdir '" + held + "' 2>/dev/null; then\n  while [ ! -e '" + release + "' ]; do sleep 0.02; done\nfi\n"
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	content := "clusterID: alpha\n"
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := alpha.SyncTree(context.Background(), alphaPass(&content))
+		done <- outcome{res, err}
+	}()
+	for {
+		if _, err := os.Stat(held); err == nil {
+			break
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("alpha's Sync ended before the host held its push: %+v, %v", o.res, o.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	mustSync(t, beta, writes("beta moves main", map[string]string{"clusters/beta/status.yaml": "ready\n"}))
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil || o.res.Attempts != 2 || !o.res.Sealed {
+		t.Fatalf("alpha's Sync = %+v, %v; want it to land on the second attempt, sealed", o.res, o.err)
+	}
+	if p := runGit(t, bare, "log", "-1", "--format=%P", "main"); p != beta.Head() {
+		t.Errorf("alpha's commit is on %s, want beta's %s", p, beta.Head())
+	}
+	if p := runGit(t, bare, "log", "-1", "--format=%P", appliedRef); p != runGit(t, bare, "rev-parse", "main") {
+		t.Errorf("the seal's parent is %s, want main", p)
+	}
 }

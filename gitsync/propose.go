@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/config"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
 )
 
@@ -119,7 +121,7 @@ func (r *Repo) propose(ctx context.Context, pass TreePassFunc) (Result, plumbing
 		}
 		var commit plumbing.Hash
 		if err == nil {
-			commit, err = r.commitPlan(p, tip)
+			commit, err = r.commitPlan(p, tip, true)
 		}
 		// The shared branch is only read (beyond what pushUnreviewed
 		// pushed): the clone goes back to its tip whatever the pass made.
@@ -183,13 +185,13 @@ func (r *Repo) pushUnreviewed(ctx context.Context, ch *Change, tip plumbing.Hash
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	commit, err := r.commitPlan(dp, tip)
+	commit, err := r.commitPlan(dp, tip, false)
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	if !commit.IsZero() {
 		res.Attempts++
-		if err := r.pushCommit(ctx, tip, commit); err != nil {
+		if err := r.pushSealed(ctx, tip, commit); err != nil {
 			if isRejected(err) {
 				return plumbing.ZeroHash, nil, err
 			}
@@ -356,6 +358,12 @@ func (r *Repo) sameProposal(a, b plumbing.Hash) bool {
 		return false
 	}
 	if len(ca.ParentHashes) != 1 || len(cb.ParentHashes) != 1 || ca.ParentHashes[0] != cb.ParentHashes[0] {
+		return false
+	}
+	// A proposal names the seal in force when it was made: one naming
+	// another than the cluster's current seal would, once merged, vouch
+	// for that seal (verify's StaleSeal).
+	if !slices.Equal(trailer.Values(ca.Message, trailer.Applied), trailer.Values(cb.Message, trailer.Applied)) {
 		return false
 	}
 	if ca.TreeHash == cb.TreeHash {

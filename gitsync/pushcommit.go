@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -28,12 +29,60 @@ func (r *Repo) pushNarrow(ctx context.Context, branch string, base, commit plumb
 	var said remoteLines
 	err := gitobj.PushNarrow(ctx, gitobj.Push{
 		URL: r.opts.URL, CABundle: r.caBundle, Auth: r.auth, Store: r.repo.Storer,
-		Branch: branch, Base: base, Commit: commit, Force: force, Progress: &said,
+		Updates: []gitobj.Update{{Branch: branch, Base: base, Commit: commit, Force: force}}, Progress: &said,
 	})
 	if err != nil {
 		return withRemoteLines(err, &said)
 	}
 	return r.trackPushed(branch, commit)
+}
+
+// pushSealed pushes commit, whose only parent is old, to the shared branch
+// (fast-forward only, as pushCommit) together with its seal, in one
+// atomic push, when the pass has a fresh seal to push and the host offers
+// atomic pushes: the applied branch never lags a commit this cluster
+// pushed, so verify never sees the shared branch ahead of the seal (a
+// StaleSeal it could not tell from a replay). The seal is recorded first
+// (Applied.Seals), as updateApplied does. Otherwise it pushes commit
+// alone and updateApplied pushes the seal after it.
+func (r *Repo) pushSealed(ctx context.Context, old, commit plumbing.Hash) error {
+	if r.opts.Applied.Branch == "" || r.noAtomic {
+		return r.pushCommit(ctx, old, commit)
+	}
+	p, err := r.planSeal(commit)
+	if err != nil {
+		return err
+	}
+	if !p.fresh {
+		return r.pushCommit(ctx, old, commit)
+	}
+	if err := r.recordSeal(ctx, p.head); err != nil {
+		return fmt.Errorf("update %s: %w", r.appliedRef(), err)
+	}
+	var said remoteLines
+	err = gitobj.PushNarrow(ctx, gitobj.Push{
+		URL: r.opts.URL, CABundle: r.caBundle, Auth: r.auth, Store: r.repo.Storer,
+		Updates: []gitobj.Update{
+			{Branch: r.opts.Branch, Base: old, Commit: commit},
+			{Branch: r.opts.Applied.Branch, Base: p.base, Commit: p.head, Force: true},
+		},
+		Atomic: true, Progress: &said,
+	})
+	if errors.Is(err, gitobj.ErrAtomicUnsupported) {
+		r.noAtomic = true
+		return r.pushCommit(ctx, old, commit)
+	}
+	if err != nil {
+		return withRemoteLines(err, &said)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.appliedRef(), p.head)); err != nil {
+		return fmt.Errorf("update %s: %w", r.appliedRef(), err)
+	}
+	if err := r.trackPushed(r.opts.Applied.Branch, p.head); err != nil {
+		return err
+	}
+	p.fresh, p.pushed = false, true
+	return r.trackPushed(r.opts.Branch, commit)
 }
 
 // trackPushed points branch's remote-tracking ref at commit, as go-git's

@@ -102,8 +102,11 @@ func (e *remoteError) Unwrap() error { return e.err }
 // go-git has no sentinel for this (see DEPS.md): its client-side check says
 // "non-fast-forward update", and a server that loses a race reports the
 // receive-pack status ("failed to update ref", "cannot lock ref", "fetch
-// first", ...). What the host said besides (remoteError) is not looked at:
-// a hook's message is free text.
+// first", ...); in an atomic push (pushSealed) git-receive-pack says only
+// "atomic transaction failed" for every ref when the ref transaction lost
+// that race (a hook's refusal says "hook declined" and "atomic push
+// failure" instead). What the host said besides (remoteError) is not
+// looked at: a hook's message is free text.
 func isRejected(err error) bool {
 	var re *remoteError
 	if errors.As(err, &re) {
@@ -112,7 +115,7 @@ func isRejected(err error) bool {
 	msg := err.Error()
 	for _, s := range []string{
 		"non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref",
-		"failed to lock", "stale info", "incorrect old value", "already exists",
+		"failed to lock", "stale info", "incorrect old value", "already exists", "atomic transaction failed",
 	} {
 		if strings.Contains(msg, s) {
 			return true

@@ -276,7 +276,11 @@ type Repo struct {
 		replaced string // the head restoreApplied replaced
 		last     string // the newest seal Options.Applied.Seals holds
 		fs       *TreeFS
+		plan     *sealPlan // the applied branch's plan for a tip (planSeal)
 	}
+	// noAtomic: the host does not offer atomic pushes, so a seal is
+	// pushed after the commit it seals (pushSealed).
+	noAtomic bool
 	// former are the keys Rekey replaced: commits they signed are still
 	// this cluster's own (signedBySelf).
 	former []crypto.PublicKey

@@ -3,6 +3,8 @@ package gitsync
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -147,5 +149,51 @@ func TestASealHoldsNoInboxDotFileOrOtherCluster(t *testing.T) {
 	res, err = alpha.SyncTree(context.Background(), sealing("v2\n", map[string]string{"clusters/alpha/inbox/beta/tenant.yaml": "t\n"}, nil))
 	if err != nil || res.AppliedHeld == "" || res.Sealed {
 		t.Fatalf("a Seal with nothing applicable: %+v, %v; want the branch held", res, err)
+	}
+}
+
+// TestASealWhosePushFailedIsNotRestored: a seal is recorded before the
+// atomic push of its commit and itself; when the host refuses that push,
+// the recorded seal is of a commit the shared branch never held, and the
+// next Sync does not put it on the applied branch (its pass seals anew).
+func TestASealWhosePushFailedIsNotRestored(t *testing.T) {
+	bare := newBare(t)
+	alpha, seals := openSealed(t, bare)
+	ctx := context.Background()
+	first, err := alpha.SyncTree(ctx, sealing("v1\n", map[string]string{"clusters/alpha/a.yaml": "a\n"}, nil))
+	if err != nil || !first.Sealed {
+		t.Fatalf("first Sync: %+v, %v", first, err)
+	}
+	hook := filepath.Join(bare, "hooks", "pre-receive")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'closed for maintenance' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alpha.SyncTree(ctx, sealing("v2\n", map[string]string{"clusters/alpha/b.yaml": "b\n"}, nil)); err == nil || !strings.Contains(err.Error(), "closed for maintenance") {
+		t.Fatalf("Sync to a host refusing pushes = %v, want the host's message", err)
+	}
+	orphan := seals.last
+	if orphan == first.Applied {
+		t.Fatal("the refused push's seal was not recorded first")
+	}
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+	res, err := alpha.SyncTree(ctx, sealing("", nil, errors.New("spec does not load")))
+	if err == nil {
+		t.Fatal("the failing pass succeeded")
+	}
+	if head := runGit(t, bare, "rev-parse", appliedRef); head != first.Applied || res.AppliedRestored != "" {
+		t.Fatalf("applied branch at %s (restored from %q), want it left at %s: the recorded seal %s is of a commit main never held",
+			head, res.AppliedRestored, first.Applied, orphan)
+	}
+	res, err = alpha.SyncTree(ctx, sealing("v2\n", map[string]string{"clusters/alpha/b.yaml": "b\n"}, nil))
+	if err != nil || !res.Sealed || seals.last != res.Applied {
+		t.Fatalf("Sync after the host reopened: %+v, %v (recorded %s)", res, err, seals.last)
+	}
+	if p := runGit(t, bare, "log", "-1", "--format=%P", appliedRef); p != runGit(t, bare, "rev-parse", "main") {
+		t.Errorf("the seal's parent is %s, want main", p)
 	}
 }

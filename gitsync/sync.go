@@ -19,6 +19,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/crashpoint"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
 	"github.com/gitpeer/gitpeer/internal/trust/guard"
 )
 
@@ -87,8 +88,11 @@ type TreePassFunc func(ctx context.Context, tip *TreeFS) (*Change, error)
 
 // Result reports what Sync did.
 type Result struct {
-	Commit  string   // hex hash of the pushed commit, "" if nothing changed
-	Message string   // the pushed commit's message, "" if nothing changed
+	Commit string // hex hash of the pushed commit, "" if nothing changed
+	// Message is the pushed commit's message as the pass gave it (a
+	// proposal adds trailer.Applied, naming the seal in force), "" if
+	// nothing changed.
+	Message string
 	Files   []string // changed paths, sorted (added, modified, deleted)
 	// Attempts counts the pushes made, the first included: Attempts-1 of
 	// them were retries after a rejected push (the remote had moved), each
@@ -150,7 +154,7 @@ type Result struct {
 func (r *Repo) SyncTree(ctx context.Context, pass TreePassFunc) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seal.restored, r.seal.files, r.seal.replaced, r.seal.last, r.seal.fs = false, nil, "", "", nil
+	r.seal.restored, r.seal.files, r.seal.replaced, r.seal.last, r.seal.fs, r.seal.plan = false, nil, "", "", nil, nil
 
 	if err := r.loadCredentials(); err != nil {
 		return Result{}, err
@@ -198,7 +202,7 @@ func (r *Repo) publish(ctx context.Context, pass TreePassFunc) (Result, plumbing
 		if len(p.files) == 0 {
 			return res, tip, nil // nothing to change on this tip
 		}
-		commit, err := r.commitPlan(p, tip)
+		commit, err := r.commitPlan(p, tip, false)
 		if err != nil {
 			r.rollback(tip)
 			return res, plumbing.ZeroHash, err
@@ -208,7 +212,7 @@ func (r *Repo) publish(ctx context.Context, pass TreePassFunc) (Result, plumbing
 		}
 
 		res.Attempts++
-		err = r.pushCommit(ctx, tip, commit)
+		err = r.pushSealed(ctx, tip, commit)
 		if err == nil {
 			crashpoint.Reached(crashpoint.Pushed)
 			r.setHead(commit)
@@ -476,7 +480,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 	// branch is back on the newest seal (Options.Applied.Seals).
 	if !r.seal.restored {
 		r.seal.restored = true
-		if err := r.restoreApplied(ctx); err != nil {
+		if err := r.restoreApplied(ctx, tip); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -491,7 +495,7 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 	if ch == nil {
 		ch = &Change{}
 	}
-	r.seal.files = ch.Seal
+	r.seal.files, r.seal.plan = ch.Seal, nil
 	p, err := planChange(ch, tree, short(tip))
 	if err != nil {
 		return nil, nil, err
@@ -502,8 +506,10 @@ func (r *Repo) runPass(ctx context.Context, pass TreePassFunc, tip plumbing.Hash
 // commitPlan commits p on tip, signed with Signing.Signer, and points the local
 // branch at the commit. It returns the zero hash when there is nothing to
 // commit. The commit's tree is built from tip's (gitobj.Writer), rewriting
-// only the trees on the changed paths.
-func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
+// only the trees on the changed paths. A proposal (the commit goes to
+// the review branch) names the seal in force in its message
+// (trailer.Applied, appliedNamed).
+func (r *Repo) commitPlan(p *plan, tip plumbing.Hash, proposal bool) (plumbing.Hash, error) {
 	if len(p.files) == 0 {
 		return plumbing.ZeroHash, nil
 	}
@@ -520,7 +526,17 @@ func (r *Repo) commitPlan(p *plan, tip plumbing.Hash) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, nil
 	}
 	crashpoint.Reached(crashpoint.FilesWritten)
-	h, err := r.writeCommit(tree, tip, p.message)
+	msg := p.message
+	if proposal {
+		named, err := r.appliedNamed(tip)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if !named.IsZero() {
+			msg = trailer.Append(msg, trailer.Applied, named.String())
+		}
+	}
+	h, err := r.writeCommit(tree, tip, msg)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("commit: %w", err)
 	}

@@ -16,6 +16,8 @@ type operatorRepo struct {
 	root, remote, check string
 	// flags are added to every reconcile (e.g. --push-branch).
 	flags []string
+	// pending counts the merges verify found not sealed yet (greenOnMain).
+	pending int
 }
 
 func newOperatorRepo(t *testing.T, flags ...string) *operatorRepo {

@@ -30,7 +30,9 @@ const (
 	FilesWritten Step = "files-written"
 	// Committed: committed in the clone (its local branch), not pushed.
 	Committed Step = "committed"
-	// Pushed: the shared branch is pushed; the applied branch is not moved.
+	// Pushed: the shared branch is pushed, with the seal of its commit
+	// when the host offers atomic pushes (gitsync's pushSealed); else
+	// the applied branch is not moved yet.
 	Pushed Step = "pushed"
 	// Applied: the shared and the applied branch are pushed; the pass's
 	// local effects (kubeconfigs) are not stored yet.

@@ -206,3 +206,45 @@ func TestAReplayedSealIsNamedByVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestAReplayedSealUnderReviewIsNamedByVerify (issue 29): beta reviews what
+// it applies. Its pass proposes the revocation of alpha → beta and seals
+// it at once; once the proposal is merged, and until beta's next pass,
+// beta's seal is older than the merge, yet the proposal names that seal as
+// the one in force (Gitpeer-Applied, under beta's signature): verify
+// lists the StaleSeal as resolved (SealPending) and exits 0. A writer who
+// then points gitpeer/applied/beta back at the seal before the revocation
+// (validly signed by beta, and still binding alpha) is named StaleSeal,
+// not resolved: no commit of beta's names that seal.
+func TestAReplayedSealUnderReviewIsNamedByVerify(t *testing.T) {
+	t.Parallel()
+	w := settled(t, twoSpec)
+	w.reviewing("beta")
+	branch := layout.AppliedBranch("beta")
+	stale := w.ref(branch)
+	w.revokeAlphaBeta()
+	if res := w.pass("beta"); res.Proposed == "" {
+		t.Fatalf("beta proposed nothing for the revocation: %+v", res)
+	}
+	sealed := w.ref(branch)
+	if sealed == stale {
+		t.Fatal("beta did not seal the revocation at once")
+	}
+	proposal := w.ref(reviewBranch("beta"))
+	w.merge("beta")
+
+	findings := w.verify()
+	mustFindResolved(t, findings, "origin/"+branch, reasons.StaleSeal, sealed)
+	if failing := verify.Failing(findings, false); len(failing) > 0 {
+		t.Fatalf("verify after the merge, before beta's next pass, fails on %s", failing[0])
+	}
+	for _, f := range findings {
+		if f.Reason == reasons.StaleSeal && (f.Resolved.Reason != verify.ResolutionSealPending || f.Resolved.Commit != proposal) {
+			t.Fatalf("the unsealed merge is resolved as %+v, want %s by beta's proposal %s", f.Resolved, verify.ResolutionSealPending, proposal)
+		}
+	}
+
+	a := w.writer()
+	a.git("push", "-q", "-f", "origin", stale+":refs/heads/"+branch)
+	mustFind(t, w.verify(), "origin/"+branch, reasons.StaleSeal, stale)
+}

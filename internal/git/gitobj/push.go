@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -17,8 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 )
 
-// Push is one narrow push (PushNarrow): Commit to Branch of the remote at
-// URL, sending the objects Commit adds to Base.
+// Push is one narrow push (PushNarrow): Updates to the branches of the
+// remote at URL, sending the objects each commit adds to its base.
 type Push struct {
 	// URL is the remote's (any transport go-git has a client for);
 	// CABundle the PEM certificates an HTTPS host is checked against
@@ -26,30 +27,49 @@ type Push struct {
 	URL      string
 	CABundle []byte
 	Auth     transport.AuthMethod
-	// Store holds Commit and its objects, and the pack window its config
-	// sets.
+	// Store holds each commit and its objects, and the pack window its
+	// config sets.
 	Store storage.Storer
-	// Branch is the short name of the remote branch.
-	Branch string
-	// Base is a commit the remote has in full, whose tree is compared
-	// with Commit's to find what to send: Commit's parent, or with Force
-	// the branch's current head (zero: the remote has nothing of it);
-	// Commit is the commit pushed.
-	Base, Commit plumbing.Hash
-	// Force updates Branch over whatever it points at (or creates it);
-	// without it the host updates Branch only if it still points at Base.
-	Force bool
+	// Updates are the branches to move, in the order the host reports
+	// on them; at least one.
+	Updates []Update
+	// Atomic asks the host to apply every update or none (Git's atomic
+	// push): with more than one update, a host that does not offer it
+	// gets nothing and PushNarrow returns ErrAtomicUnsupported.
+	Atomic bool
 	// Progress, when set, receives what the host says on the sideband.
 	Progress io.Writer
 }
 
-// PushNarrow pushes p.Commit to p.Branch, sending just the objects it adds
-// to p.Base: the commit, the trees on the paths it changed and their new
-// blobs (AddedObjects). With Force, a branch already at Commit is left as
-// it is, nothing sent. Without Force, a branch the remote advertises
-// elsewhere than Base is refused before any object is sent, with go-git's
-// client-side message "non-fast-forward update: <ref>"; a host's refusal
-// comes as its receive-pack status. Errors are also the transport's.
+// Update is one branch a Push moves.
+type Update struct {
+	// Branch is the short name of the remote branch.
+	Branch string
+	// Base is a commit the remote has in full, or that another update of
+	// the same push sends, whose tree is compared with Commit's to find
+	// what to send: Commit's parent, or with Force the branch's current
+	// head (zero: the remote has nothing of it); Commit is the commit
+	// pushed.
+	Base, Commit plumbing.Hash
+	// Force updates Branch over whatever it points at (or creates it);
+	// without it the host updates Branch only if it still points at Base.
+	Force bool
+}
+
+// ErrAtomicUnsupported is returned by PushNarrow when an atomic push of
+// several branches goes to a host that does not offer Git's atomic
+// capability; nothing was sent.
+var ErrAtomicUnsupported = errors.New("the host does not offer atomic pushes")
+
+// PushNarrow pushes each update's Commit to its Branch, sending just the
+// objects they add to their Base: each commit, the trees on the paths it
+// changed and their new blobs (AddedObjects). With Force, a branch already
+// at Commit is left as it is (nothing sent when no update is left).
+// Without Force, a branch the remote advertises elsewhere than Base is
+// refused before any object is sent, with go-git's client-side message
+// "non-fast-forward update: <ref>"; a host's refusal comes as its
+// receive-pack status, the first refused update's. Errors are also
+// ErrAtomicUnsupported and the transport's.
 //
 // go-git's own push first walks every object reachable from every ref the
 // remote advertises, to learn what the remote has: the whole history, each
@@ -61,10 +81,22 @@ type Push struct {
 // git-receive-pack starts after a push ("packfile not found"); this push
 // only talks to git-receive-pack.
 func PushNarrow(ctx context.Context, p Push) error {
-	old := p.Base
-	objects, err := AddedObjects(p.Store, p.Base, p.Commit)
-	if err != nil {
-		return fmt.Errorf("objects of %s: %w", p.Commit.String()[:12], err)
+	if len(p.Updates) == 0 {
+		return errors.New("push: no update")
+	}
+	var objects []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	for _, u := range p.Updates {
+		added, err := AddedObjects(p.Store, u.Base, u.Commit)
+		if err != nil {
+			return fmt.Errorf("objects of %s: %w", u.Commit.String()[:12], err)
+		}
+		for _, h := range added {
+			if !seen[h] {
+				seen[h] = true
+				objects = append(objects, h)
+			}
+		}
 	}
 	ep, err := transport.NewEndpoint(p.URL)
 	if err != nil {
@@ -84,25 +116,39 @@ func PushNarrow(ctx context.Context, p Push) error {
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return err
 	}
-	ref := plumbing.NewBranchReferenceName(p.Branch)
 	if ar == nil {
 		ar = packp.NewAdvRefs()
 	}
-	cur, ok := ar.References[ref.String()]
-	switch {
-	case p.Force:
-		old = cur // zero when absent: the branch is created
-		if ok && cur == p.Commit {
-			return nil
+	var commands []*packp.Command
+	for _, u := range p.Updates {
+		ref := plumbing.NewBranchReferenceName(u.Branch)
+		old := u.Base
+		cur, ok := ar.References[ref.String()]
+		switch {
+		case u.Force:
+			old = cur // zero when absent: the branch is created
+			if ok && cur == u.Commit {
+				continue
+			}
+		case ok && cur != old || !ok && !old.IsZero():
+			// The client-side check go-git makes too: a moved branch is
+			// refused before any object is sent.
+			return fmt.Errorf("non-fast-forward update: %s", ref)
 		}
-	case ok && cur != old || !ok && !old.IsZero():
-		// The client-side check go-git makes too: a moved branch is
-		// refused before any object is sent.
-		return fmt.Errorf("non-fast-forward update: %s", ref)
+		commands = append(commands, &packp.Command{Name: ref, Old: old, New: u.Commit})
+	}
+	if len(commands) == 0 {
+		return nil
 	}
 
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: ref, Old: old, New: p.Commit}}
+	req.Commands = commands
+	if p.Atomic && len(p.Updates) > 1 {
+		if !ar.Capabilities.Supports(capability.Atomic) {
+			return ErrAtomicUnsupported
+		}
+		_ = req.Capabilities.Set(capability.Atomic)
+	}
 	if p.Progress != nil {
 		req.Progress = p.Progress
 	}
@@ -132,10 +178,28 @@ func PushNarrow(ctx context.Context, p Push) error {
 	if err := <-done; err != nil {
 		return err
 	}
-	if rs != nil {
-		return rs.Error()
+	return statusError(rs)
+}
+
+// statusError is the host's report on a push as one error: its unpack
+// error, else every refused update as go-git words it ("command error on
+// <ref>: <status>"), joined by "; "; nil when all were applied. Every
+// refusal is named: in an atomic push the first ones say only "atomic
+// push failure", and the cause comes after.
+func statusError(rs *packp.ReportStatus) error {
+	if rs == nil {
+		return nil
 	}
-	return nil
+	if err := rs.Error(); err == nil || rs.UnpackStatus != "ok" {
+		return err
+	}
+	var errs []string
+	for _, c := range rs.CommandStatuses {
+		if err := c.Error(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	return errors.New(strings.Join(errs, "; "))
 }
 
 // AddedObjects lists the objects commit adds to old (zero: none) in s:

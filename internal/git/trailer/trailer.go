@@ -2,8 +2,9 @@
 // cluster's reconciler made a commit and which handshake steps it takes
 // (git interpret-trailers' "Key: value" lines after the message body).
 // They are for humans, `git log --format=%(trailers)` and pull request
-// descriptions: anyone can write them, so no check relies on them (verify
-// and the reconcilers read signatures, never trailers).
+// descriptions: anyone can write them, so no check relies on a trailer of
+// a commit whose signature it did not verify. One is read as a statement:
+// Applied, in a commit verify checked was signed by that cluster's key.
 package trailer
 
 import (
@@ -17,6 +18,13 @@ const (
 	// Step names one step the commit takes, e.g. "send nonce to beta" or
 	// "seal"; one trailer per step.
 	Step = "Gitpeer-Step"
+	// Applied names, as a full hex commit hash, the seal in force when a
+	// cluster's reconciler proposed the commit (review branches): the
+	// seal its applied branch holds once the pass that proposed it has
+	// pushed, and until its first pass after the merge. Signed with the
+	// commit, it lets verify tell a merged proposal not sealed yet from a
+	// seal moved further back.
+	Applied = "Gitpeer-Applied"
 )
 
 // Message is the commit message cluster's reconciler writes: the subject
@@ -52,4 +60,32 @@ func Values(msg, key string) []string {
 		}
 	}
 	return out
+}
+
+// Append returns msg with the trailer "key: value" added to its trailer
+// block: after the last line when msg ends in one (a paragraph of
+// "Key: value" lines, as Message writes), else after a blank line. msg
+// gets a final newline either way.
+func Append(msg, key, value string) string {
+	msg = strings.TrimRight(msg, "\n")
+	if !endsInTrailers(msg) {
+		msg += "\n"
+	}
+	return msg + "\n" + key + ": " + value + "\n"
+}
+
+// endsInTrailers reports whether the last paragraph of msg, not its
+// first (the subject), is all "Key: value" lines.
+func endsInTrailers(msg string) bool {
+	i := strings.LastIndex(msg, "\n\n")
+	if i < 0 {
+		return false
+	}
+	for line := range strings.SplitSeq(msg[i+2:], "\n") {
+		k, _, ok := strings.Cut(line, ": ")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return false
+		}
+	}
+	return true
 }

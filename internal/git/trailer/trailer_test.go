@@ -35,3 +35,35 @@ func TestGitReadsTheTrailersMessageWrites(t *testing.T) {
 		t.Errorf("git interpret-trailers --parse:\n%s\nwant\n%s", out, want)
 	}
 }
+
+// Append adds to the trailer block Message writes, and starts one after a
+// message without; git reads the result as trailers either way.
+func TestAppendAddsToTheTrailerBlock(t *testing.T) {
+	seal := strings.Repeat("ab", 20)
+	for _, tc := range []struct{ msg, want string }{
+		{Message("alpha", "send tenant to beta", "send tenant to beta"), "alpha: send tenant to beta\n\nGitpeer-Cluster: alpha\nGitpeer-Step: send tenant to beta\nGitpeer-Applied: " + seal + "\n"},
+		{"a subject\n\na body line\n", "a subject\n\na body line\n\nGitpeer-Applied: " + seal + "\n"},
+		{"a subject", "a subject\n\nGitpeer-Applied: " + seal + "\n"},
+		{"Key: a subject that looks like a trailer\n", "Key: a subject that looks like a trailer\n\nGitpeer-Applied: " + seal + "\n"},
+	} {
+		got := Append(tc.msg, Applied, seal)
+		if got != tc.want {
+			t.Errorf("Append(%q):\n%q\nwant\n%q", tc.msg, got, tc.want)
+		}
+		if v := Values(got, Applied); !slices.Equal(v, []string{seal}) {
+			t.Errorf("Values(Applied) of %q = %q", got, v)
+		}
+		if _, err := exec.LookPath("git"); err != nil {
+			continue
+		}
+		cmd := testgit.Command("", "interpret-trailers", "--parse")
+		cmd.Stdin = strings.NewReader(got)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), "Gitpeer-Applied: "+seal+"\n") {
+			t.Errorf("git interpret-trailers --parse of %q:\n%s", got, out)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gitpeer/gitpeer/internal/git/commitsig"
 	"github.com/gitpeer/gitpeer/internal/git/gitobj"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 )
@@ -199,9 +201,23 @@ func (h *history) judgeApplied(r appliedRef, order []*node, index map[plumbing.H
 	if _, ok := index[parent]; !ok || h.signed == nil {
 		return nil // computed from a commit the history checked does not hold
 	}
-	newer, file, err := h.newerSigned(r.id, seal, parent, order, index, head)
+	newer, file, named, err := h.newerSigned(r.id, seal, parent, order, index, head)
 	if err != nil || newer == nil {
 		return err
+	}
+	if named {
+		h.findings = append(h.findings, Finding{
+			File: r.name, Reason: reasons.StaleSeal, Commit: r.hash.String(),
+			Message: fmt.Sprintf("head %s is %s's seal of %s, and %s's commit %s changed %s after it: %s applies the state before that change",
+				shortHash(seal.Hash.String()), r.id, shortHash(parent.String()), r.id, shortHash(newer.Hash.String()), file, r.id),
+			Resolved: &Resolution{
+				Reason: ResolutionSealPending,
+				Message: fmt.Sprintf("every commit %s signed since names this seal as the one in force (%s): the branch is where %s's reconciler left it, and its next pass seals the change (with review branches, its first pass after the merge)",
+					r.id, trailer.Applied, r.id),
+				Commit: newer.Hash.String(),
+			},
+		})
+		return nil
 	}
 	add(reasons.StaleSeal, "head %s is %s's seal of %s, older than %s's commit %s, which changed %s after it: %s applies a state its reconciler has replaced, or will have once this seal is pushed (a writer moved the branch back to an old seal, or %s's reconciler pushed to the branch checked and has not pushed its seal yet). %s's reconciler restores its newest seal at its next pass; with review branches (--push-branch), it seals a merged change at its first pass after the merge",
 		shortHash(seal.Hash.String()), r.id, shortHash(parent.String()), r.id, shortHash(newer.Hash.String()), file, r.id, r.id, r.id)
@@ -272,15 +288,18 @@ func (h *history) walkTree(t plumbing.Hash, prefix string, fn func(p string, e o
 // seal holds every change id signed since it, as far as the checked branch
 // still has them. Only the files where head and the seal differ are
 // looked up, so a seal that holds head's tree costs one tree comparison.
-func (h *history) newerSigned(id string, seal *object.Commit, parent plumbing.Hash, order []*node, index map[plumbing.Hash]int, head *object.Commit) (*object.Commit, string, error) {
+// named reports whether every such commit names the seal as the one in
+// force when it was made (trailer.Applied, under id's signature): a change
+// id made and has not sealed yet, not a seal moved back from a newer one.
+func (h *history) newerSigned(id string, seal *object.Commit, parent plumbing.Hash, order []*node, index map[plumbing.Hash]int, head *object.Commit) (newest *object.Commit, file string, named bool, err error) {
 	top := layout.ClusterPath(id)
 	headSub, err := h.entryAt(head.TreeHash, top)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	sealSub, err := h.entryAt(seal.TreeHash, top)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	var differ []pathBlob // head's blob of each file where the seal differs
 	err = gitobj.Diff(h.tree, headSub, sealSub, func(p string, from, to *object.TreeEntry) error {
@@ -300,28 +319,30 @@ func (h *history) newerSigned(id string, seal *object.Commit, parent plumbing.Ha
 		return nil
 	})
 	if err != nil || len(differ) == 0 {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	var ancestors map[plumbing.Hash]bool // of the seal's parent, itself included: computed once needed
-	var newest *object.Commit
-	file := ""
+	named = true
 	for _, d := range differ {
 		for _, c := range h.signed[d] {
 			if c.Committer.When.Before(seal.Committer.When) {
 				continue
 			}
-			if newest != nil && index[c.Hash] <= index[newest.Hash] {
-				continue
-			}
 			if ancestors == nil {
 				ancestors = ancestorsIn(order, index, parent)
 			}
-			if !ancestors[c.Hash] {
+			if ancestors[c.Hash] {
+				continue
+			}
+			if !slices.Contains(trailer.Values(c.Message, trailer.Applied), seal.Hash.String()) {
+				named = false
+			}
+			if newest == nil || index[c.Hash] > index[newest.Hash] {
 				newest, file = c, d.path
 			}
 		}
 	}
-	return newest, file, nil
+	return newest, file, named && newest != nil, nil
 }
 
 // ancestorsIn returns the commits of order that are from, or ancestors of

@@ -96,6 +96,13 @@ const (
 	// with a valid rotation statement, and which held no finding then:
 	// what a peer keeps until it answers the new key.
 	ResolutionKeyRotationInProgress = "KeyRotationInProgress"
+	// ResolutionSealPending: a StaleSeal whose newer changes the cluster
+	// signed all name that very seal as the one in force when they were
+	// made (trailer.Applied): the cluster has not sealed them yet (its
+	// seal follows its push, or, with review branches, its first pass
+	// after the merge), and nobody moved the branch back from a newer
+	// seal it made before them.
+	ResolutionSealPending = "SealPending"
 )
 
 // Failing returns the findings that fail the check: all of them when
