@@ -194,7 +194,12 @@ func (f *daemonFlags) run(ctx context.Context, r *runner.Runner, bf *backendFlag
 			return err
 		}
 		ep.WebhookAddr = f.webhookAddr
-		ep.Webhook = &daemon.Webhook{Secret: secret, Refs: refs, Wake: d.Wake, Log: log.WithName("webhook").WithValues("cluster", cluster)}
+		hook := &daemon.Webhook{Secret: secret, Refs: refs, Wake: d.Wake, Log: log.WithName("webhook").WithValues("cluster", cluster)}
+		if f.webhookFile != "" {
+			// Read at each request: a mounted Secret is rotated in place.
+			hook.SecretFrom = f.webhookSecret
+		}
+		ep.Webhook = hook
 	}
 	servers, err := ep.Listen()
 	if err != nil {

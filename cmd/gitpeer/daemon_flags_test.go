@@ -111,7 +111,8 @@ func TestReconcileRunsAsADaemon(t *testing.T) {
 // TestReconcileRunsAPassOnAVerifiedWebhook runs the daemon with an hour's
 // interval and no polling: a Gitea push event signed with the secret of
 // --webhook-secret-file runs a pass at once; an unsigned one is refused
-// and runs none.
+// and runs none. A secret rotated in the file is taken up at the next
+// request.
 func TestReconcileRunsAPassOnAVerifiedWebhook(t *testing.T) {
 	root, remote, _ := peeringRepo(t, spec)
 	metricsAddr, hookAddr := testgit.FreeLoopbackAddr(t), testgit.FreeLoopbackAddr(t)
@@ -184,6 +185,22 @@ func TestReconcileRunsAPassOnAVerifiedWebhook(t *testing.T) {
 	if !strings.Contains(string(metrics), `gitpeer_wakeups_total{source="webhook"} 1`) {
 		t.Errorf("want one webhook wake-up (the signed event alone):\n%s", metrics)
 	}
+
+	// The secret is rotated in place, as the kubelet updates a mounted
+	// Secret: the old one is refused from then on, the new one accepted,
+	// with no restart.
+	if err := os.WriteFile(secretFile, []byte("rotated-hook\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := send(hex.EncodeToString(mac.Sum(nil))); code != http.StatusForbidden {
+		t.Errorf("signed with the secret before the rotation: %d, want 403", code)
+	}
+	rotated := hmac.New(sha256.New, []byte("rotated-hook"))
+	rotated.Write(body)
+	if code := send(hex.EncodeToString(rotated.Sum(nil))); code != http.StatusAccepted {
+		t.Fatalf("signed with the rotated secret: %d, want 202", code)
+	}
+	waitPasses(3)
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)

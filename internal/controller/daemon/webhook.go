@@ -55,6 +55,11 @@ type Webhook struct {
 	// Secret is the shared secret of the host's webhook; empty refuses
 	// every request.
 	Secret []byte
+	// SecretFrom, when set, is called for each request instead of using
+	// Secret (a file a rotated Kubernetes Secret updates in place, read
+	// again each time: no restart to take up a new secret). An error
+	// refuses the request with 503.
+	SecretFrom func() ([]byte, error)
 	// Refs are the full ref names whose pushes wake the daemon, e.g.
 	// refs/heads/main.
 	Refs []string
@@ -102,11 +107,18 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusBadRequest, "Unreadable", "reading the body: "+err.Error())
 		return
 	}
-	if len(h.Secret) == 0 {
+	secret := h.Secret
+	if h.SecretFrom != nil {
+		if secret, err = h.SecretFrom(); err != nil {
+			refuse(http.StatusServiceUnavailable, "NoSecret", "reading this receiver's secret: "+err.Error())
+			return
+		}
+	}
+	if len(secret) == 0 {
 		refuse(http.StatusForbidden, "NoSecret", "this receiver has no secret configured")
 		return
 	}
-	if why := check(body); why != "" {
+	if why := check(body, secret); why != "" {
 		refuse(http.StatusForbidden, "BadSignature", why)
 		return
 	}
@@ -140,16 +152,17 @@ func (h *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // verifier is the host kind of a request's headers and the check of its
-// body, nil when it carries no signature or token gitpeer knows. A check
-// returns why the body fails, "" when it passes.
-func (h *Webhook) verifier(hdr http.Header) (string, func([]byte) string) {
-	hexMAC := func(name, sig string, prefix string) func([]byte) string {
-		return func(body []byte) string {
+// body with the receiver's secret, nil when it carries no signature or
+// token gitpeer knows. A check returns why the body fails, "" when it
+// passes.
+func (h *Webhook) verifier(hdr http.Header) (string, func(body, secret []byte) string) {
+	hexMAC := func(name, sig string, prefix string) func(body, secret []byte) string {
+		return func(body, secret []byte) string {
 			got, ok := strings.CutPrefix(sig, prefix)
 			if !ok {
 				return fmt.Sprintf("%s does not start with %q", name, prefix)
 			}
-			want := hmac.New(sha256.New, h.Secret)
+			want := hmac.New(sha256.New, secret)
 			want.Write(body)
 			mac, err := hex.DecodeString(got)
 			if err != nil || !hmac.Equal(mac, want.Sum(nil)) {
@@ -167,8 +180,8 @@ func (h *Webhook) verifier(hdr http.Header) (string, func([]byte) string) {
 		return "github", hexMAC("X-Hub-Signature-256", hdr.Get("X-Hub-Signature-256"), "sha256=")
 	case hdr.Get("X-Gitlab-Token") != "":
 		token := hdr.Get("X-Gitlab-Token")
-		return "gitlab", func([]byte) string {
-			if subtle.ConstantTimeCompare([]byte(token), h.Secret) != 1 {
+		return "gitlab", func(_, secret []byte) string {
+			if subtle.ConstantTimeCompare([]byte(token), secret) != 1 {
 				return "X-Gitlab-Token is not this receiver's secret"
 			}
 			return ""

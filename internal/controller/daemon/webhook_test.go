@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -300,4 +301,22 @@ func FuzzParsePushEvent(f *testing.F) {
 			t.Fatalf("accepted ref %q", ev.Ref)
 		}
 	})
+}
+
+// TestASecretThatCannotBeReadRefusesTheRequest: with SecretFrom, a secret
+// file gone (a Secret deleted) refuses every request with 503 and wakes
+// nothing, rather than verifying against an old or empty secret.
+func TestASecretThatCannotBeReadRefusesTheRequest(t *testing.T) {
+	_, log := newLogs(t)
+	woken := 0
+	h := &Webhook{Secret: []byte(hookSecret), Refs: []string{"refs/heads/main"}, Log: log, Wake: func(string) { woken++ },
+		SecretFrom: func() ([]byte, error) {
+			return nil, errors.New("open /etc/gitpeer/webhook/secret: no such file or directory")
+		}}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	body := payload(t, "gitea-push.json")
+	if code, msg := post(t, srv, signed("gitea", hookSecret, body), body); code != http.StatusServiceUnavailable || woken != 0 {
+		t.Fatalf("%d %q, %d wake-ups; want 503 and none", code, msg, woken)
+	}
 }
