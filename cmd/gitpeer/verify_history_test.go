@@ -126,9 +126,10 @@ func readFile(t *testing.T, path string) []byte {
 // for a key swap; beta's admin checks the fingerprint and re-pins it
 // (gitpeer trust), beta's reconciler records that in repins.yaml, signed,
 // and from then on verify lists the KeyChanged as resolved and exits 0;
-// --strict still fails. A re-pin of another fingerprint resolves nothing.
+// --strict still fails. A re-pin of another fingerprint resolves nothing,
+// nor does the re-pin of a key published again after a later rotation.
 func TestVerifyResolvesADocumentedKeyRecovery(t *testing.T) {
-	o := newOperatorRepo(t)
+	o := newOperatorRepo(t, "--key-rollover-wait", "0")
 	o.converge(3)
 	lost := filepath.Join(o.root, "state", "alpha-lost")
 	if err := os.Rename(o.state("alpha"), lost); err != nil {
@@ -169,5 +170,23 @@ func TestVerifyResolvesADocumentedKeyRecovery(t *testing.T) {
 	}
 	if code, _, _ := o.verify("--strict"); code != 1 {
 		t.Fatalf("verify --strict after the re-pin: exit %d", code)
+	}
+
+	// alpha then rotates to a third key, with a statement. A writer who
+	// kept the recovered key republishes it (its cluster.yaml from the
+	// recovery commit): beta's record re-pinned that very key, but before
+	// this change, so it resolves nothing: a signature proves who, never
+	// when.
+	o.rotate("alpha")
+	o.converge(4)
+	if code, out, stderr := o.verify(); code != 0 {
+		t.Fatalf("verify after alpha's rotation: exit %d\n%s%s", code, out, stderr)
+	}
+	replay := o.push("alpha: back to the recovered key", func(dir string) {
+		git(t, dir, "checkout", recovery, "--", "clusters/alpha/cluster.yaml")
+	})
+	code, out, _ = o.verify()
+	if code != 1 || !strings.Contains(out, "(KeyChanged, commit "+replay[:12]+")\n") {
+		t.Fatalf("verify after the recovered key was published again: exit %d; want its KeyChanged, not resolved\n%s", code, out)
 	}
 }
