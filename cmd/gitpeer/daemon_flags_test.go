@@ -167,12 +167,15 @@ func TestReconcileRunsAPassOnAVerifiedWebhook(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	sign := func(secret string) string {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		return hex.EncodeToString(mac.Sum(nil))
+	}
 	if code := send(""); code != http.StatusUnauthorized {
 		t.Errorf("unsigned: %d, want 401", code)
 	}
-	mac := hmac.New(sha256.New, []byte("s3cret-hook"))
-	mac.Write(body)
-	if code := send(hex.EncodeToString(mac.Sum(nil))); code != http.StatusAccepted {
+	if code := send(sign("s3cret-hook")); code != http.StatusAccepted {
 		t.Fatalf("signed: %d, want 202", code)
 	}
 	waitPasses(2)
@@ -192,12 +195,10 @@ func TestReconcileRunsAPassOnAVerifiedWebhook(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("rotated-hook\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code := send(hex.EncodeToString(mac.Sum(nil))); code != http.StatusForbidden {
+	if code := send(sign("s3cret-hook")); code != http.StatusForbidden {
 		t.Errorf("signed with the secret before the rotation: %d, want 403", code)
 	}
-	rotated := hmac.New(sha256.New, []byte("rotated-hook"))
-	rotated.Write(body)
-	if code := send(hex.EncodeToString(rotated.Sum(nil))); code != http.StatusAccepted {
+	if code := send(sign("rotated-hook")); code != http.StatusAccepted {
 		t.Fatalf("signed with the rotated secret: %d, want 202", code)
 	}
 	waitPasses(3)
