@@ -44,7 +44,9 @@ func TestAPassThatLostEveryPushShowsInStatusUntilOneLands(t *testing.T) {
 	moving.Store(true)
 	generation := 0
 	o := opts("alpha")
-	o.Push.Timeout = 2 * time.Second
+	// Bounded by attempts, not time: a loaded machine fits fewer attempts
+	// in a timeout (each clock reading here is a whole pass of beta's).
+	o.Push.Timeout, o.Push.MaxAttempts = time.Minute, 3
 	// The clock is read while alpha pushes, among others when it dates
 	// its commit, between its fetch and its push: beta lands a commit at
 	// every reading while moving.
