@@ -119,6 +119,15 @@ func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 		}
 		log.Error(err, "pass failed")
 	case ResultCommitted:
+		if d.Poller != nil {
+			// A step landed: the peer's answer is due in seconds.
+			d.Poller.Hurry()
+		}
+		if res.Attempts > 1 {
+			// The push was re-applied on commits the pass never computed
+			// on (a peer's nonce, say): the next pass answers them now.
+			d.Wake(WakeRebased)
+		}
 		if res.PushBranch == "" {
 			log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
 			break
