@@ -754,7 +754,7 @@ spec:
 				"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(c.dir, "checkout"))
 		}
 		commitAndPush(ctx, t, work, "Peer gamma (consumer) with delta (provider) again")
-		merged := time.Now()
+		merged, loadAtMerge := time.Now(), loadAverage()
 		var established, virtualNode time.Duration
 		err = eventually(ctx, 2*liqoTimeout, 250*time.Millisecond, func() error {
 			p, err := readPeeringProgress(ctx, cons.cluster, liqoProviderID, consTenantNS, grantedSlice)
@@ -775,6 +775,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
+		loadAtEnd := loadAverage()
 
 		// The timeline, from the daemons' and Flux's logs.
 		var timeline []timelineEvent
@@ -805,8 +806,8 @@ spec:
 			fmt.Fprintf(&b, "  %+6.1fs  %s\n", e.at.Seconds(), e.what)
 		}
 		t.Logf("timeline from the merge:\n%s", b.String())
-		t.Logf("TIME TO PEER (default flags): merge → Ready in Git %.1fs, → consumer's Identity Ready with APIServerStatus Established %.1fs, → VirtualNode %s on the consumer %.1fs (bound %s)",
-			readyInGit.Seconds(), established.Seconds(), grantedSlice, virtualNode.Seconds(), timeToPeerBound)
+		t.Logf("TIME TO PEER (default flags): merge → Ready in Git %.1fs, → consumer's Identity Ready with APIServerStatus Established %.1fs, → VirtualNode %s on the consumer %.1fs (bound %s; load average %s at the merge, %s at the end)",
+			readyInGit.Seconds(), established.Seconds(), grantedSlice, virtualNode.Seconds(), timeToPeerBound, loadAtMerge, loadAtEnd)
 		if readyInGit == 0 {
 			t.Errorf("%s's daemon log has no event saying the peering is Ready after the merge", cons.id)
 		}

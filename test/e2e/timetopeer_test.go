@@ -22,6 +22,16 @@ import (
 // requeue).
 const timeToPeerBound = 30 * time.Second
 
+// loadAverage is the machine's 1-minute load average ("?" where
+// /proc/loadavg is missing): the figures of a shared machine need it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
 // logLine is one line of a JSON log (a gitpeer daemon's, a Flux
 // controller's: fluxcd/pkg/runtime/logger), with its time.
 type logLine struct {
