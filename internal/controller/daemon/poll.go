@@ -28,7 +28,8 @@ const (
 	// WakeRebased: the last pass's push landed on commits the pass had
 	// not computed on (it was rejected, then re-applied on the new tip).
 	// The clone has seen them, so no poll would say they are new; a peer's
-	// step among them is answered by the pass this starts.
+	// step among them is answered by the pass this starts, RetryBase
+	// (jittered) after the push.
 	WakeRebased = "rebased"
 )
 

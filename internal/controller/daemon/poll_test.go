@@ -304,13 +304,13 @@ func TestAPassThatPushedPollsForTheAnswerWithinASecond(t *testing.T) {
 	}
 }
 
-// TestAPushReappliedOnAPeersCommitStartsAnotherPassAtOnce: a pass whose
-// push was rejected and re-applied on a new tip (Attempts 2) never
+// TestAPushReappliedOnAPeersCommitStartsAnotherPassInASecond: a pass
+// whose push was rejected and re-applied on a new tip (Attempts 2) never
 // computed on the commits it landed on, a peer's step perhaps, and no poll
-// will call them new (the clone has them): the daemon runs another pass at
-// once, without waiting for a tick or a poll. A push that landed first
-// time starts none.
-func TestAPushReappliedOnAPeersCommitStartsAnotherPassAtOnce(t *testing.T) {
+// will call them new (the clone has them): the daemon runs another pass
+// RetryBase (1s, jittered: 0.5-1s) later, without waiting for a tick or a
+// poll. A push that landed first time starts none.
+func TestAPushReappliedOnAPeersCommitStartsAnotherPassInASecond(t *testing.T) {
 	for _, attempts := range []int{2, 1} {
 		t.Run(fmt.Sprintf("attempts=%d", attempts), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -330,14 +330,20 @@ func TestAPushReappliedOnAPeersCommitStartsAnotherPassAtOnce(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- d.Run(ctx) }()
 			defer func() { cancel(); <-done }()
+			// The ticker and the poller's timer; after a rebased push, the
+			// retry's timer too.
+			eventually(t, "the first pass ran, the daemon waits", func() bool { return passes.Load() == 1 && clk.Waiters() == 1+attempts })
+			if got := testutil.ToFloat64(m.wakeups.WithLabelValues(WakeRebased)); got != float64(attempts-1) {
+				t.Errorf("gitpeer_wakeups_total{source=rebased} = %v, want %v", got, attempts-1)
+			}
+			clk.Step(DefaultRetryBase/2 - time.Millisecond)
+			eventually(t, "the daemon waits", func() bool { return clk.Waiters() == 1+attempts })
+			if passes.Load() != 1 {
+				t.Fatalf("a second pass less than %s after the push", DefaultRetryBase/2)
+			}
+			clk.Step(DefaultRetryBase / 2)
 			want := int32(attempts) // 2 passes after a rebased push, 1 otherwise
 			eventually(t, "the passes ran, the daemon waits", func() bool { return passes.Load() == want && clk.Waiters() == 2 })
-			if got := testutil.ToFloat64(m.wakeups.WithLabelValues(WakeRebased)); got != float64(want-1) {
-				t.Errorf("gitpeer_wakeups_total{source=rebased} = %v, want %v", got, want-1)
-			}
-			if passes.Load() != want {
-				t.Errorf("%d passes with the clock still, want %d", passes.Load(), want)
-			}
 		})
 	}
 }
