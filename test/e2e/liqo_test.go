@@ -751,7 +751,10 @@ spec:
 		for _, c := range order {
 			startProc(t, owner, "gitpeer-daemon-"+c.id, filepath.Join(c.dir, "daemon.log"), nil, s.gitpeer,
 				"reconcile", "--backend", "kubernetes", "--kubeconfig", c.kubeconfig, "--cluster", c.id,
-				"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(c.dir, "checkout"))
+				"--repo", repoURL, "--git-credentials", creds, "--checkout", filepath.Join(c.dir, "checkout"),
+				// Logs only: the timeline shows the passes that found
+				// nothing to do and what each poll saw move.
+				"--log-level", "debug")
 		}
 		commitAndPush(ctx, t, work, "Peer gamma (consumer) with delta (provider) again")
 		merged, loadAtMerge := time.Now(), loadAverage()

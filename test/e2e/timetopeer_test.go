@@ -141,22 +141,30 @@ type timelineEvent struct {
 	what string
 }
 
-// daemonTimeline lists what the daemon of cluster id (its log at path)
-// did after merged: its first pass, each push with its steps, and the
-// event that says the peering is Ready on the consumer side (readyAt,
-// zero if none).
+// daemonTimeline lists what the daemon of cluster id (its log at path,
+// at debug level) did after merged: its start, the passes that changed
+// nothing until its first push, each poll that saw refs move, each push
+// with its steps, and the event that says the peering is Ready on the
+// consumer side (readyAt, zero if none).
 func daemonTimeline(path, id string, merged time.Time) (events []timelineEvent, readyAt time.Duration, err error) {
 	lines, err := readJSONLog(path, merged.Add(-time.Minute))
 	if err != nil {
 		return nil, 0, err
 	}
+	pushed := false
 	for _, l := range lines {
 		at := l.ts.Sub(merged)
 		switch {
 		case l.msg == "starting":
 			events = append(events, timelineEvent{at, id + "'s daemon starts"})
+		case l.msg == "up to date" && !pushed:
+			events = append(events, timelineEvent{at, fmt.Sprintf("%s's pass changed nothing (pass %s)", id, l.str("duration"))})
 		case l.ts.Before(merged):
+		case l.msg == "refs moved":
+			refs, _ := json.Marshal(l.fields["refs"])
+			events = append(events, timelineEvent{at, fmt.Sprintf("%s's poll: %s moved", id, refs)})
 		case l.msg == "pushed":
+			pushed = true
 			steps, _ := json.Marshal(l.fields["steps"])
 			events = append(events, timelineEvent{at, fmt.Sprintf("%s pushed %s (pass %s)", id, steps, l.str("duration"))})
 		case l.msg == "event" && strings.Contains(l.str("message"), "(consumer, Ready)") && readyAt == 0:
