@@ -56,4 +56,6 @@ step tests "go test -tags e2e ./test/e2e/ ./test/e2e/forge/ ./internal/controlle
   FLUX_CRDS="$E2E_CACHE/flux-crds" LIQO_CHART="$E2E_CACHE/liqo-chart" GITEA_BIN="$E2E_CACHE/bin/gitea" GITEA_STATIC="$E2E_CACHE/gitea-static" \
   GITPEER_E2E_LOGS="$LOGS" \
   "$GO" test -tags e2e -count=1 -v -timeout "$E2E_TIMEOUT" ./test/e2e/ ./test/e2e/forge/ ./internal/controller/daemon/
+# The headline figure (test/e2e's Liqo test, issue 32), again at the end.
+grep -h -o 'TIME TO PEER.*' "$LOGS/$n-tests.log" 2>/dev/null | sed 's/^/make e2e: /'
 echo "make e2e: all $n steps passed in $((SECONDS - START))s; step logs in $LOGS"

@@ -611,12 +611,16 @@ func checkFlux(t *testing.T, objs objects, p map[string]string) {
 	}
 
 	for field, want := range map[string]any{
-		"spec.sourceRef":       map[string]any{"kind": "GitRepository", "name": "gitpeer-" + id},
-		"spec.path":            "./" + layout.ClusterPath(id),
-		"spec.prune":           true,
-		"spec.wait":            true,
-		"spec.deletionPolicy":  "Orphan",
-		"spec.dependsOn":       []any{map[string]any{"name": "liqo-crds"}},
+		"spec.sourceRef":      map[string]any{"kind": "GitRepository", "name": "gitpeer-" + id},
+		"spec.path":           "./" + layout.ClusterPath(id),
+		"spec.prune":          true,
+		"spec.wait":           true,
+		"spec.deletionPolicy": "Orphan",
+		// liqo-crds applied once, not Ready right now: kustomize-controller
+		// re-applies a dependency whenever its dependent's source moves, and
+		// Flux's own check would hold every seal until that is done.
+		"spec.dependsOn": []any{map[string]any{"name": "liqo-crds",
+			"readyExpr": "has(dep.status) && has(dep.status.lastAppliedRevision) && dep.status.lastAppliedRevision != ''"}},
 		"spec.targetNamespace": nil,
 		"spec.postBuild":       nil,
 		"spec.components":      []any{"flux"}, // clusters/<id>/flux/: the verify Secret the tree keeps

@@ -847,6 +847,14 @@ func signingKey(t *testing.T, allowedSigners, id string) string {
 // namespace still terminating) is retried after as long.
 func writeFluxOverlay(t *testing.T, dir, id, repoURL, sshpub string) {
 	t.Helper()
+	writeFluxOverlayIntervals(t, dir, id, repoURL, sshpub, fluxInterval)
+}
+
+// writeFluxOverlayIntervals is writeFluxOverlay with the GitRepository's
+// interval and the Kustomization's retryInterval set to interval, or left
+// as manifests/flux ships them (1m, 1m) when interval is "".
+func writeFluxOverlayIntervals(t *testing.T, dir, id, repoURL, sshpub, interval string) {
+	t.Helper()
 	component, err := filepath.Rel(dir, filepath.Join(s.root, "manifests", "flux"))
 	if err != nil {
 		t.Fatal(err)
@@ -866,12 +874,15 @@ secretGenerator:
     options:
       disableNameSuffixHash: true
       annotations: {kustomize.toolkit.fluxcd.io/ssa: IfNotPresent}
-patches:
+`, filepath.ToSlash(component), id)
+	if interval != "" {
+		kustomization += fmt.Sprintf(`patches:
   - target: {group: source.toolkit.fluxcd.io, kind: GitRepository}
     patch: '[{"op": "replace", "path": "/spec/interval", "value": "%s"}]'
   - target: {group: kustomize.toolkit.fluxcd.io, kind: Kustomization}
     patch: '[{"op": "replace", "path": "/spec/retryInterval", "value": "%s"}]'
-`, filepath.ToSlash(component), id, fluxInterval, fluxInterval)
+`, interval, interval)
+	}
 	params := fmt.Sprintf("CLUSTER_ID=%s\nREPO_URL=%s\nGIT_SECRET=%s\n", id, repoURL, gitSecretName(id))
 	testgit.WriteFiles(t, dir, map[string][]byte{
 		"kustomization.yaml": []byte(kustomization),

@@ -42,7 +42,8 @@ type Daemon struct {
 	// channel; nil never does.
 	Trigger <-chan struct{}
 	// Poller, when set, reads the remote's refs every few seconds while
-	// this process runs passes, and runs a pass as soon as one moved.
+	// this process runs passes, and runs a pass as soon as one moved;
+	// briskly for a while after a pass that pushed (Poller.Hurry).
 	Poller *Poller
 	// RetryBase is how soon a pass follows one that gave up pushing
 	// because other writers kept moving the branch (gitsync.ErrPushConflict):

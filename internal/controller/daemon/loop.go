@@ -87,8 +87,8 @@ func (d *Daemon) retryAfter(rejected int) time.Duration {
 
 // pass runs one pass and reports it: one log line, the metrics, and the
 // events of what changed. It counts the passes in a row that gave up
-// pushing in rejected, and returns how soon to retry after one (0: at the
-// next tick).
+// pushing in rejected, and returns how soon to pass again after one, or
+// after a push re-applied on a new tip (0: at the next tick).
 func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 	start := d.Clock.Now()
 	res, err := d.Pass(ctx)
@@ -119,6 +119,19 @@ func (d *Daemon) pass(ctx context.Context, rejected *int) time.Duration {
 		}
 		log.Error(err, "pass failed")
 	case ResultCommitted:
+		if d.Poller != nil {
+			// A step landed: the peer's answer is due in seconds.
+			d.Poller.Hurry()
+		}
+		if res.Attempts > 1 {
+			// The push was re-applied on commits the pass never computed
+			// on (a peer's nonce, say), which no poll will call new: the
+			// next pass answers them in a second, jittered as after a
+			// rejected push, so that the daemons rebased in one burst do
+			// not all race again together.
+			d.Metrics.observeWake(WakeRebased)
+			retry = d.retryAfter(1)
+		}
 		if res.PushBranch == "" {
 			log.Info("pushed", "commit", res.Commit, "steps", res.Steps, "files", len(res.Files))
 			break

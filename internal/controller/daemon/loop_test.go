@@ -61,9 +61,11 @@ func TestACommittedPassLogsCommitStepsAttemptsAndDuration(t *testing.T) {
 	res.Steps, res.Files, res.Attempts = []string{"send tenant to beta"}, []string{"a", "b"}, 2
 	p := &passes{script: []outcomeFunc{func(context.Context) (*runner.Result, error) { return res, nil }, idle}}
 	d := &Daemon{Cluster: "alpha", Interval: time.Hour, Log: log, Metrics: m}
-	runUntil(t, d, p, func() bool { return p.count() == 1 && len(logs.all()) > 0 })
+	// The push was re-applied on a new tip: a second pass at once
+	// (WakeRebased), idle here.
+	runUntil(t, d, p, func() bool { return p.count() == 2 && len(logs.without("stopped", "pushed")) > 0 })
 
-	lines := logs.without("stopped")
+	lines := logs.without("stopped", "up to date")
 	if len(lines) != 1 {
 		t.Fatalf("lines %v, want one", lines)
 	}
@@ -84,6 +86,9 @@ func TestACommittedPassLogsCommitStepsAttemptsAndDuration(t *testing.T) {
 	}
 	if testutil.ToFloat64(m.lastSuccess) == 0 {
 		t.Error("last success not recorded")
+	}
+	if got := testutil.ToFloat64(m.wakeups.WithLabelValues(WakeRebased)); got != 1 {
+		t.Errorf("gitpeer_wakeups_total{source=rebased} = %v, want 1", got)
 	}
 }
 

@@ -32,7 +32,7 @@ var Steps = []layout.Step{
 //	gitpeer_push_rejected_passes_total       passes that gave up pushing: the remote moved on every
 //	                                         attempt (also counted as failed passes)
 //	gitpeer_wakeups_total{source}            passes asked for before the next interval, by Wake* source
-//	                                         (poll, webhook, watch); wake-ups during a pass start one more
+//	                                         (poll, webhook, watch, rebased); wake-ups during a pass start one more
 //	gitpeer_ref_polls_total{result}          reads of the remote's refs by Poll* result (unchanged,
 //	                                         moved, failed, rate_limited)
 //	gitpeer_last_success_timestamp_seconds   Unix time of the end of the last good pass
@@ -90,14 +90,14 @@ func NewMetrics(version string) (*Metrics, *prometheus.Registry) {
 			Name: "gitpeer_leader", Help: "1 while this process may run passes: it holds the Lease, or runs without leader election.",
 		}),
 		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gitpeer_wakeups_total", Help: "Passes asked for before the next interval, by source: poll, webhook or watch.",
+			Name: "gitpeer_wakeups_total", Help: "Passes asked for before the next interval, by source: poll, webhook, watch or rebased.",
 		}, []string{"source"}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gitpeer_ref_polls_total", Help: "Reads of the remote's refs by result: unchanged, moved, failed or rate_limited.",
 		}, []string{"result"}),
 		peerings: newPeeringCollector(time.Now),
 	}
-	for _, s := range []string{WakePoll, WakeWebhook, WakeWatch} {
+	for _, s := range []string{WakePoll, WakeWebhook, WakeWatch, WakeRebased} {
 		m.wakeups.WithLabelValues(s)
 	}
 	for _, r := range []string{PollUnchanged, PollMoved, PollFailed, PollRateLimited} {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,6 +25,12 @@ const (
 	WakeWebhook = "webhook"
 	// WakeWatch: the local repository's refs changed (--watch).
 	WakeWatch = "watch"
+	// WakeRebased: the last pass's push landed on commits the pass had
+	// not computed on (it was rejected, then re-applied on the new tip).
+	// The clone has seen them, so no poll would say they are new; a peer's
+	// step among them is answered by the pass this starts, RetryBase
+	// (jittered) after the push.
+	WakeRebased = "rebased"
 )
 
 // Ref poll outcomes, the values of gitpeer_ref_polls_total's result label.
@@ -40,6 +48,15 @@ const (
 	DefaultPollInterval = 5 * time.Second
 	// DefaultPollMaxBackoff bounds the wait after failed polls.
 	DefaultPollMaxBackoff = 5 * time.Minute
+	// DefaultBriskInterval is the time between two polls for a while after
+	// a pass pushed (Poller.Hurry): a peer's answer to the step is noticed
+	// within about that long of landing, not a whole Interval later.
+	DefaultBriskInterval = time.Second
+	// DefaultBriskFor is how long the polls stay brisk after a push: enough
+	// for a peer to notice the step (its own poll) and answer it (a pass
+	// of a second or a few on a loaded machine). A push costs that many
+	// ref listings more; the handshake's hand-offs are what it speeds up.
+	DefaultBriskFor = 15 * time.Second
 )
 
 // RefSource is what a Poller reads: the remote's refs, without a fetch,
@@ -63,9 +80,12 @@ var _ RefSource = (*gitsync.Repo)(nil)
 // branch, where a peer's step or a spec change lands; the applied branch)
 // points at a commit the clone has not seen. It wakes it once per new
 // state of the refs: a pass that fails on it is retried by the daemon's
-// own schedule, not by every poll. After a failed poll it waits twice as
-// long as before (from Interval, at most MaxBackoff), and after a rate
-// limit at least what the host asked for (Retry-After).
+// own schedule, not by every poll. After a pass pushed (Hurry), when a
+// peer's answer is due, it polls every BriskInterval for BriskFor. After a
+// failed poll it waits twice as long as before (from Interval, at most
+// MaxBackoff), and after a rate limit at least what the host asked for
+// (Retry-After); a failed poll ends the brisk polls, and a push during
+// the backoff does not shorten it.
 type Poller struct {
 	// Refs is what is polled.
 	Refs RefSource
@@ -74,6 +94,35 @@ type Poller struct {
 	// MaxBackoff bounds the wait after failed polls; default
 	// DefaultPollMaxBackoff.
 	MaxBackoff time.Duration
+	// BriskInterval is the time between two polls for BriskFor after
+	// Hurry (never longer than Interval); default DefaultBriskInterval.
+	BriskInterval time.Duration
+	// BriskFor is how long the polls stay brisk after Hurry; default
+	// DefaultBriskFor, negative never.
+	BriskFor time.Duration
+
+	// hurry holds at most one pending Hurry; made once, by hurryChan.
+	hurryOnce sync.Once
+	hurry     chan struct{}
+	// waits counts the waits run began (a timer set): tests step a fake
+	// clock once the wait that follows a Hurry is set.
+	waits atomic.Int64
+}
+
+// Hurry says that a pass just pushed a step, so a peer's answer is due:
+// the polls are brisk (BriskInterval) for the next BriskFor. It never
+// blocks, and may be called from any goroutine, before run too.
+func (p *Poller) Hurry() {
+	select {
+	case p.hurryChan() <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// hurryChan is the channel of Hurry, made on first use.
+func (p *Poller) hurryChan() chan struct{} {
+	p.hurryOnce.Do(func() { p.hurry = make(chan struct{}, 1) })
+	return p.hurry
 }
 
 // run polls until ctx ends, calling wake(WakePoll) when a ref moved;
@@ -86,17 +135,35 @@ func (p *Poller) run(ctx context.Context, clk clock.Clock, log logr.Logger, m *M
 	if maxBackoff <= 0 {
 		maxBackoff = DefaultPollMaxBackoff
 	}
+	brisk, briskFor := min(p.BriskInterval, interval), p.BriskFor
+	if p.BriskInterval <= 0 {
+		brisk = min(DefaultBriskInterval, interval)
+	}
+	if briskFor == 0 {
+		briskFor = DefaultBriskFor
+	}
 	var (
-		woken    map[string]string // the refs the last wake was for
-		failures int               // failed polls in a row
-		wait     = jitter(interval)
+		woken      map[string]string // the refs the last wake was for
+		failures   int               // failed polls in a row
+		briskUntil time.Time         // polls are brisk until then
+		due        = clk.Now().Add(jitter(interval))
 	)
 	for {
-		t := clk.NewTimer(wait)
+		t := clk.NewTimer(due.Sub(clk.Now()))
+		p.waits.Add(1)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-p.hurryChan():
+			t.Stop()
+			if failures == 0 && briskFor > 0 {
+				briskUntil = clk.Now().Add(briskFor)
+				if soon := clk.Now().Add(jitter(brisk)); soon.Before(due) {
+					due = soon
+				}
+			}
+			continue
 		case <-t.C():
 		}
 		refs, err := p.Refs.RemoteRefs(ctx)
@@ -104,8 +171,9 @@ func (p *Poller) run(ctx context.Context, clk clock.Clock, log logr.Logger, m *M
 			return
 		}
 		if err != nil {
+			briskUntil = time.Time{}
 			failures++
-			wait = jitter(min(interval<<min(failures, 20), maxBackoff))
+			wait := jitter(min(interval<<min(failures, 20), maxBackoff))
 			result := PollFailed
 			var rl *gitsync.RateLimitError
 			if errors.As(err, &rl) {
@@ -113,6 +181,7 @@ func (p *Poller) run(ctx context.Context, clk clock.Clock, log logr.Logger, m *M
 				result = PollRateLimited
 				wait = max(wait, rl.RetryAfter+rand.N(rl.RetryAfter/10+1))
 			}
+			due = clk.Now().Add(wait)
 			m.observePoll(result)
 			log.Error(err, "reading the remote's refs failed", "reason", result, "failures", failures, "retryIn", wait.Round(time.Millisecond).String())
 			continue
@@ -121,7 +190,10 @@ func (p *Poller) run(ctx context.Context, clk clock.Clock, log logr.Logger, m *M
 			log.Info("reading the remote's refs again", "after", failures)
 			failures = 0
 		}
-		wait = jitter(interval)
+		due = clk.Now().Add(jitter(interval))
+		if clk.Now().Before(briskUntil) {
+			due = clk.Now().Add(jitter(brisk))
+		}
 		moved := p.Refs.Unseen(refs)
 		if len(moved) == 0 || maps.Equal(refs, woken) {
 			m.observePoll(PollUnchanged)

@@ -79,8 +79,10 @@ func TestMetricsAndProbesOverHTTP(t *testing.T) {
 	p := &passes{script: []outcomeFunc{func(context.Context) (*runner.Result, error) {
 		health.MarkFetched() // as runner.Runner.Fetched does once the tip is fetched
 		return res, nil
-	}}}
-	runUntil(t, &Daemon{Cluster: "alpha", Interval: time.Hour, Metrics: m}, p, func() bool { return p.count() == 1 })
+	}, idle}}
+	// The push was re-applied on a new tip: a second pass at once
+	// (WakeRebased), idle here.
+	runUntil(t, &Daemon{Cluster: "alpha", Interval: time.Hour, Metrics: m}, p, func() bool { return p.count() == 2 })
 
 	if code, body := get(t, base+"/readyz"); code != http.StatusOK || body != "ok" {
 		t.Errorf("/readyz %d %q after the first fetch, want 200 ok", code, body)
@@ -98,7 +100,8 @@ func TestMetricsAndProbesOverHTTP(t *testing.T) {
 		`gitpeer_commits_total`:                                                                    1,
 		`gitpeer_push_attempts_total`:                                                              3,
 		`gitpeer_push_retries_total`:                                                               2,
-		`gitpeer_pass_duration_seconds_count`:                                                      1,
+		`gitpeer_pass_duration_seconds_count`:                                                      2, // and the idle one
+		`gitpeer_wakeups_total{source="rebased"}`:                                                  1,
 		`gitpeer_peering_ready{consumer="alpha",provider="beta",role="consumer"}`:                  1,
 		`gitpeer_peering_ready{consumer="gamma",provider="alpha",role="provider"}`:                 0,
 		`gitpeer_peering_step{consumer="alpha",provider="beta",role="consumer",step="Ready"}`:      1,
