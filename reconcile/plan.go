@@ -92,7 +92,9 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		return nil, err
 	}
 	for _, d := range clusters {
-		p := path.Join(layout.ClustersDir, d.Name())
+		// A listed name is one clean element: no path.Join (a thousand
+		// clusters, every pass).
+		p := layout.ClustersDir + "/" + d.Name()
 		if !d.IsDir() { // a file or a link where a cluster's tree goes
 			if err := visit(p, d, nil); err != nil {
 				return nil, err
