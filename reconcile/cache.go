@@ -19,9 +19,10 @@ import (
 // before (liqo.Encoder), the cluster.yaml files parsed before
 // (layout.ClusterInfoCache) and the signature, CSR and certificate checks
 // that succeeded before (handshake.VerifyCache), and which clusters' trees
-// hold no folder for this cluster in their inbox (absentInboxes). Every pass still makes every trust
-// decision; only the work on identical input is skipped. Keep one per
-// cluster for the life of its reconciler; safe for concurrent use.
+// hold no folder for this cluster in their inbox (absentInboxes). Every
+// pass still makes every trust decision; only the work on identical input
+// is skipped. Keep one per cluster for the life of its reconciler; safe for
+// concurrent use.
 type Cache struct {
 	manifests *dirmanifest.Cache
 	guard     *guard.Cache
@@ -45,8 +46,8 @@ type absentInbox struct {
 	tree          [20]byte
 }
 
-// maxAbsentInboxes bounds Cache.absentInboxes: two entries per cluster of
-// a 10,000-cluster repo, past which it starts over empty.
+// maxAbsentInboxes bounds Cache.absentInboxes: three entries per cluster
+// of a 10,000-cluster repo, past which it starts over empty.
 const maxAbsentInboxes = 1 << 15
 
 // NewCache returns an empty Cache.
