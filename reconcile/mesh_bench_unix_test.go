@@ -27,12 +27,13 @@ import (
 func BenchmarkHandshakeMesh(b *testing.B) {
 	n, m := meshbench.Size(b, "20x200")
 	primitives := cryptoPerPeering(b)
-	var total time.Duration
+	var total, idle time.Duration
 	passes := 0
 	for b.Loop() {
 		mesh := meshbench.Build(b, n, m, now, meshbench.Options{})
 		total += mesh.PassCPU
 		passes += mesh.Passes
+		idle += mesh.RoundCPU[len(mesh.RoundCPU)-1]
 	}
 	perHandshake := total / time.Duration(b.N)
 	perPeering := perHandshake / time.Duration(m)
@@ -40,6 +41,7 @@ func BenchmarkHandshakeMesh(b *testing.B) {
 	b.ReportMetric(float64(perPeering.Microseconds())/1000, "cpu-ms/peering")
 	b.ReportMetric(float64(passes/b.N), "passes/handshake")
 	b.ReportMetric(float64(perPeering)/float64(primitives), "crypto-ratio")
+	b.ReportMetric(float64((idle/time.Duration(b.N*n)).Microseconds())/1000, "idle-cpu-ms/pass")
 }
 
 // cryptoPerPeering times the handshake's crypto primitives for one peering

@@ -92,7 +92,9 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		return nil, err
 	}
 	for _, d := range clusters {
-		p := path.Join(layout.ClustersDir, d.Name())
+		// A listed name is one clean element: no path.Join (a thousand
+		// clusters, every pass).
+		p := layout.ClustersDir + "/" + d.Name()
 		if !d.IsDir() { // a file or a link where a cluster's tree goes
 			if err := visit(p, d, nil); err != nil {
 				return nil, err
@@ -108,10 +110,16 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		// Another cluster's tree where this pass writes nothing: all it
 		// may hold of ours is our folder in its inbox, looked up directly
 		// rather than by listing its tree and its inbox (two listings per
-		// cluster of the mesh, every pass).
+		// cluster of the mesh, every pass), and not at all in a tree the
+		// pass's Cache found without it (the same tree hash).
+		if out.cache.inboxAbsent(self, d) {
+			continue
+		}
 		folder := path.Join(p, layout.InboxDir, self)
 		fi, err := fs.Stat(tree, folder)
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out.cache.noteInboxAbsent(self, d)
 		case err == nil && fi.IsDir():
 			if err := fs.WalkDir(tree, folder, visit); err != nil {
 				return nil, err
@@ -119,7 +127,7 @@ func Diff(tree fs.FS, self string, out *Output) (*Plan, error) {
 		case errors.Is(err, layout.ErrTooManyEntries):
 			// Another cluster's inbox too large to read: the peering is
 			// Stalled (confine) and nothing of ours in it is touched.
-		case err == nil, errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
+		case err == nil, errors.Is(err, syscall.ENOTDIR), errors.Is(err, layout.ErrSymlink):
 			// Nothing of ours: a file or a link at the folder's path is
 			// not a path we write (layout.Writable), only what is under it.
 		default:

@@ -116,6 +116,9 @@ type Output struct {
 	// found Ready on this cluster's side: as a provider the one it issued,
 	// as a consumer the one its verified Identity carries.
 	Certificates []Certificate
+	// cache is Input.Cache, for Diff's lookups of this cluster's folder in
+	// other clusters' inboxes.
+	cache *Cache
 }
 
 // Certificate is the validity of a peering's client certificate (the
@@ -160,7 +163,7 @@ func Pass(ctx context.Context, in Input) (*Output, error) {
 		store = in.Pins.Clone()
 	}
 	p := &pass{in: in, self: self, me: me, raw: in.Tree, pins: store, trusted: map[string]trusted{}, distrust: map[string]distrusted{}, providers: map[string]bool{},
-		out: &Output{Files: map[string][]byte{}, Rendered: map[string]render.Object{}, Pins: store}, ownKey: in.Backend.Signer().Public()}
+		out: &Output{Files: map[string][]byte{}, Rendered: map[string]render.Object{}, Pins: store, cache: in.Cache}, ownKey: in.Backend.Signer().Public()}
 	asConsumer, asProvider := in.Spec.PeeringsOf(self)
 	p.peerings = map[schema.Pair]bool{}
 	for _, pr := range append(slices.Clip(asConsumer), asProvider...) {

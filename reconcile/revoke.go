@@ -122,7 +122,8 @@ func (p *pass) formerPeers() ([]string, error) {
 // inboxesForSelf are, sorted, the other clusters whose inbox holds a
 // directory for this cluster (clusters/<c>/inbox/<self>/), in the repo as
 // it is. It looks at every cluster of the repo, once per pass: formerPeers
-// and ownInboxDirs both need it.
+// and ownInboxDirs both need it. A cluster whose tree the Cache saw without
+// such a directory (same tree hash) is not looked into again.
 func (p *pass) inboxesForSelf() ([]string, error) {
 	if p.inboxes != nil {
 		return *p.inboxes, nil
@@ -133,11 +134,15 @@ func (p *pass) inboxesForSelf() ([]string, error) {
 	}
 	out := []string{}
 	for _, c := range clusters {
-		if !c.IsDir() || c.Name() == p.self {
+		if !c.IsDir() || c.Name() == p.self || p.in.Cache.inboxAbsent(p.self, c) {
 			continue
 		}
-		if fi, err := fs.Stat(p.raw, layout.ClusterPath(c.Name(), layout.InboxDir, p.self)); err == nil && fi.IsDir() {
+		fi, err := fs.Stat(p.raw, layout.ClusterPath(c.Name(), layout.InboxDir, p.self))
+		switch {
+		case err == nil && fi.IsDir():
 			out = append(out, c.Name())
+		case errors.Is(err, fs.ErrNotExist):
+			p.in.Cache.noteInboxAbsent(p.self, c)
 		}
 	}
 	p.inboxes = &out

@@ -174,7 +174,11 @@ func (p *pass) clusterInfoSigned(peer string, key crypto.PublicKey) error {
 
 // signedManifest reads clusters/<peer>/manifest.yaml from the repo as it
 // is (capped at dirmanifest.MaxSize) and verifies it with key; errors name the
-// file.
+// file. A manifest whose exact bytes parsed and verified with the same key,
+// writer and directory before (the cluster's dirmanifest.Cache, which the
+// signed view fills and reads with the same key) is not parsed or verified
+// again; the caller's rollback check runs every time. The returned
+// manifest may be shared: callers only read it.
 func (p *pass) signedManifest(peer string, key crypto.PublicKey) (*dirmanifest.Manifest, error) {
 	dir := layout.ClusterPath(peer)
 	file := path.Join(dir, dirmanifest.FileName)
@@ -182,12 +186,21 @@ func (p *pass) signedManifest(peer string, key crypto.PublicKey) (*dirmanifest.M
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	cache := p.in.Cache.manifestCache()
+	if cache != nil {
+		if m, ok := cache.Lookup(data, key, peer, dir); ok {
+			return m, nil
+		}
+	}
 	m, err := dirmanifest.Parse(file, data)
 	if err != nil {
 		return nil, err
 	}
 	if err := m.Verify(key, peer, dir); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if cache != nil {
+		cache.Remember(data, key, peer, dir, m)
 	}
 	return m, nil
 }

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,6 +75,9 @@ type Mesh struct {
 	// passes (the process's, so GC included): pins, setup and the writes to
 	// disk are not in it.
 	PassCPU time.Duration
+	// RoundCPU is PassCPU by round, in order: the last round is the one that
+	// changed nothing (every cluster's idle pass on the converged tree).
+	RoundCPU []time.Duration
 }
 
 // Options are how Build builds a mesh.
@@ -174,6 +179,11 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			tb.Fatal("no convergence in 10 rounds")
 		}
 		changed := false
+		before := mesh.PassCPU
+		// The passes carry the round as a profiler label
+		// (go tool pprof -tagfocus round=3), so that a profile tells
+		// the idle round from the working ones.
+		labels := pprof.Labels("round", strconv.Itoa(round))
 		for _, id := range mesh.IDs {
 			be := mesh.Backends[id]
 			stored, err := be.LoadPins(ctx)
@@ -182,11 +192,16 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 			}
 			c0 := ProcessCPU()
 			tip := tree.FS()
-			out, err := reconcile.Pass(ctx, reconcile.Input{Spec: spec, Tree: tip, Backend: be, Now: now, Pins: stored, Cache: caches[id]})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			plan, err := reconcile.Diff(tip, id, out)
+			var (
+				out  *reconcile.Output
+				plan *reconcile.Plan
+			)
+			pprof.Do(ctx, labels, func(ctx context.Context) {
+				out, err = reconcile.Pass(ctx, reconcile.Input{Spec: spec, Tree: tip, Backend: be, Now: now, Pins: stored, Cache: caches[id]})
+				if err == nil {
+					plan, err = reconcile.Diff(tip, id, out)
+				}
+			})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -200,6 +215,7 @@ func Build(tb testing.TB, n, m int, now time.Time, opts Options) *Mesh {
 				apply(plan.Writes, plan.Deletes, caches[id].Guard())
 			}
 		}
+		mesh.RoundCPU = append(mesh.RoundCPU, mesh.PassCPU-before)
 		if !changed {
 			break
 		}

@@ -479,6 +479,11 @@ func (te *treeEntry) Mode() fs.FileMode {
 	}
 }
 
+// ObjectHash is the entry's Git object hash (layout.ObjectHashed): two
+// entries with the same hash hold the same content, a tree's the same whole
+// subtree, so a reader may key what it found under a directory by it.
+func (te *treeEntry) ObjectHash() [20]byte { return te.e.Hash }
+
 func (te *treeEntry) ModTime() time.Time { return time.Time{} }
 func (te *treeEntry) Sys() any           { return nil }
 func (te *treeEntry) String() string     { return fs.FormatDirEntry(te) }

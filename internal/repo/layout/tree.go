@@ -136,3 +136,14 @@ func (t *Tree) Stat(name string) (fs.FileInfo, error) {
 }
 
 var _ fs.ReadFileFS = (*Tree)(nil)
+
+// ObjectHashed is implemented by the fs.DirEntry values of a tree read from
+// Git objects (gitobj.TreeFS): ObjectHash is the entry's Git object hash
+// (20 bytes, SHA-1), equal for two entries exactly when they hold the same
+// content, a directory the same whole subtree. A reader may keep what it
+// found under a directory by that hash and skip reading it again while the
+// hash is unchanged; entries of other trees (a checkout on disk) do not
+// implement it, and are read every time.
+type ObjectHashed interface {
+	ObjectHash() [20]byte
+}
