@@ -153,7 +153,7 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 // of schema.SpecFiles at the root of its tree, read from Git objects as
 // every reader reads), nil when there is none or it does not parse: grants
 // then judges by HEAD's spec alone.
-func loadBaseSpec(dir, base string) *schema.Spec {
+func loadBaseSpec(dir, base string, parse func(file string, data []byte) (*schema.Spec, error)) *schema.Spec {
 	ct, err := gitobj.OpenCommitTree(dir, base)
 	if err != nil {
 		return nil
@@ -163,7 +163,10 @@ func loadBaseSpec(dir, base string) *schema.Spec {
 	if err != nil {
 		return nil
 	}
-	spec, err := schema.Parse(file, data)
+	if parse == nil {
+		parse = schema.Parse
+	}
+	spec, err := parse(file, data)
 	if err != nil {
 		return nil
 	}
