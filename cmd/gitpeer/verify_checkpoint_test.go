@@ -49,7 +49,7 @@ func TestVerifyFromACheckpoint(t *testing.T) {
 		write(t, p, string(readFile(t, p))+"# checked by hand\n")
 	})
 	code, out, stderr = o.verify("--checkpoint", file)
-	if code != 1 || !strings.Contains(out, "(UnsignedChange, commit "+edit[:12]+")") || !strings.Contains(stderr, "checked 1 of 2 clusters") {
+	if code != 1 || !strings.Contains(out, "(UnsignedChange, commit "+edit[:12]+")") || !strings.Contains(stderr, "checked 1 of 2 clusters: those the commits since the checkpoint "+first[:12]+" touched") {
 		t.Fatalf("a hand edit after the checkpoint: exit %d\n%s%s", code, out, stderr)
 	}
 	if cp := readCheckpointFile(t, file); cp.Commit != first {

@@ -317,6 +317,7 @@ func check(dir string, spec *schema.Spec, opts Options) (*checked, error) {
 				return nil, err
 			}
 		}
+		report.Checkpoint = opts.fromCheckpoint != nil
 		if opts.OnScope != nil {
 			opts.OnScope(report)
 		}
