@@ -190,6 +190,9 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return errUsage(err)
 	}
 	defer src.Close()
+	if o.checkpoint != "" && src.Commit == "" {
+		return errUsage(fmt.Errorf("--checkpoint: %s is not a Git repository with a commit: a checkpoint is a commit found green", dir))
+	}
 	file, data, err := schema.FindSpec(src.Tree, src.Dir)
 	if err != nil {
 		if src.Commit != "" {

@@ -117,10 +117,16 @@ func TestVerifyFromACheckpoint(t *testing.T) {
 }
 
 // TestVerifyCheckpointGoesWithoutBase: --checkpoint and --base are
-// refused together (exit 2).
+// refused together (exit 2), and so is --checkpoint on a directory that
+// is not a Git repository (nothing to record).
 func TestVerifyCheckpointGoesWithoutBase(t *testing.T) {
 	code, _, stderr := gitpeer(t, "verify", "--checkpoint", filepath.Join(t.TempDir(), "c"), "--base", "main", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "--checkpoint goes without --base") {
 		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	dir := writeSpec(t, spec)
+	code, _, stderr = gitpeer(t, "verify", "--checkpoint", filepath.Join(t.TempDir(), "c"), dir)
+	if code != 2 || !strings.Contains(stderr, "is not a Git repository with a commit") {
+		t.Fatalf("a directory: exit %d\n%s", code, stderr)
 	}
 }
