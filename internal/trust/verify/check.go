@@ -303,7 +303,7 @@ func check(dir string, spec *schema.Spec, opts Options) (*checked, error) {
 	// history scan finds their answers in the cache.
 	cache := guard.NewCache()
 	if repo && opts.Base != "" && opts.BaseSpec == nil {
-		opts.BaseSpec = loadBaseSpec(dir, opts.Base, opts.ParseSpec)
+		opts.BaseSpec = loadBaseSpec(dir, opts.Base, opts.ParseSpec, tree, spec)
 	}
 	var scope *treeScope
 	if repo && opts.Base != "" {
