@@ -223,8 +223,13 @@ func checkCheckpointed(dir string, spec *schema.Spec, opts Options) ([]Finding, 
 	if from != "" {
 		o.Base, o.fromCheckpoint = from, cp
 	}
+	// The scope is told once the run from the checkpoint held: a run
+	// that had to check everything has none.
+	var scope *Scope
+	o.OnScope = func(s Scope) { scope = &s }
 	r, err := check(dir, spec, o)
 	if errors.Is(err, errNeedsFullHistory) {
+		scope = nil
 		note = "an applied branch's seal is older than the checkpoint and does not hold the tree checked: whether it is stale is the whole history's, so everything was checked"
 		o.Base, o.fromCheckpoint = "", nil
 		if o.expiry != nil {
@@ -234,6 +239,9 @@ func checkCheckpointed(dir string, spec *schema.Spec, opts Options) ([]Finding, 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if scope != nil && opts.OnScope != nil {
+		opts.OnScope(*scope)
 	}
 	if note != "" && opts.OnNote != nil {
 		opts.OnNote(note)
