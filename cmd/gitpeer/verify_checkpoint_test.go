@@ -23,8 +23,11 @@ func readCheckpointFile(t *testing.T, path string) *verify.Checkpoint {
 // TestVerifyFromACheckpoint: CI keeps a checkpoint file between runs. The
 // first run checks everything, finds it green and records main's commit;
 // the next judges only what came since (stderr names the scope) and still
-// names a hand edit made since, without advancing the file; once beta's
-// reconciler repaired it, the run is green and the file advances. A file
+// names a hand edit made since in an inbox, without advancing the file;
+// once beta's reconciler repaired it, the run is green and the file
+// advances. A hand edit of beta's own tree, which its seal (older than the
+// checkpoint) no longer holds, makes the run a full one, said on stderr,
+// that names it too. A file
 // of other options, of another repository, or that does not parse is not
 // used (a note, a full run); a history rewritten under the checkpoint is a
 // CheckpointNotAncestor finding that names the file.
@@ -43,13 +46,16 @@ func TestVerifyFromACheckpoint(t *testing.T) {
 		t.Fatalf("the checkpoint recorded: %+v, want commit %s", cp, first)
 	}
 
-	const status = "clusters/beta/status.yaml"
+	// A hand edit of what beta sends alpha (in alpha's inbox, which no
+	// seal holds).
+	const nonce = "clusters/alpha/inbox/beta/nonce.yaml"
 	edit := o.push("beta: note", func(dir string) {
-		p := filepath.Join(dir, status)
+		p := filepath.Join(dir, nonce)
 		write(t, p, string(readFile(t, p))+"# checked by hand\n")
 	})
 	code, out, stderr = o.verify("--checkpoint", file)
-	if code != 1 || !strings.Contains(out, "(UnsignedChange, commit "+edit[:12]+")") || !strings.Contains(stderr, "checked 1 of 2 clusters: those the commits since the checkpoint "+first[:12]+" touched") {
+	if code != 1 || !strings.Contains(out, nonce+": not listed with this content") || !strings.Contains(out, "(UnsignedChange, commit "+edit[:12]+")") ||
+		!strings.Contains(stderr, "checked 2 of 2 clusters: those the commits since the checkpoint "+first[:12]+" touched") {
 		t.Fatalf("a hand edit after the checkpoint: exit %d\n%s%s", code, out, stderr)
 	}
 	if cp := readCheckpointFile(t, file); cp.Commit != first {
@@ -65,6 +71,25 @@ func TestVerifyFromACheckpoint(t *testing.T) {
 	if cp := readCheckpointFile(t, file); cp.Commit != second || second == first {
 		t.Fatalf("the checkpoint is %s, want %s", cp.Commit, second)
 	}
+
+	// A hand edit of beta's own tree: beta's seal, older than the
+	// checkpoint, no longer holds the branch's tree, and whether it is
+	// stale is the whole history's: everything is checked, and said.
+	const status = "clusters/beta/status.yaml"
+	edit = o.push("beta: note", func(dir string) {
+		p := filepath.Join(dir, status)
+		write(t, p, string(readFile(t, p))+"# checked by hand\n")
+	})
+	code, out, stderr = o.verify("--checkpoint", file)
+	if code != 1 || !strings.Contains(out, "(UnsignedChange, commit "+edit[:12]+")") || strings.Contains(stderr, "clusters: those the commits since") ||
+		!strings.Contains(stderr, "an applied branch's seal is older than the checkpoint and does not hold the tree checked") {
+		t.Fatalf("a hand edit of beta's tree after the checkpoint: exit %d\n%s%s", code, out, stderr)
+	}
+	o.pass("beta")
+	if code, out, stderr = o.verify("--checkpoint", file); code != 0 {
+		t.Fatalf("after beta repaired it: exit %d\n%s%s", code, out, stderr)
+	}
+	second = head()
 
 	// Another option, another verdict: not used.
 	code, _, stderr = o.verify("--checkpoint", file, "--strict")
