@@ -256,8 +256,9 @@ func shortHashes(hs []string) string {
 // exactly what head holds of its cluster's tree (newerSigned then finds
 // nothing, whatever history says), or the seal's parent is from or a
 // descendant of it (every commit before from is then an ancestor of the
-// parent, which newerSigned leaves out). A seal not in the clone, not
-// signed or of another shape than one parent is judged without history.
+// parent, which newerSigned leaves out), or a change the cluster signed
+// since from makes it stale already. A seal not in the clone, not signed
+// or of another shape than one parent is judged without history.
 func (h *history) appliedFromCheckpoint(order []*node, from plumbing.Hash) (bool, error) {
 	refs, err := h.appliedRefs()
 	if err != nil || len(refs) == 0 {
@@ -296,7 +297,17 @@ func (h *history) appliedFromCheckpoint(order []*node, from plumbing.Hash) (bool
 		if _, ok := index[parent]; !ok {
 			continue // not judged for freshness by the whole history either
 		}
-		if !ancestorsIn(order, index, parent)[from] {
+		if ancestorsIn(order, index, parent)[from] {
+			continue
+		}
+		// A change the cluster signed since the checkpoint that makes the
+		// seal stale makes it stale for the whole history too (which may
+		// name a newer one): StaleSeal either way.
+		newer, _, err := h.newerSigned(r.id, seal, parent, order, index, head)
+		if err != nil {
+			return false, err
+		}
+		if newer == nil {
 			return false, nil
 		}
 	}
