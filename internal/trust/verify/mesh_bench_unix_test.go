@@ -174,8 +174,8 @@ func BenchmarkVerifyMeshPullRequest(b *testing.B) {
 // BenchmarkVerifyMeshCheckpoint runs gitpeer verify on a branch three
 // commits past the converged mesh of BenchmarkVerifyMesh (in each, c0000
 // rewrites its status.yaml and signs its directory again, as its
-// reconciler would), with the applied branches of the mesh as a clone
-// holds them: "full" checks everything, as verify does without a
+// reconciler would; the mesh has no applied branch): "full" checks
+// everything, as verify does without a
 // checkpoint; "checkpoint" starts from the checkpoint a green full run
 // recorded at the mesh's main (verify --checkpoint), so it judges the
 // three commits and the trees of c0000 and the clusters depending on it.
