@@ -1,13 +1,20 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gitpeer/gitpeer/internal/atomicfile"
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/verify"
@@ -21,7 +28,7 @@ func errUsage(err error) error { return &exitError{code: 2, err: err} }
 // verifyOptions are verify's flags: what to check, against which
 // revisions, and how to print what it finds.
 type verifyOptions struct {
-	output, base, ref               string
+	output, base, ref, checkpoint   string
 	history, requireManifests, full bool
 	strict                          bool
 }
@@ -97,6 +104,19 @@ live peerings the change removes are printed on stderr as a WARNING (they
 are revoked; not a finding, since a removal may be meant).
 --history also scans every blob of every commit for private material.
 
+--checkpoint FILE starts from a checkpoint: a commit a previous run with
+the same gitpeer and options found green, recorded in FILE (outside the
+repo: a CI cache, kept like a known_hosts). verify then judges only the
+commits since it and checks of the tree what they changed and what depends
+on it (as --base does), and judges every applied branch; a run with no
+failing finding writes the commit it checked to FILE. A missing or
+unreadable FILE, or one of another repo, gitpeer or options, is a run of
+everything (stderr says why); a checkpoint whose commit is not in the
+history checked (rewritten since) is a CheckpointNotAncestor finding, and
+everything is checked: once the rewrite is reviewed, delete FILE. Past the
+expiry of a certificate it checked, or when an applied branch's seal is
+older than it and stale or not by history alone, everything is checked too.
+
 A spec whose evaluation takes longer than --spec-timeout or more memory than
 --spec-memory is refused.
 
@@ -134,6 +154,7 @@ unknown --base or --ref).`,
 	cmd.Flags().BoolVar(&o.full, "full", false, "with --base, check the whole tree (the commits judged are still those since --base)")
 	cmd.Flags().StringVar(&o.ref, "ref", "", refFlagUsage+"; the commits judged are those reachable from it")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on every finding in history, also those a later signed state resolved (a repaired hand edit, a re-pinned key, a rotation in progress)")
+	cmd.Flags().StringVar(&o.checkpoint, "checkpoint", "", "start from the commit a previous green run recorded in this file (kept outside the repo, e.g. a CI cache), and record the commit checked there when every check holds")
 	cmd.Flags().BoolVar(&o.requireManifests, "require-manifests", true, "require a signed manifest in every writer's directory; false only for repos written before manifests")
 	addSpecLimitFlags(cmd)
 	return cmd
@@ -153,6 +174,9 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if o.full && o.base == "" {
 		return errUsage(errors.New("--full goes with --base: without --base, verify checks the whole tree already; drop --full, or give the pull request's base with --base REF"))
 	}
+	if o.checkpoint != "" && o.base != "" {
+		return errUsage(errors.New("--checkpoint goes without --base: --base judges a pull request against its base, --checkpoint a branch from the commit a previous green run recorded; give one"))
+	}
 	dir := dirArg(args)
 	if err := checkNotURL("verify", dir); err != nil {
 		return errUsage(err)
@@ -166,6 +190,9 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return errUsage(err)
 	}
 	defer src.Close()
+	if o.checkpoint != "" && src.Commit == "" {
+		return errUsage(fmt.Errorf("--checkpoint: %s is not a Git repository with a commit: a checkpoint is a commit found green", dir))
+	}
 	file, data, err := schema.FindSpec(src.Tree, src.Dir)
 	if err != nil {
 		if src.Commit != "" {
@@ -183,7 +210,13 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		return errUsage(err)
 	}
 	applied := false
-	findings, err := verify.Check(dir, spec, verify.Options{
+	stderr := cmd.ErrOrStderr()
+	var cp, next *verify.Checkpoint
+	digest := o.checkpointDigest()
+	if o.checkpoint != "" {
+		cp = readCheckpoint(stderr, o.checkpoint, digest)
+	}
+	opts := verify.Options{
 		Now:              time.Now(),
 		RequireManifests: o.requireManifests,
 		History:          o.history,
@@ -197,9 +230,20 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		ParseSpec: func(file string, data []byte) (*schema.Spec, error) {
 			return schema.ParseBounded(cmd.Context(), file, data, lim)
 		},
-	})
+	}
+	if o.checkpoint != "" {
+		opts.Checkpoint = cp
+		opts.OnNote = func(s string) { fmt.Fprintf(stderr, "note: checkpoint %s: %s\n", o.checkpoint, s) }
+		opts.OnCheckpoint = func(c *verify.Checkpoint) { next = c }
+	}
+	findings, err := verify.Check(dir, spec, opts)
 	if err != nil {
 		return errUsage(err)
+	}
+	for i := range findings {
+		if findings[i].Reason == reasons.CheckpointNotAncestor {
+			findings[i].File = o.checkpoint
+		}
 	}
 	if !applied && o.base == "" && src.Commit != "" {
 		fmt.Fprintln(cmd.ErrOrStderr(), noAppliedNote)
@@ -211,7 +255,83 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		fmt.Fprint(cmd.ErrOrStderr(), revocationWarning(changes.Revoked))
 	}
-	return o.report(cmd, src, spec, findings)
+	if err := o.report(cmd, src, spec, findings); err != nil {
+		return err
+	}
+	if next != nil {
+		next.Options = digest
+		if err := writeCheckpoint(o.checkpoint, next); err != nil {
+			// The verdict is the checks'; the next run checks everything.
+			fmt.Fprintf(stderr, "WARNING: checkpoint %s not recorded: %v\n", o.checkpoint, err)
+		} else {
+			fmt.Fprintf(stderr, "checkpoint %s: %s recorded, the next run starts from it\n", o.checkpoint, next.Commit[:12])
+		}
+	}
+	return nil
+}
+
+// checkpointDigest is the digest of what makes two runs' verdicts the
+// same, a checkpoint's Options: gitpeer's version and revision, and the
+// options that change what fails (a checkpoint of a run with other
+// options is not used).
+func (o *verifyOptions) checkpointDigest() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "gitpeer verify checkpoint\nversion %s\nrevision %s\nrequire-manifests %t\nstrict %t\nhistory %t\n",
+		buildVersion(), buildRevision(), o.requireManifests, o.strict, o.history))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// readCheckpoint reads the checkpoint file path: nil, with a note on w,
+// when there is none, it is unreadable, or of another digest.
+func readCheckpoint(w io.Writer, path, digest string) *verify.Checkpoint {
+	data, err := readFileLimit(path, verify.MaxCheckpointSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "note: no checkpoint at %s yet: everything is checked, and the commit checked is recorded there if every check holds\n", path)
+		return nil
+	case err != nil:
+		fmt.Fprintf(w, "note: checkpoint %s: %v: not used, everything is checked\n", path, err)
+		return nil
+	}
+	cp, err := verify.ParseCheckpoint(path, data)
+	if err != nil {
+		fmt.Fprintf(w, "note: checkpoint %v: not used, everything is checked\n", err)
+		return nil
+	}
+	if cp.Options != digest {
+		fmt.Fprintf(w, "note: checkpoint %s was recorded by another gitpeer version or with other options (--strict, --history, --require-manifests): not used, everything is checked\n", path)
+		return nil
+	}
+	return cp
+}
+
+// readFileLimit reads path, refusing more than limit bytes.
+func readFileLimit(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("more than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// writeCheckpoint replaces the checkpoint file path with cp, atomically,
+// creating its directory.
+func writeCheckpoint(path string, cp *verify.Checkpoint) error {
+	data, err := cp.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // findingList is verify's -o json|yaml output: a FindingList whose items

@@ -17,6 +17,10 @@ const (
 	// BuildFailed: kustomize, as Flux runs it, cannot build a
 	// cluster's tree; the message is kustomize's.
 	BuildFailed = "BuildFailed"
+	// CheckpointNotAncestor: the commit of verify's checkpoint (a
+	// commit a previous run found green, recorded outside the repo) is
+	// not in the history checked: the history was rewritten since.
+	CheckpointNotAncestor = "CheckpointNotAncestor"
 	// EpochMismatch: a Tenant answers a nonce of another epoch.
 	EpochMismatch = "EpochMismatch"
 	// FingerprintMismatch: a cluster's published key is not the one the spec pins.

@@ -998,7 +998,12 @@ func (w *world) tryVerify() ([]verify.Finding, error) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return verify.Check(a.dir, spec, verify.Options{Now: w.clock.Now(), History: true, RequireManifests: true})
+	opts := verify.Options{Now: w.clock.Now(), History: true, RequireManifests: true}
+	findings, err := verify.Check(a.dir, spec, opts)
+	if err == nil {
+		w.fromCheckpoint(a.dir, spec, opts, findings)
+	}
+	return findings, err
 }
 
 // mustFind fails unless findings hold one for file with reason, from

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -77,6 +78,33 @@ type Options struct {
 	// found and judged, once, before they are judged; never without any,
 	// nor with Base.
 	OnApplied func(refs []string)
+
+	// Checkpoint, when set, is a checkpoint a previous run of the same
+	// checks recorded (see Checkpoint; the caller compares its Options
+	// digest): Check judges only the commits since its commit and checks
+	// of the tree only what they changed and what depends on it, as with
+	// Base (the grants are judged against the spec checked alone, and
+	// the applied branches are judged), if its repository is this one
+	// and its commit is the commit checked or an ancestor. Otherwise it
+	// checks everything (OnNote says why), and a commit that is not in
+	// the checked history (a rewrite since) is a CheckpointNotAncestor
+	// finding. Not with Base.
+	Checkpoint *Checkpoint
+	// OnNote, when set, is told, in a sentence for a person, why Check
+	// did not run from Options.Checkpoint.
+	OnNote func(string)
+	// OnCheckpoint, when set, is given the checkpoint of the commit
+	// checked (Options left empty, for the caller's digest) once the
+	// checks ran: the caller records it only after a run with no failing
+	// finding. Not called with Base, outside a Git repository, or in a
+	// shallow clone.
+	OnCheckpoint func(*Checkpoint)
+
+	// fromCheckpoint is the checkpoint Base was set from (see Checkpoint).
+	fromCheckpoint *Checkpoint
+	// expiry, when set, keeps the earliest expiry of the certificates the
+	// tree's checks found valid.
+	expiry *expiry
 }
 
 func (o Options) now() time.Time {
@@ -111,7 +139,12 @@ func CheckTree(tree fs.FS, spec *schema.Spec, opts Options) []Finding {
 // does not hold, for the history to judge (see unheldObject).
 func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, verified *dirmanifest.Cache, scope *treeScope) ([]Finding, []unheldObject) {
 	v := newVerifier(tree, spec, opts.now())
-	v.baseSpec = opts.BaseSpec
+	if opts.fromCheckpoint == nil {
+		// A checkpoint is not a pull request's base: a grant the
+		// spec withdrew since is a finding, as the full check's.
+		v.baseSpec = opts.BaseSpec
+	}
+	v.expiry = opts.expiry
 	v.guard = cache
 	v.verified = verified
 	v.scope = scope
@@ -140,6 +173,99 @@ func checkTree(tree fs.FS, spec *schema.Spec, opts Options, cache *guard.Cache, 
 // An error means the checks could not run (unreadable repository, unknown
 // Base); findings are never errors.
 func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
+	if opts.Base == "" && (opts.Checkpoint != nil || opts.OnCheckpoint != nil) {
+		if _, done, err := gitobj.OpenHistory(dir); err == nil {
+			done()
+			return checkCheckpointed(dir, spec, opts)
+		}
+	}
+	r, err := check(dir, spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.findings, nil
+}
+
+// checked is what check found: the findings, and for a Git repository
+// the history walked (nil: no commit), the tree checked and the re-pins
+// carried from a checkpoint (see carriedRepins).
+type checked struct {
+	findings []Finding
+	h        *history
+	tree     fs.FS
+	carried  []Finding
+}
+
+// checkCheckpointed is Check in a Git repository with Options.Checkpoint
+// or OnCheckpoint.
+func checkCheckpointed(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
+	ct, err := gitobj.OpenCommitTree(dir, opts.Ref)
+	if err != nil {
+		return nil, err // names the revision
+	}
+	head := plumbing.NewHash(ct.Commit)
+	ct.Close()
+	cp := opts.Checkpoint
+	var at string
+	if cp != nil {
+		at = cp.Commit
+	}
+	lin, err := lineageOf(dir, head, at)
+	if err != nil {
+		return nil, err
+	}
+	from, note, finding := useCheckpoint(cp, lin, head, opts.now())
+	o := opts
+	o.Checkpoint, o.OnCheckpoint, o.Ref = nil, nil, head.String()
+	if opts.OnCheckpoint != nil {
+		o.expiry = &expiry{}
+	}
+	if from != "" {
+		o.Base, o.fromCheckpoint = from, cp
+	}
+	// The scope is told once the run from the checkpoint held: a run
+	// that had to check everything has none.
+	var scope *Scope
+	o.OnScope = func(s Scope) { scope = &s }
+	r, err := check(dir, spec, o)
+	if errors.Is(err, errNeedsFullHistory) {
+		scope = nil
+		note = "an applied branch's seal is older than the checkpoint and does not hold the tree checked: whether it is stale is the whole history's, so everything was checked"
+		o.Base, o.fromCheckpoint = "", nil
+		if o.expiry != nil {
+			o.expiry = &expiry{}
+		}
+		r, err = check(dir, spec, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if scope != nil && opts.OnScope != nil {
+		opts.OnScope(*scope)
+	}
+	if note != "" && opts.OnNote != nil {
+		opts.OnNote(note)
+	}
+	findings := r.findings
+	if finding != nil {
+		findings = append([]Finding{*finding}, findings...)
+	}
+	if opts.OnCheckpoint != nil && !lin.shallow && len(lin.roots) > 0 {
+		next := &Checkpoint{APIVersion: layout.APIVersion, Kind: CheckpointKind, Repository: lin.roots, Commit: head.String()}
+		var kept *time.Time
+		if o.fromCheckpoint != nil {
+			kept = o.fromCheckpoint.ValidUntil
+		}
+		next.ValidUntil = o.expiry.earliest(kept)
+		next.Repinned = repinnedOf(r.h, r.carried, o.fromCheckpoint, r.tree, spec)
+		opts.OnCheckpoint(next)
+	}
+	return findings, nil
+}
+
+// check is Check without a checkpoint of its own to judge (opts.Base may
+// be a checkpoint's: opts.fromCheckpoint).
+func check(dir string, spec *schema.Spec, opts Options) (*checked, error) {
 	_, done, err := gitobj.OpenHistory(dir)
 	if err == nil {
 		done()
@@ -185,7 +311,7 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 	// history scan finds their answers in the cache.
 	cache := guard.NewCache()
 	if repo && opts.Base != "" && opts.BaseSpec == nil {
-		opts.BaseSpec = loadBaseSpec(dir, opts.Base)
+		opts.BaseSpec = loadBaseSpec(dir, opts.Base, opts.ParseSpec, tree, spec)
 	}
 	var scope *treeScope
 	if repo && opts.Base != "" {
@@ -199,21 +325,27 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 				return nil, err
 			}
 		}
+		report.Checkpoint = opts.fromCheckpoint != nil
 		if opts.OnScope != nil {
 			opts.OnScope(report)
 		}
 	}
 	findings, unheld := checkTree(tree, spec, opts, cache, verified, scope)
 	if !repo {
-		return findings, nil
+		return &checked{findings: findings}, nil
 	}
 	r := <-commits
 	if r.err != nil {
 		return nil, r.err
 	}
+	out := &checked{h: r.h, tree: tree}
 	if r.h != nil {
 		r.h.resolveRepinned(tree, spec)
 		r.findings = r.h.findings
+		if opts.fromCheckpoint != nil {
+			out.carried = r.h.carriedRepins(tree, spec, opts.fromCheckpoint)
+			r.findings = append(slices.Clip(out.carried), r.findings...)
+		}
 	}
 	if err := resolveRotation(dir, plumbing.NewHash(opts.Ref), tree, spec, opts, findings); err != nil {
 		return nil, err
@@ -235,5 +367,6 @@ func Check(dir string, spec *schema.Spec, opts Options) ([]Finding, error) {
 			findings = append(findings, Finding{File: l.Path, Reason: reasons.PrivateMaterial, Message: "private material in history: " + l.Reason, Commit: l.Commit})
 		}
 	}
-	return findings, nil
+	out.findings = findings
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
@@ -151,9 +152,11 @@ func (v *verifier) grantFindings(spec *schema.Spec, pr schema.Peering) []Finding
 
 // loadBaseSpec is the spec at revision base of the repository at dir (one
 // of schema.SpecFiles at the root of its tree, read from Git objects as
-// every reader reads), nil when there is none or it does not parse: grants
-// then judges by HEAD's spec alone.
-func loadBaseSpec(dir, base string) *schema.Spec {
+// every reader reads), parsed with parse (nil: schema.Parse), nil when
+// there is none or it does not parse: grants then judges by HEAD's spec
+// alone. The same file with the same bytes in tree, the tree checked, is
+// spec, its parse, not evaluated again.
+func loadBaseSpec(dir, base string, parse func(file string, data []byte) (*schema.Spec, error), tree fs.FS, spec *schema.Spec) *schema.Spec {
 	ct, err := gitobj.OpenCommitTree(dir, base)
 	if err != nil {
 		return nil
@@ -163,11 +166,19 @@ func loadBaseSpec(dir, base string) *schema.Spec {
 	if err != nil {
 		return nil
 	}
-	spec, err := schema.Parse(file, data)
+	if spec != nil && tree != nil {
+		if hf, hd, err := schema.FindSpec(tree, ""); err == nil && hf == file && bytes.Equal(hd, data) {
+			return spec
+		}
+	}
+	if parse == nil {
+		parse = schema.Parse
+	}
+	at, err := parse(file, data)
 	if err != nil {
 		return nil
 	}
-	return spec
+	return at
 }
 
 // acceptedAnswer is an answer in a consumer's inbox by which its provider

@@ -136,9 +136,11 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 			children[p.Hash]++
 		}
 	}
-	if opts.Base == "" {
+	if opts.Base == "" || opts.fromCheckpoint != nil {
 		// The applied branches are judged against the branch checked,
-		// not against a pull request's (see applied).
+		// not against a pull request's (see applied); from a
+		// checkpoint, against the commits since it when that is what
+		// the whole history would say (see appliedFromCheckpoint).
 		h.signed = map[pathBlob][]*object.Commit{}
 	}
 	states := map[plumbing.Hash]*known{}
@@ -164,6 +166,15 @@ func historyWith(dir string, opts Options, verified *dirmanifest.Cache, rendered
 		}
 	}
 	if h.signed != nil && len(order) > 0 {
+		if opts.fromCheckpoint != nil {
+			ok, err := h.appliedFromCheckpoint(order, plumbing.NewHash(opts.fromCheckpoint.Commit))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", dir, err)
+			}
+			if !ok {
+				return nil, nil, errNeedsFullHistory
+			}
+		}
 		if err := h.applied(order, states[order[len(order)-1].c.Hash]); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", dir, err)
 		}

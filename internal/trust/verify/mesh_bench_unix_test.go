@@ -170,3 +170,85 @@ func BenchmarkVerifyMeshPullRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVerifyMeshCheckpoint runs gitpeer verify on a branch three
+// commits past the converged mesh of BenchmarkVerifyMesh (in each, c0000
+// rewrites its status.yaml and signs its directory again, as its
+// reconciler would; the mesh has no applied branch): "full" checks
+// everything, as verify does without a
+// checkpoint; "checkpoint" starts from the checkpoint a green full run
+// recorded at the mesh's main (verify --checkpoint), so it judges the
+// three commits and the trees of c0000 and the clusters depending on it.
+// Metrics as BenchmarkVerifyMesh's; every run must find nothing.
+func BenchmarkVerifyMeshCheckpoint(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git CLI not installed")
+	}
+	n, m := verifyMeshSize(b)
+	dir, spec := convergedMesh(b, os.Getenv("GITPEER_BENCH_VERIFY_DIR"), n, m)
+	const branch = "gitpeer-bench-checkpoint"
+	git := func(dir string, args ...string) {
+		b.Helper()
+		testgit.Git(b, dir, append([]string{"-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
+	}
+	wt := filepath.Join(b.TempDir(), "next")
+	testgit.Command(dir, "worktree", "prune").Run()
+	testgit.Command(dir, "branch", "-D", branch).Run()
+	git(dir, "worktree", "add", "-q", "-b", branch, wt, "main")
+	b.Cleanup(func() {
+		testgit.Command(dir, "worktree", "remove", "--force", wt).Run()
+		testgit.Command(dir, "branch", "-D", branch).Run()
+	})
+	self := meshbench.ID(0)
+	be, err := file.Open(filepath.Join(filepath.Dir(dir), "state", self))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 3 {
+		appendTo(b, filepath.Join(wt, "clusters", self, layout.StatusFile), fmt.Sprintf("# pass %d\n", i))
+		sealed, err := dirmanifest.Reseal(layout.NewTree(wt), be.Signer(), self, layout.ClusterPath(self), nil, benchNow)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeFile(b, filepath.Join(wt, "clusters", self, dirmanifest.FileName), string(sealed))
+		git(wt, "commit", "-q", "-am", fmt.Sprintf("%s: pass %d", self, i))
+	}
+	var cp *verify.Checkpoint
+	base := verify.Options{Now: benchNow, RequireManifests: true, Ref: "main", OnCheckpoint: func(c *verify.Checkpoint) { cp = c }}
+	if findings, err := verify.Check(dir, spec, base); err != nil || len(findings) > 0 || cp == nil {
+		b.Fatalf("the checkpoint's run: %v, %d findings", err, len(findings))
+	}
+	for _, mode := range []string{"full", "checkpoint"} {
+		b.Run(mode, func(b *testing.B) {
+			opts := verify.Options{Now: benchNow, RequireManifests: true, Ref: branch}
+			var scope *verify.Scope
+			var notes []string
+			if mode == "checkpoint" {
+				opts.Checkpoint = cp
+				opts.OnScope = func(s verify.Scope) { scope = &s }
+				opts.OnNote = func(s string) { notes = append(notes, s) }
+			}
+			var cpu time.Duration
+			for b.Loop() {
+				c0 := benchCPU()
+				findings, err := verify.Check(dir, spec, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += benchCPU() - c0
+				if len(findings) > 0 {
+					b.Fatalf("%d findings, first: %v", len(findings), findings[0])
+				}
+			}
+			if mode == "checkpoint" && (scope == nil || len(notes) > 0) {
+				b.Fatalf("not run from the checkpoint: %q", notes)
+			}
+			if scope != nil {
+				b.Log(scope)
+			}
+			per := cpu / time.Duration(b.N)
+			b.ReportMetric(per.Seconds(), "cpu-s")
+			b.ReportMetric(float64(per.Microseconds())/1000/float64(m), "cpu-ms/peering")
+		})
+	}
+}

@@ -63,6 +63,8 @@ type Scope struct {
 	// All means every check ran on the whole tree, for the reason Why.
 	All bool
 	Why string
+	// Checkpoint means Base is the commit of Options.Checkpoint.
+	Checkpoint bool
 }
 
 // String is one line for a person: how much of the tree was checked and
@@ -74,6 +76,10 @@ func (s Scope) String() string {
 	paths := thousands(s.Paths) + " paths"
 	if s.Paths == 1 {
 		paths = "1 path"
+	}
+	if s.Checkpoint {
+		return fmt.Sprintf("checked %s of %s clusters: those the commits since the checkpoint %s touched (%s changed) and those depending on them; verify without --checkpoint checks all",
+			thousands(len(s.Clusters)), thousands(s.Of), shortHash(s.Base), paths)
 	}
 	return fmt.Sprintf("checked %s of %s clusters: those the commits since %s touched (%s changed) and those depending on them; --full checks all",
 		thousands(len(s.Clusters)), thousands(s.Of), s.Base, paths)

@@ -286,6 +286,9 @@ type verifier struct {
 	// scope limits the checks to what a change touched (Options.Base);
 	// nil: the whole tree.
 	scope *treeScope
+	// expiry, when set, keeps the earliest expiry of the certificates
+	// found valid (for a checkpoint); nil: not kept.
+	expiry *expiry
 }
 
 func (v *verifier) add(file, field, reason, format string, a ...any) {
@@ -570,10 +573,12 @@ func (v *verifier) peering(pr schema.Peering) {
 		if p == nil {
 			v.add(identityFile, "", reasons.OutOfOrder, "%s has not published a valid cluster.yaml", provider)
 		} else if tenantKey != nil {
-			if _, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
+			if id, err := artifact.VerifyIdentity(identityFile, identityData, artifact.IdentityCheck{
 				ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now,
 			}); err != nil {
 				v.addErr(reasons.InvalidFile, err)
+			} else {
+				v.expiry.note(id.Spec.AuthParams.SignedCRT, []byte(p.CA))
 			}
 		}
 	}
@@ -629,9 +634,12 @@ func (v *verifier) slices(consumer, provider string, p *layout.ClusterInfo, tena
 		if p == nil || tenantKey == nil {
 			continue
 		}
-		_, err := artifact.VerifySliceAnswer(file, data, req, artifact.IdentityCheck{ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now})
+		ans, err := artifact.VerifySliceAnswer(file, data, req, artifact.IdentityCheck{ConsumerID: consumer, Provider: p, ConsumerKeyDER: tenantKey, Now: v.now})
 		if err != nil && !errors.Is(err, artifact.ErrStaleAnswer) {
 			v.addErr(reasons.InvalidFile, err)
+		}
+		if err == nil && ans.Accepted && ans.Slice.Status.AuthParams != nil {
+			v.expiry.note(ans.Slice.Status.AuthParams.SignedCRT, []byte(p.CA))
 		}
 	}
 }
