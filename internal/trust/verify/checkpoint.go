@@ -354,22 +354,11 @@ func (h *history) carriedRepins(tree fs.FS, spec *schema.Spec, cp *Checkpoint) [
 	all := peersOf(spec)
 	for _, r := range cp.Repinned {
 		f := r.Finding
-		peers := slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(all[r.Cluster]))), func(p string) bool { return p == r.Cluster })
+		peers := peersBut(all, r.Cluster)
 		ok := len(peers) > 0
 		for _, peer := range peers {
-			rec := signedRepins(tree, peer)
-			if rec == nil || !rec.Repinned(r.Cluster, r.Fingerprint) {
-				ok = false
-				break
-			}
-			file := layout.ClusterPath(peer, layout.RepinsFile)
-			data, err := fs.ReadFile(tree, file)
-			if err != nil {
-				ok = false
-				break
-			}
-			blob := plumbing.ComputeHash(plumbing.BlobObject, data)
-			if _, since := h.repinsAt[pathBlob{file, blob}]; r.Records[peer] != blob.String() && !since {
+			k, repinned := repinRecord(tree, signedRepins(tree, peer), peer, r.Cluster, r.Fingerprint)
+			if _, since := h.repinsAt[k]; !repinned || r.Records[peer] != k.blob.String() && !since {
 				ok = false
 				break
 			}

@@ -15,6 +15,26 @@ import (
 	"github.com/gitpeer/gitpeer/schema"
 )
 
+// peersBut is all[cluster], sorted, without duplicates or cluster itself.
+func peersBut(all map[string][]string, cluster string) []string {
+	return slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(all[cluster]))), func(p string) bool { return p == cluster })
+}
+
+// repinRecord is peer's repins.yaml in tree as path and blob hash, and
+// whether rec, that file as peer signed it (nil: none usable), records
+// cluster's key fingerprint as re-pinned.
+func repinRecord(tree fs.FS, rec *layout.Repins, peer, cluster, fingerprint string) (pathBlob, bool) {
+	file := layout.ClusterPath(peer, layout.RepinsFile)
+	if rec == nil || !rec.Repinned(cluster, fingerprint) {
+		return pathBlob{path: file}, false
+	}
+	data, err := fs.ReadFile(tree, file)
+	if err != nil {
+		return pathBlob{path: file}, false
+	}
+	return pathBlob{file, plumbing.ComputeHash(plumbing.BlobObject, data)}, true
+}
+
 // resolveRepinned marks Resolved (ResolutionRepinned) each KeyChanged
 // finding of h whose new key every peer of its cluster in spec (at least
 // one) records as re-pinned in its repins.yaml in tree, the checked
@@ -39,29 +59,18 @@ func (h *history) resolveRepinned(tree fs.FS, spec *schema.Spec) {
 	}
 	all := peersOf(spec)
 	for _, kc := range h.keyChanges {
-		peers := slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(all[kc.cluster]))), func(p string) bool { return p == kc.cluster })
+		peers := peersBut(all, kc.cluster)
 		if len(peers) == 0 {
 			continue
 		}
 		ok := true
 		var commit string
 		for _, peer := range peers {
-			r := record(peer)
-			if r == nil || !r.Repinned(kc.cluster, kc.fingerprint) {
-				ok = false
-				break
-			}
 			// A signature proves who, never when: a record older than the
 			// key change (a key re-pinned once, published again later by
 			// whoever holds it) vouches for nothing since.
-			file := layout.ClusterPath(peer, layout.RepinsFile)
-			data, err := fs.ReadFile(tree, file)
-			if err != nil {
-				ok = false
-				break
-			}
-			k := pathBlob{file, plumbing.ComputeHash(plumbing.BlobObject, data)}
-			if at, seen := h.repinsAt[k]; !seen || at <= kc.at {
+			k, repinned := repinRecord(tree, record(peer), peer, kc.cluster, kc.fingerprint)
+			if at, seen := h.repinsAt[k]; !repinned || !seen || at <= kc.at {
 				ok = false
 				break
 			}
