@@ -104,21 +104,7 @@ func BenchmarkVerifyMeshPullRequest(b *testing.B) {
 	n, m := verifyMeshSize(b)
 	dir, spec := convergedMesh(b, os.Getenv("GITPEER_BENCH_VERIFY_DIR"), n, m)
 	const branch = "gitpeer-bench-pr"
-	git := func(dir string, args ...string) {
-		b.Helper()
-		testgit.Git(b, dir, append([]string{"-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
-	}
-	// The pull request, in a worktree of its own: the mesh's checkout is
-	// kept as it is for the next run.
-	wt := filepath.Join(b.TempDir(), "pr")
-	// Whatever an earlier run left behind; these fail when it left nothing.
-	testgit.Command(dir, "worktree", "prune").Run()
-	testgit.Command(dir, "branch", "-D", branch).Run()
-	git(dir, "worktree", "add", "-q", "-b", branch, wt, "main")
-	b.Cleanup(func() {
-		testgit.Command(dir, "worktree", "remove", "--force", wt).Run()
-		testgit.Command(dir, "branch", "-D", branch).Run()
-	})
+	git, wt := meshWorktree(b, dir, branch)
 	self, peer := meshbench.ID(0), meshbench.ID(n-1) // c0000 consumes from the m/n after it
 	specFile := filepath.Join(wt, "peering.cue")
 	text, err := os.ReadFile(specFile)
@@ -187,18 +173,7 @@ func BenchmarkVerifyMeshCheckpoint(b *testing.B) {
 	n, m := verifyMeshSize(b)
 	dir, spec := convergedMesh(b, os.Getenv("GITPEER_BENCH_VERIFY_DIR"), n, m)
 	const branch = "gitpeer-bench-checkpoint"
-	git := func(dir string, args ...string) {
-		b.Helper()
-		testgit.Git(b, dir, append([]string{"-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
-	}
-	wt := filepath.Join(b.TempDir(), "next")
-	testgit.Command(dir, "worktree", "prune").Run()
-	testgit.Command(dir, "branch", "-D", branch).Run()
-	git(dir, "worktree", "add", "-q", "-b", branch, wt, "main")
-	b.Cleanup(func() {
-		testgit.Command(dir, "worktree", "remove", "--force", wt).Run()
-		testgit.Command(dir, "branch", "-D", branch).Run()
-	})
+	git, wt := meshWorktree(b, dir, branch)
 	self := meshbench.ID(0)
 	be, err := file.Open(filepath.Join(filepath.Dir(dir), "state", self))
 	if err != nil {
@@ -251,4 +226,24 @@ func BenchmarkVerifyMeshCheckpoint(b *testing.B) {
 			b.ReportMetric(float64(per.Microseconds())/1000/float64(m), "cpu-ms/peering")
 		})
 	}
+}
+
+// meshWorktree adds a worktree of the mesh's main on a new branch, so
+// that the mesh's checkout is kept as it is for the next run, removed
+// with the branch when b ends; git runs the git CLI as a bench author.
+func meshWorktree(b *testing.B, dir, branch string) (git func(dir string, args ...string), wt string) {
+	git = func(dir string, args ...string) {
+		b.Helper()
+		testgit.Git(b, dir, append([]string{"-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...)
+	}
+	wt = filepath.Join(b.TempDir(), "wt")
+	// Whatever an earlier run left behind; these fail when it left nothing.
+	testgit.Command(dir, "worktree", "prune").Run()
+	testgit.Command(dir, "branch", "-D", branch).Run()
+	git(dir, "worktree", "add", "-q", "-b", branch, wt, "main")
+	b.Cleanup(func() {
+		testgit.Command(dir, "worktree", "remove", "--force", wt).Run()
+		testgit.Command(dir, "branch", "-D", branch).Run()
+	})
+	return git, wt
 }
