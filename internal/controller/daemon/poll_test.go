@@ -142,18 +142,7 @@ func TestFailedPollsBackOffAndARateLimitIsHonoured(t *testing.T) {
 	go func() { defer close(done); p.run(ctx, clk, log, m, func(string) { t.Error("woken with nothing new") }) }()
 	defer func() { cancel(); <-done }()
 
-	// waitFor steps the clock by min and says that no poll ran, then by
-	// the rest of the ±10% window and says that poll n did.
-	waitFor := func(n int, d time.Duration) {
-		t.Helper()
-		eventually(t, "the poller waits", func() bool { return clk.HasWaiters() && src.count() == n-1 })
-		clk.Step(d - d/10 - time.Millisecond)
-		if src.count() != n-1 || !clk.HasWaiters() {
-			t.Fatalf("poll %d ran before %s", n, d-d/10)
-		}
-		clk.Step(d/5 + 2*time.Millisecond)
-		eventually(t, "poll ran", func() bool { return src.count() == n })
-	}
+	waitFor := func(n int, d time.Duration) { t.Helper(); waitForPoll(t, clk, src, n, d) }
 	waitFor(1, DefaultPollInterval)
 	waitFor(2, 2*DefaultPollInterval) // after one failure
 	waitFor(3, 4*DefaultPollInterval) // after two
@@ -202,18 +191,7 @@ func TestAPushMakesThePollsBriskForAWhile(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	// waitFor says that poll n comes d (±10%) after the last one, not
-	// sooner.
-	waitFor := func(n int, d time.Duration) {
-		t.Helper()
-		eventually(t, "the poller waits", func() bool { return clk.HasWaiters() && src.count() == n-1 })
-		clk.Step(d - d/10 - time.Millisecond)
-		if src.count() != n-1 || !clk.HasWaiters() {
-			t.Fatalf("poll %d ran before %s", n, d-d/10)
-		}
-		clk.Step(d/5 + 2*time.Millisecond)
-		eventually(t, "poll ran", func() bool { return src.count() == n })
-	}
+	waitFor := func(n int, d time.Duration) { t.Helper(); waitForPoll(t, clk, src, n, d) }
 	// hurry calls Hurry and waits until the poller took it (a new timer).
 	hurry := func() {
 		t.Helper()
@@ -346,4 +324,18 @@ func TestAPushReappliedOnAPeersCommitStartsAnotherPassInASecond(t *testing.T) {
 			eventually(t, "the passes ran, the daemon waits", func() bool { return passes.Load() == want && clk.Waiters() == 2 })
 		})
 	}
+}
+
+// waitForPoll steps clk by d less its 10% jitter and says that poll n of
+// src has not run, then by the rest of the ±10% window and says that it
+// did: poll n comes d after the last one, not sooner.
+func waitForPoll(t *testing.T, clk *testingclock.FakeClock, src *refScript, n int, d time.Duration) {
+	t.Helper()
+	eventually(t, "the poller waits", func() bool { return clk.HasWaiters() && src.count() == n-1 })
+	clk.Step(d - d/10 - time.Millisecond)
+	if src.count() != n-1 || !clk.HasWaiters() {
+		t.Fatalf("poll %d ran before %s", n, d-d/10)
+	}
+	clk.Step(d/5 + 2*time.Millisecond)
+	eventually(t, "poll ran", func() bool { return src.count() == n })
 }
