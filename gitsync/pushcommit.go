@@ -26,15 +26,27 @@ func (r *Repo) pushCommit(ctx context.Context, old, commit plumbing.Hash) error 
 // (the applied branch, which only this cluster writes). A failure carries
 // what the host said (remoteError).
 func (r *Repo) pushNarrow(ctx context.Context, branch string, base, commit plumbing.Hash, force bool) error {
+	return r.pushUpdates(ctx, false, gitobj.Update{Branch: branch, Base: base, Commit: commit, Force: force})
+}
+
+// pushUpdates is pushNarrow for several branches in one push, atomic when
+// asked (gitobj.ErrAtomicUnsupported, nothing sent, from a host that does
+// not offer it): each pushed branch's remote-tracking ref follows.
+func (r *Repo) pushUpdates(ctx context.Context, atomic bool, updates ...gitobj.Update) error {
 	var said remoteLines
 	err := gitobj.PushNarrow(ctx, gitobj.Push{
 		URL: r.opts.URL, CABundle: r.caBundle, Auth: r.auth, Store: r.repo.Storer,
-		Updates: []gitobj.Update{{Branch: branch, Base: base, Commit: commit, Force: force}}, Progress: &said,
+		Updates: updates, Atomic: atomic, Progress: &said,
 	})
 	if err != nil {
 		return withRemoteLines(err, &said)
 	}
-	return r.trackPushed(branch, commit)
+	for _, u := range updates {
+		if err := r.trackPushed(u.Branch, u.Commit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pushSealed pushes commit, whose only parent is old, to the shared branch
@@ -59,30 +71,21 @@ func (r *Repo) pushSealed(ctx context.Context, old, commit plumbing.Hash) error 
 	if err := r.recordSeal(ctx, p.head); err != nil {
 		return fmt.Errorf("update %s: %w", r.appliedRef(), err)
 	}
-	var said remoteLines
-	err = gitobj.PushNarrow(ctx, gitobj.Push{
-		URL: r.opts.URL, CABundle: r.caBundle, Auth: r.auth, Store: r.repo.Storer,
-		Updates: []gitobj.Update{
-			{Branch: r.opts.Branch, Base: old, Commit: commit},
-			{Branch: r.opts.Applied.Branch, Base: p.base, Commit: p.head, Force: true},
-		},
-		Atomic: true, Progress: &said,
-	})
+	err = r.pushUpdates(ctx, true,
+		gitobj.Update{Branch: r.opts.Branch, Base: old, Commit: commit},
+		gitobj.Update{Branch: r.opts.Applied.Branch, Base: p.base, Commit: p.head, Force: true})
 	if errors.Is(err, gitobj.ErrAtomicUnsupported) {
 		r.noAtomic = true
 		return r.pushCommit(ctx, old, commit)
 	}
 	if err != nil {
-		return withRemoteLines(err, &said)
+		return err
 	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.appliedRef(), p.head)); err != nil {
 		return fmt.Errorf("update %s: %w", r.appliedRef(), err)
 	}
-	if err := r.trackPushed(r.opts.Applied.Branch, p.head); err != nil {
-		return err
-	}
 	p.fresh, p.pushed = false, true
-	return r.trackPushed(r.opts.Branch, commit)
+	return nil
 }
 
 // trackPushed points branch's remote-tracking ref at commit, as go-git's
