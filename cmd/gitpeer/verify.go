@@ -177,6 +177,9 @@ func (o *verifyOptions) run(cmd *cobra.Command, args []string) error {
 	if o.checkpoint != "" && o.base != "" {
 		return errUsage(errors.New("--checkpoint goes without --base: --base judges a pull request against its base, --checkpoint a branch from the commit a previous green run recorded; give one"))
 	}
+	if fi, err := os.Stat(o.checkpoint); o.checkpoint != "" && err == nil && fi.IsDir() {
+		return errUsage(fmt.Errorf("--checkpoint %s is a directory: give the path of a file there, e.g. %s", o.checkpoint, filepath.Join(o.checkpoint, "gitpeer-verify.checkpoint")))
+	}
 	dir := dirArg(args)
 	if err := checkNotURL("verify", dir); err != nil {
 		return errUsage(err)

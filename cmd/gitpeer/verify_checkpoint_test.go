@@ -143,7 +143,7 @@ func TestVerifyFromACheckpoint(t *testing.T) {
 
 // TestVerifyCheckpointGoesWithoutBase: --checkpoint and --base are
 // refused together (exit 2), and so is --checkpoint on a directory that
-// is not a Git repository (nothing to record).
+// is not a Git repository (nothing to record), or naming a directory.
 func TestVerifyCheckpointGoesWithoutBase(t *testing.T) {
 	code, _, stderr := gitpeer(t, "verify", "--checkpoint", filepath.Join(t.TempDir(), "c"), "--base", "main", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "--checkpoint goes without --base") {
@@ -153,5 +153,12 @@ func TestVerifyCheckpointGoesWithoutBase(t *testing.T) {
 	code, _, stderr = gitpeer(t, "verify", "--checkpoint", filepath.Join(t.TempDir(), "c"), dir)
 	if code != 2 || !strings.Contains(stderr, "is not a Git repository with a commit") {
 		t.Fatalf("a directory: exit %d\n%s", code, stderr)
+	}
+	// A directory given as the checkpoint file, where a cache path
+	// was meant: refused before anything is checked, with a file to give.
+	cache := t.TempDir()
+	code, _, stderr = gitpeer(t, "verify", "--checkpoint", cache, dir)
+	if code != 2 || !strings.Contains(stderr, "--checkpoint "+cache+" is a directory") || !strings.Contains(stderr, filepath.Join(cache, "gitpeer-verify.checkpoint")) {
+		t.Fatalf("a directory as the checkpoint: exit %d\n%s", code, stderr)
 	}
 }
