@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitpeer/gitpeer/internal/controller/runner"
+	"github.com/gitpeer/gitpeer/internal/git/trailer"
 	"github.com/gitpeer/gitpeer/internal/reasons"
 	"github.com/gitpeer/gitpeer/internal/repo/layout"
 	"github.com/gitpeer/gitpeer/internal/trust/dirmanifest"
@@ -247,4 +249,43 @@ func TestAReplayedSealUnderReviewIsNamedByVerify(t *testing.T) {
 	a := w.writer()
 	a.git("push", "-q", "-f", "origin", stale+":refs/heads/"+branch)
 	mustFind(t, w.verify(), "origin/"+branch, reasons.StaleSeal, stale)
+}
+
+// TestAnOldProposalReplayedWithItsSealIsNamedByVerify: beta reviews what
+// it applies. It proposes alpha's bindings, naming the seal then in force
+// (which holds none of them); the proposal is merged and sealed; the spec
+// then revokes alpha → beta, and beta's proposal of that is merged too. A
+// writer restores clusters/beta/ as the first proposal left it and points
+// gitpeer/applied/beta back at the seal that proposal names: every file
+// that differs now stands as a commit naming that seal introduced it, yet
+// beta signed a newer proposal since, naming another. verify names the
+// branch StaleSeal, not resolved.
+func TestAnOldProposalReplayedWithItsSealIsNamedByVerify(t *testing.T) {
+	t.Parallel()
+	w := fresh(t, twoSpec)
+	w.reviewing("beta")
+	var proposal string
+	w.roundsUntil("beta proposes alpha's bindings", func(string, *runner.Result) bool {
+		if p := w.ref(reviewBranch("beta")); p != "" {
+			if _, ok := w.showAt(p, betaRoleBinding); ok {
+				proposal = p
+			}
+		}
+		return proposal != ""
+	})
+	named := trailer.Values(w.git("log", "-1", "--format=%B", proposal), trailer.Applied)
+	if len(named) != 1 {
+		t.Fatalf("beta's proposal names the seals %q, want one", named)
+	}
+	w.merge("beta")
+	w.pass("beta")
+	w.revokeAlphaBeta()
+	w.pass("beta")
+	w.merge("beta")
+	w.pass("beta")
+
+	branch := layout.AppliedBranch("beta")
+	w.attack("mallory <mallory@example.com>", "beta: restore", restore(proposal, "clusters/beta"))
+	w.writer().git("push", "-q", "-f", "origin", named[0]+":refs/heads/"+branch)
+	mustFind(t, w.verify(), "origin/"+branch, reasons.StaleSeal, named[0])
 }

@@ -288,9 +288,10 @@ func (h *history) walkTree(t plumbing.Hash, prefix string, fn func(p string, e o
 // seal holds every change id signed since it, as far as the checked branch
 // still has them. Only the files where head and the seal differ are
 // looked up, so a seal that holds head's tree costs one tree comparison.
-// named reports whether every such commit names the seal as the one in
-// force when it was made (trailer.Applied, under id's signature): a change
-// id made and has not sealed yet, not a seal moved back from a newer one.
+// named reports whether every change id signed to clusters/<id>/ since the
+// seal's parent (standing or not) names the seal as the one in force when
+// it was made (trailer.Applied, under id's signature): a change id made
+// and has not sealed yet, not a seal moved back from a newer one.
 func (h *history) newerSigned(id string, seal *object.Commit, parent plumbing.Hash, order []*node, index map[plumbing.Hash]int, head *object.Commit) (newest *object.Commit, file string, named bool, err error) {
 	top := layout.ClusterPath(id)
 	headSub, err := h.entryAt(head.TreeHash, top)
@@ -322,27 +323,41 @@ func (h *history) newerSigned(id string, seal *object.Commit, parent plumbing.Ha
 		return nil, "", false, err
 	}
 	var ancestors map[plumbing.Hash]bool // of the seal's parent, itself included: computed once needed
-	named = true
+	// since: id's commit c is neither the seal's parent nor one of its
+	// ancestors, nor dated before the seal.
+	since := func(c *object.Commit) bool {
+		if c.Committer.When.Before(seal.Committer.When) {
+			return false
+		}
+		if ancestors == nil {
+			ancestors = ancestorsIn(order, index, parent)
+		}
+		return !ancestors[c.Hash]
+	}
 	for _, d := range differ {
 		for _, c := range h.signed[d] {
-			if c.Committer.When.Before(seal.Committer.When) {
-				continue
-			}
-			if ancestors == nil {
-				ancestors = ancestorsIn(order, index, parent)
-			}
-			if ancestors[c.Hash] {
-				continue
-			}
-			if !slices.Contains(trailer.Values(c.Message, trailer.Applied), seal.Hash.String()) {
-				named = false
-			}
-			if newest == nil || index[c.Hash] > index[newest.Hash] {
+			if since(c) && (newest == nil || index[c.Hash] > index[newest.Hash]) {
 				newest, file = c, d.path
 			}
 		}
 	}
-	return newest, file, named && newest != nil, nil
+	if newest == nil {
+		return nil, "", false, nil
+	}
+	// Every change id signed since, not only those still standing, must
+	// name the seal: a proposal signed long ago, merged late over what
+	// id signed after it, names an old seal too.
+	for k, cs := range h.signed {
+		if !strings.HasPrefix(k.path, top+"/") {
+			continue
+		}
+		for _, c := range cs {
+			if since(c) && !slices.Contains(trailer.Values(c.Message, trailer.Applied), seal.Hash.String()) {
+				return newest, file, false, nil
+			}
+		}
+	}
+	return newest, file, true, nil
 }
 
 // ancestorsIn returns the commits of order that are from, or ancestors of
