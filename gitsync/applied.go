@@ -333,9 +333,11 @@ func (r *Repo) restoreApplied(ctx context.Context, tip plumbing.Hash) error {
 	return nil
 }
 
-// sealOf reports whether seal's parent is tip or one of its ancestors
-// among the maxCounted commits nearest tip (a seal older than that is
-// left to the pass too).
+// sealOf reports whether seal's parent is tip or one of its ancestors.
+// The walk is not bounded: a bound would leave the seal of a cluster idle
+// through many commits to its pass, so a writer who moved its branch back
+// and broke the pass would keep it there. It runs only when the branch is
+// found off the recorded seal.
 func (r *Repo) sealOf(seal, tip plumbing.Hash) bool {
 	c, err := r.repo.CommitObject(seal)
 	if err != nil || len(c.ParentHashes) != 1 {
@@ -343,7 +345,7 @@ func (r *Repo) sealOf(seal, tip plumbing.Hash) bool {
 	}
 	want := c.ParentHashes[0]
 	seen := map[plumbing.Hash]bool{tip: true}
-	for queue := []plumbing.Hash{tip}; len(queue) > 0 && len(seen) <= maxCounted; queue = queue[1:] {
+	for queue := []plumbing.Hash{tip}; len(queue) > 0; queue = queue[1:] {
 		h := queue[0]
 		if h == want {
 			return true
